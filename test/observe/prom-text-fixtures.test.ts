@@ -1,0 +1,38 @@
+// Parser tests over /metrics pages captured from real kube-apiservers (test/fixtures/<version>/metrics.txt).
+// With no fixtures captured yet, each test reports itself skipped.
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { Readable } from 'node:stream';
+import { countFamiliesAndSeries, histograms, parsePromStream, parsePromText } from '../../src/observe/prom-text.ts';
+import { SIGNAL_FAMILIES } from '../../src/observe/signals.ts';
+import { fixtureFiles, fixtureVersions, grepCount, readFixture } from './fixtures.ts';
+
+const versions = fixtureVersions().filter((v) => fixtureFiles(v, /^metrics\.txt$/).length > 0);
+
+describe('prom-text over captured /metrics pages', () => {
+  if (versions.length === 0) it('has no captured metrics.txt fixtures yet', { skip: 'no test/fixtures/<version>/metrics.txt' }, () => {});
+  for (const version of versions) {
+    const text = readFixture(version, 'metrics.txt');
+
+    it(`${version}: family and series counts agree with a grep-style count`, () => {
+      assert.deepEqual(countFamiliesAndSeries(text), grepCount(text));
+    });
+
+    it(`${version}: streaming in odd-sized chunks equals parsing the whole text`, async () => {
+      const bytes = Buffer.from(text, 'utf8');
+      const chunks: Buffer[] = [];
+      for (let at = 0; at < bytes.length; at += 997) chunks.push(bytes.subarray(at, at + 997));
+      assert.deepEqual(await parsePromStream(Readable.from(chunks), 'all'), parsePromText(text, 'all'));
+    });
+
+    it(`${version}: the signal families parse, and every request-duration series ends with +Inf`, () => {
+      const families = parsePromText(text, SIGNAL_FAMILIES);
+      const duration = families.get('apiserver_request_duration_seconds');
+      assert.ok(duration, 'apiserver_request_duration_seconds present');
+      for (const series of histograms(duration)) {
+        assert.equal(series.buckets.at(-1)?.le, Infinity);
+        assert.equal(series.buckets.at(-1)?.count, series.count);
+      }
+    });
+  }
+});
