@@ -1,0 +1,129 @@
+import type {
+  AnalysisPolicy,
+  ApiServerUpgradeSpec,
+  BreachAction,
+  ProxyGateMode,
+  SignalSource,
+  StaticPodDriver,
+  UpgradeStrategy,
+  WebhookDriver,
+} from './types.generated.ts';
+import { specSchema } from './schema-spec.ts';
+import { applySchemaDefaults } from './schema-defaults.ts';
+import { tryParseDuration } from './duration.ts';
+import { VERSION_PATTERN, compile } from './patterns.ts';
+
+/**
+ * The spec with every default applied and every duration parsed, so the planner reads plain numbers.
+ *
+ * The API server applies the CRD defaults on write, but an object stored before a default existed (or a
+ * hand-built test fixture) may lack them; the defaults here are read from the same schema, so both agree.
+ * resolveSpec re-checks what the planner relies on and throws SpecError instead of crashing later.
+ */
+export interface ResolvedSpec {
+  targetVersion: string;
+  paused: boolean;
+  strategy: { batchSize: number | string; soakMs: number; batchTimeoutMs: number };
+  proxy: { gate: ProxyGateMode; revertAfter: boolean };
+  driver: ResolvedDriver;
+  analysis: {
+    intervalMs: number;
+    failureLimit: number;
+    onBreach: BreachAction;
+    thresholds: { proxyErrorRatio: number; errorRatio: number; latencyP99Ms: number; discoveryConvergenceMs: number };
+    source: SignalSource;
+    prometheus?: { address: string; selector: string; caBundle?: string };
+  };
+}
+
+export type ResolvedDriver =
+  | { kind: 'webhook'; webhook: WebhookDriver & { timeoutMs: number } }
+  | { kind: 'staticPod'; staticPod: Required<StaticPodDriver> };
+
+export class SpecError extends Error {
+  override readonly name = 'SpecError';
+}
+
+const VERSION = compile(VERSION_PATTERN);
+
+/** The spec as the API server would store it: schema defaults applied, input untouched. */
+export function withDefaults(spec: ApiServerUpgradeSpec): ApiServerUpgradeSpec {
+  // The schema describes exactly this shape, so defaulting returns the same shape with more fields set.
+  return applySchemaDefaults(spec, specSchema) as ApiServerUpgradeSpec;
+}
+
+export function resolveSpec(spec: ApiServerUpgradeSpec): ResolvedSpec {
+  const s = withDefaults(spec);
+  if (typeof s.targetVersion !== 'string' || !VERSION.test(s.targetVersion)) {
+    throw new SpecError(`spec.targetVersion ${JSON.stringify(s.targetVersion)} must be a Kubernetes release version such as v1.36.3`);
+  }
+  const strategy = s.strategy as Required<UpgradeStrategy>;
+  const analysis = s.analysis as Required<Omit<AnalysisPolicy, 'prometheus'>> & Pick<AnalysisPolicy, 'prometheus'>;
+  const t = analysis.thresholds as Required<NonNullable<AnalysisPolicy['thresholds']>>;
+  return {
+    targetVersion: s.targetVersion,
+    paused: s.paused === true,
+    strategy: {
+      batchSize: strategy.batchSize,
+      soakMs: duration(strategy.soakDuration, 'spec.strategy.soakDuration'),
+      batchTimeoutMs: duration(strategy.batchTimeout, 'spec.strategy.batchTimeout'),
+    },
+    proxy: { gate: s.proxy?.gate ?? 'Auto', revertAfter: s.proxy?.revertAfter === true },
+    driver: resolveDriver(s),
+    analysis: {
+      intervalMs: duration(analysis.interval, 'spec.analysis.interval'),
+      failureLimit: positiveInteger(analysis.failureLimit, 'spec.analysis.failureLimit'),
+      onBreach: analysis.onBreach,
+      thresholds: {
+        proxyErrorRatio: t.proxyErrorRatio,
+        errorRatio: t.errorRatio,
+        latencyP99Ms: duration(t.latencyP99, 'spec.analysis.thresholds.latencyP99'),
+        discoveryConvergenceMs: duration(t.discoveryConvergence, 'spec.analysis.thresholds.discoveryConvergence'),
+      },
+      source: analysis.source,
+      ...(analysis.source === 'Prometheus' ? { prometheus: resolvePrometheus(analysis.prometheus) } : {}),
+    },
+  };
+}
+
+function resolveDriver(s: ApiServerUpgradeSpec): ResolvedDriver {
+  const { webhook, staticPod } = s.driver ?? {};
+  if ((webhook === undefined) === (staticPod === undefined)) throw new SpecError('spec.driver must set exactly one of webhook or staticPod');
+  if (webhook !== undefined) {
+    return { kind: 'webhook', webhook: { ...webhook, timeoutMs: duration(webhook.timeout, 'spec.driver.webhook.timeout') } };
+  }
+  // Defaulting filled every field that has a default; the rest are required by the schema, checked here anyway.
+  const p = staticPod as StaticPodDriver;
+  const required = <K extends keyof StaticPodDriver>(k: K): NonNullable<StaticPodDriver[K]> => {
+    const v = p[k];
+    if (v === undefined || v === '') throw new SpecError(`spec.driver.staticPod.${k} is required`);
+    return v as NonNullable<StaticPodDriver[K]>;
+  };
+  return {
+    kind: 'staticPod',
+    staticPod: {
+      image: required('image'),
+      manifestPath: required('manifestPath'),
+      backupDir: required('backupDir'),
+      peerCAFile: required('peerCAFile'),
+      agentImage: required('agentImage'),
+      namespace: required('namespace'),
+    },
+  };
+}
+
+function resolvePrometheus(p: AnalysisPolicy['prometheus']): NonNullable<ResolvedSpec['analysis']['prometheus']> {
+  if (p?.address === undefined) throw new SpecError('spec.analysis.prometheus.address is required when source is Prometheus');
+  return { address: p.address, selector: p.selector ?? 'job="apiserver"', ...(p.caBundle === undefined ? {} : { caBundle: p.caBundle }) };
+}
+
+function duration(value: string | undefined, field: string): number {
+  const ms = value === undefined ? undefined : tryParseDuration(value);
+  if (ms === undefined) throw new SpecError(`${field} ${JSON.stringify(value)} must be a Go duration such as 10s, 2m or 1h30m`);
+  return ms;
+}
+
+function positiveInteger(value: number, field: string): number {
+  if (!Number.isInteger(value) || value < 1) throw new SpecError(`${field} must be an integer of at least 1, got ${JSON.stringify(value)}`);
+  return value;
+}

@@ -1,0 +1,259 @@
+import type { Schema } from './schema-types.ts';
+import { PERCENT_PATTERN } from './patterns.ts';
+import { absolutePathField, durationField, secretKeyRefField, stringField, versionField } from './schema-builders.ts';
+
+/**
+ * The desired state of an ApiServerUpgrade, as data. This is the single source of truth: the CRD,
+ * the TypeScript types (types.generated.ts) and docs/api.md are generated from it by `npm run generate`.
+ *
+ * Validation lives here wherever the API server can do it (OpenAPI ranges, CEL rules). Checks that need
+ * cluster state (skipping a minor, a downgrade, an unhealthy fleet) are the operator's, reported as the
+ * PreflightPassed condition.
+ */
+
+const strategy: Schema = {
+  tsType: 'UpgradeStrategy',
+  type: 'object',
+  description: 'How servers are replaced: how many at a time, and how long to watch each batch.',
+  default: {},
+  properties: {
+    batchSize: {
+      description:
+        'How many servers to replace at a time: a count (at least 1) or a percentage of the servers (1% to 100%, rounded down, at least one server).',
+      'x-kubernetes-int-or-string': true,
+      anyOf: [{ type: 'integer' }, { type: 'string' }],
+      default: 1,
+      // Bounds the string form for CEL's cost estimator; ignored for integers.
+      maxLength: 4,
+      'x-kubernetes-validations': [
+        { rule: 'type(self) != int || self >= 1', message: 'batchSize must be at least 1' },
+        {
+          rule: `type(self) != string || self.matches(r'${PERCENT_PATTERN}')`,
+          message: 'batchSize as a string must be a percentage between 1% and 100%, such as 25%',
+        },
+      ],
+    },
+    soakDuration: durationField(
+      'How long to watch a batch after it converged before starting the next one; analysis keeps running meanwhile.',
+      '2m',
+      '0s',
+      '24h',
+    ),
+    batchTimeout: durationField(
+      'How long a batch may take from the first driver call until every server in it is ready and discovery converged; on timeout the upgrade pauses (or rolls back when analysis.onBreach is Rollback).',
+      '10m',
+      '30s',
+      '24h',
+    ),
+  },
+};
+
+const proxy: Schema = {
+  tsType: 'ProxyPolicy',
+  type: 'object',
+  description:
+    'Policy for the Mixed Version Proxy (feature gate UnknownVersionInteroperabilityProxy). The proxy only helps when every server has it on before versions start to differ.',
+  default: {},
+  properties: {
+    gate: {
+      tsType: 'ProxyGateMode',
+      type: 'string',
+      description:
+        'Auto: before the first replacement, turn the gate on (a rolling pass of its own) on the old servers where it is off, and keep it on in the new servers. Enabled: like Auto, and preflight fails when a server cannot have it on. Unmanaged: never touch the gate; only report its state.',
+      enum: ['Auto', 'Enabled', 'Unmanaged'],
+      default: 'Auto',
+    },
+    revertAfter: {
+      type: 'boolean',
+      description:
+        'After a successful upgrade, turn the gate back off on the servers where the operator turned it on. The gate is beta and on by default from v1.36, so this rarely matters.',
+      default: false,
+    },
+  },
+};
+
+const webhook: Schema = {
+  tsType: 'WebhookDriver',
+  type: 'object',
+  description:
+    'Replace a server by calling an HTTPS endpoint (hosted control planes, custom tooling). Each call carries an idempotency key; the endpoint must treat a repeated key as the same request.',
+  required: ['url'],
+  properties: {
+    url: stringField('HTTPS endpoint that replaces one server per call.', 2048, {
+      'x-kubernetes-validations': [
+        { rule: `self.startsWith('https://') && isURL(self)`, message: 'webhook url must be an https:// URL' },
+      ],
+    }),
+    caBundle: stringField(
+      'PEM bundle (base64-encoded, like in webhook configurations) to verify the endpoint; the system roots when empty.',
+      65536,
+      { format: 'byte' },
+    ),
+    timeout: durationField('Timeout of one call.', '30s', '1s', '10m'),
+    authSecretRef: secretKeyRefField('A Secret key holding a bearer token sent with each call.', 'token'),
+  },
+};
+
+const staticPod: Schema = {
+  tsType: 'StaticPodDriver',
+  type: 'object',
+  description:
+    'Replace a server on a kubeadm control-plane node: a Job pinned to the node rewrites the kube-apiserver static Pod manifest (keeping a backup for rollback) and the kubelet restarts the server.',
+  required: ['agentImage'],
+  properties: {
+    image: stringField('kube-apiserver image repository; the tag is the target version.', 512, {
+      default: 'registry.k8s.io/kube-apiserver',
+      'x-kubernetes-validations': [
+        {
+          rule: `!self.contains('@') && !self.matches(r':[^/]*$')`,
+          message: 'image must be a repository without tag or digest; the tag comes from targetVersion',
+        },
+      ],
+    }),
+    manifestPath: absolutePathField('Path of the static Pod manifest on the node.', '/etc/kubernetes/manifests/kube-apiserver.yaml'),
+    backupDir: absolutePathField('Directory on the node where the previous manifest is kept for rollback.', '/etc/kubernetes/apiserver-upgrade-backup'),
+    peerCAFile: absolutePathField(
+      'CA file (path on the node) passed as --peer-ca-file when the operator turns the proxy gate on.',
+      '/etc/kubernetes/pki/ca.crt',
+    ),
+    agentImage: stringField('Image of the node agent Job that rewrites the manifest.', 512, { minLength: 1 }),
+    namespace: stringField('Namespace of the agent Jobs.', 63, { default: 'kube-system', minLength: 1 }),
+  },
+};
+
+const driver: Schema = {
+  tsType: 'UpgradeDriver',
+  type: 'object',
+  description: 'How one server is replaced. Exactly one of webhook or staticPod.',
+  properties: { webhook, staticPod },
+  'x-kubernetes-validations': [
+    {
+      rule: '(has(self.webhook) ? 1 : 0) + (has(self.staticPod) ? 1 : 0) == 1',
+      message: 'driver must set exactly one of webhook or staticPod',
+    },
+  ],
+};
+
+const thresholds: Schema = {
+  tsType: 'AnalysisThresholds',
+  type: 'object',
+  description: 'A check breaches when any signal crosses its threshold. Missing data is inconclusive, never a breach.',
+  default: {},
+  properties: {
+    proxyErrorRatio: {
+      type: 'number',
+      description: 'Largest acceptable share of proxied requests that failed (peer proxy errors / rerouted requests), 0 to 1.',
+      default: 0.01,
+      minimum: 0,
+      maximum: 1,
+    },
+    errorRatio: {
+      type: 'number',
+      description: 'Largest acceptable share of all requests answered 5xx, 0 to 1.',
+      default: 0.05,
+      minimum: 0,
+      maximum: 1,
+    },
+    latencyP99: durationField('Largest acceptable p99 request latency (without WATCH, CONNECT and long-running requests).', '1s', '1ms', '1m'),
+    discoveryConvergence: durationField(
+      "How long discovery may take to converge after a server changed (every server's peer-aggregated /apis equals the union of the servers' own).",
+      '2m',
+      '1s',
+      '1h',
+    ),
+  },
+};
+
+const prometheus: Schema = {
+  tsType: 'PrometheusSource',
+  type: 'object',
+  description: 'Where to query the signals when source is Prometheus.',
+  required: ['address'],
+  properties: {
+    address: stringField('Base URL of the Prometheus HTTP API, such as http://prometheus.monitoring:9090.', 2048, {
+      'x-kubernetes-validations': [
+        {
+          rule: `(self.startsWith('http://') || self.startsWith('https://')) && isURL(self)`,
+          message: 'prometheus address must be an http:// or https:// URL',
+        },
+      ],
+    }),
+    selector: stringField('Label matchers that select the kube-apiserver series.', 1024, { default: 'job="apiserver"' }),
+    caBundle: stringField('PEM bundle (base64-encoded) to verify an https address.', 65536, { format: 'byte' }),
+  },
+};
+
+const analysis: Schema = {
+  tsType: 'AnalysisPolicy',
+  type: 'object',
+  description: 'How health is judged during the upgrade and what happens on a breach.',
+  default: {},
+  properties: {
+    interval: durationField('Time between two checks.', '10s', '1s', '10m'),
+    failureLimit: {
+      type: 'integer',
+      format: 'int32',
+      description: 'Consecutive breaching checks before onBreach is applied.',
+      default: 3,
+      minimum: 1,
+      maximum: 100,
+    },
+    onBreach: {
+      tsType: 'BreachAction',
+      type: 'string',
+      description:
+        'Pause: stop before the next batch and wait for a human. Rollback: put the replaced servers back on the previous version, when rollback is safe (see the RollbackSafe condition); otherwise pause.',
+      enum: ['Pause', 'Rollback'],
+      default: 'Pause',
+    },
+    thresholds,
+    source: {
+      tsType: 'SignalSource',
+      type: 'string',
+      description: "Direct: scrape each server's /metrics and discovery. Prometheus: query the signals from analysis.prometheus.",
+      enum: ['Direct', 'Prometheus'],
+      default: 'Direct',
+    },
+    prometheus,
+  },
+  'x-kubernetes-validations': [
+    {
+      rule: `!has(self.source) || self.source != 'Prometheus' || has(self.prometheus)`,
+      message: 'analysis.prometheus.address is required when source is Prometheus',
+    },
+    {
+      rule: `!has(self.prometheus) || (has(self.source) && self.source == 'Prometheus')`,
+      message: 'analysis.prometheus may only be set when source is Prometheus',
+    },
+  ],
+};
+
+export const specSchema: Schema = {
+  tsType: 'ApiServerUpgradeSpec',
+  type: 'object',
+  description: 'The target version and the safety policy of one upgrade of the cluster\'s kube-apiservers.',
+  required: ['targetVersion', 'driver'],
+  properties: {
+    targetVersion: versionField(
+      'The Kubernetes version to upgrade every kube-apiserver to, such as v1.36.3. Immutable: to move to another version, create a new ApiServerUpgrade.',
+      [
+        // CEL on spec cannot see status, so "no change while running" is not expressible; immutability is
+        // the sound rule, and one object per upgrade keeps its history and idempotency keys meaningful.
+        {
+          rule: 'self == oldSelf',
+          message: 'targetVersion is immutable; create a new ApiServerUpgrade to move to another version',
+        },
+      ],
+    ),
+    paused: {
+      type: 'boolean',
+      description:
+        'Declarative pause: when true, no new driver call is started (a call in flight completes). An automatic pause lives in status and is resumed without editing the spec.',
+      default: false,
+    },
+    strategy,
+    proxy,
+    driver,
+    analysis,
+  },
+};
