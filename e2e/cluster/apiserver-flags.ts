@@ -1,0 +1,72 @@
+import type { Pki, ServingCert } from './pki.ts';
+
+export const PROXY_GATE = 'UnknownVersionInteroperabilityProxy';
+export const SERVICE_CIDR = '10.96.0.0/16';
+export const SERVICE_IP = '10.96.0.1';
+export const SECURE_PORT = 6443;
+
+/** Minor version of "v1.36.3" -> 36. */
+export function minorOf(version: string): number {
+  const m = /^v1\.(\d+)\.\d+/.exec(version);
+  if (!m) throw new Error(`not a Kubernetes version: ${version}`);
+  return Number(m[1]);
+}
+
+/** The gate is alpha (off by default) through 1.35 and beta (on) from 1.36. */
+export function proxyGateDefault(version: string): boolean {
+  return minorOf(version) >= 36;
+}
+
+export function proxyGateEnabled(version: string, featureGates: Record<string, boolean>): boolean {
+  return featureGates[PROXY_GATE] ?? proxyGateDefault(version);
+}
+
+export interface ApiServerFlagInput {
+  version: string;
+  address: string;
+  etcdUrl: string;
+  pki: Pki;
+  serving: ServingCert;
+  featureGates: Record<string, boolean>;
+  extraFlags: string[];
+}
+
+/**
+ * The flags of a kubeadm-like HA member with every Mixed Version Proxy flag set.
+ * The --peer-* flags make startup fail when the gate is off, so they are only passed with it on;
+ * the proxy-client cert and requestheader flags are always set, as in kubeadm (aggregation uses them too).
+ */
+export function apiServerFlags(i: ApiServerFlagInput): string[] {
+  const gateOn = proxyGateEnabled(i.version, i.featureGates);
+  const gates = Object.entries(i.featureGates).map(([k, v]) => `${k}=${v}`).join(',');
+  const flags = [
+    `--advertise-address=${i.address}`,
+    `--bind-address=${i.address}`,
+    `--secure-port=${SECURE_PORT}`,
+    `--etcd-servers=${i.etcdUrl}`,
+    `--tls-cert-file=${i.serving.cert}`,
+    `--tls-private-key-file=${i.serving.key}`,
+    `--client-ca-file=${i.pki.caCert}`,
+    `--service-account-issuer=https://kubernetes.default.svc.cluster.local`,
+    `--service-account-key-file=${i.pki.saPub}`,
+    `--service-account-signing-key-file=${i.pki.saKey}`,
+    `--service-cluster-ip-range=${SERVICE_CIDR}`,
+    `--authorization-mode=RBAC`,
+    `--allow-privileged=true`,
+    `--profiling=false`,
+    `--proxy-client-cert-file=${i.pki.proxyClientCert}`,
+    `--proxy-client-key-file=${i.pki.proxyClientKey}`,
+    `--requestheader-client-ca-file=${i.pki.frontProxyCaCert}`,
+    `--requestheader-allowed-names=front-proxy-client`,
+    `--requestheader-username-headers=X-Remote-User`,
+    `--requestheader-group-headers=X-Remote-Group`,
+    `--requestheader-extra-headers-prefix=X-Remote-Extra-`,
+    `--enable-priority-and-fairness=true`,
+    `--v=2`,
+  ];
+  if (gates !== '') flags.push(`--feature-gates=${gates}`);
+  if (gateOn) {
+    flags.push(`--peer-ca-file=${i.pki.caCert}`, `--peer-advertise-ip=${i.address}`, `--peer-advertise-port=${SECURE_PORT}`);
+  }
+  return [...flags, ...i.extraFlags];
+}

@@ -1,0 +1,275 @@
+import { mkdir, readFile, cp } from 'node:fs/promises';
+import { randomBytes } from 'node:crypto';
+import { createServer } from 'node:net';
+import { join } from 'node:path';
+import { binary, ETCD_VERSION, OLD_VERSION } from './binaries.ts';
+import { createPki, createServingCert, type Pki, type ServingCert } from './pki.ts';
+import { createNetns, addHostAddress, type Netns } from './netns.ts';
+import { ManagedProcess } from './process.ts';
+import { writeKubeconfig } from './kubeconfig.ts';
+import { writeHaproxyConfig } from './haproxy.ts';
+import { apiServerFlags, proxyGateEnabled, SECURE_PORT } from './apiserver-flags.ts';
+import { registerTeardown, unregisterTeardown, destroySync, sweepStale, stateDir, writeState, type ClusterState } from './cleanup.ts';
+import { adminRequest, type HttpResult } from './http.ts';
+import { waitFor } from './exec.ts';
+
+export interface ServerConfig {
+  version: string;
+  /** Feature gates passed with --feature-gates; UnknownVersionInteroperabilityProxy defaults per version. */
+  featureGates?: Record<string, boolean>;
+  extraFlags?: string[];
+}
+
+export interface ClusterOptions {
+  servers?: number;
+  version?: string;
+  featureGates?: Record<string, boolean>;
+  extraFlags?: string[];
+  /** Per-server overrides, by index. */
+  perServer?: Partial<ServerConfig>[];
+  /** Log lines to stderr as the cluster comes up. */
+  verbose?: boolean;
+}
+
+export interface ServerInfo {
+  index: number;
+  name: string;
+  hostname: string;
+  address: string;
+  port: number;
+  url: string;
+  kubeconfig: string;
+  config: Required<ServerConfig>;
+  proxyGate: boolean;
+  logPath: string;
+  running: boolean;
+}
+
+interface ServerSlot {
+  info: ServerInfo;
+  serving: ServingCert;
+  proc?: ManagedProcess;
+  logSeq: number;
+}
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = createServer();
+    s.listen(0, '127.0.0.1', () => {
+      const addr = s.address();
+      s.close(() => (typeof addr === 'object' && addr ? resolve(addr.port) : reject(new Error('no port'))));
+    });
+  });
+}
+
+/**
+ * A real HA control plane on one machine: one etcd and N kube-apiservers, each with its own hostname
+ * (UTS namespace) and its own address (inside a network namespace), behind haproxy on loopback.
+ */
+export class Cluster {
+  readonly runId: string;
+  readonly dir: string;
+  readonly pki: Pki;
+  readonly netns: Netns;
+  /** Admin kubeconfig that goes through the balancer. */
+  readonly kubeconfig: string;
+  readonly lbUrl: string;
+  private slots: ServerSlot[];
+  private etcd?: ManagedProcess;
+  private haproxy?: ManagedProcess;
+  private state: ClusterState;
+  private log: (msg: string) => void;
+  private tornDown = false;
+
+  private constructor(init: { runId: string; dir: string; pki: Pki; netns: Netns; kubeconfig: string; lbUrl: string; slots: ServerSlot[]; state: ClusterState; log: (m: string) => void }) {
+    this.runId = init.runId;
+    this.dir = init.dir;
+    this.pki = init.pki;
+    this.netns = init.netns;
+    this.kubeconfig = init.kubeconfig;
+    this.lbUrl = init.lbUrl;
+    this.slots = init.slots;
+    this.state = init.state;
+    this.log = init.log;
+  }
+
+  static async start(opts: ClusterOptions = {}): Promise<Cluster> {
+    const t0 = Date.now();
+    const log = (m: string): void => {
+      if (opts.verbose) process.stderr.write(`[cluster +${((Date.now() - t0) / 1000).toFixed(1)}s] ${m}\n`);
+    };
+    const swept = sweepStale();
+    if (swept > 0) log(`removed ${swept} stale cluster(s) left by dead runs`);
+    const n = opts.servers ?? 3;
+    const configs: Required<ServerConfig>[] = Array.from({ length: n }, (_, i) => {
+      const o = opts.perServer?.[i] ?? {};
+      return {
+        version: o.version ?? opts.version ?? OLD_VERSION,
+        featureGates: o.featureGates ?? opts.featureGates ?? {},
+        extraFlags: o.extraFlags ?? opts.extraFlags ?? [],
+      };
+    });
+    // Build (or find in the cache) every binary first, so a cold build never races a start timeout.
+    const versions = [...new Set(configs.map((c) => c.version))];
+    log(`binaries: etcd ${ETCD_VERSION}, kube-apiserver ${versions.join(', ')}`);
+    await Promise.all([binary('etcd', ETCD_VERSION), ...versions.map((v) => binary('kube-apiserver', v))]);
+
+    const runId = randomBytes(3).toString('hex');
+    const dir = stateDir(runId);
+    await mkdir(dir, { recursive: true });
+    const state: ClusterState = { runId, ownerPid: process.pid, dir, netns: `auo-${runId}`, hostVeth: `auo${runId}h`, rootPids: [] };
+    writeState(state);
+    registerTeardown(runId, () => destroySync(state));
+
+    try {
+      const [pki, netns] = await Promise.all([createPki(join(dir, 'pki')), createNetns(runId)]);
+      const lbPort = await freePort();
+      const lbUrl = `https://127.0.0.1:${lbPort}`;
+      const kubeconfig = await writeKubeconfig(join(dir, 'admin.kubeconfig'), lbUrl, pki.caCert, pki.adminCert, pki.adminKey);
+      const slots: ServerSlot[] = [];
+      for (let i = 0; i < n; i++) {
+        const address = `${netns.prefix}.${11 + i}`;
+        const hostname = `cp-${i + 1}`;
+        await addHostAddress(netns, address);
+        const serving = await createServingCert(pki, hostname, [address, '127.0.0.1', '10.96.0.1'], [hostname]);
+        const url = `https://${address}:${SECURE_PORT}`;
+        const cfg = configs[i]!;
+        slots.push({
+          serving,
+          logSeq: 0,
+          info: {
+            index: i, name: hostname, hostname, address, port: SECURE_PORT, url,
+            kubeconfig: await writeKubeconfig(join(dir, `${hostname}.kubeconfig`), url, pki.caCert, pki.adminCert, pki.adminKey),
+            config: cfg, proxyGate: proxyGateEnabled(cfg.version, cfg.featureGates), logPath: '', running: false,
+          },
+        });
+      }
+      const c = new Cluster({ runId, dir, pki, netns, kubeconfig, lbUrl, slots, state, log });
+      await c.startEtcd();
+      await Promise.all(slots.map((_, i) => c.start(i)));
+      await c.startHaproxy(lbPort);
+      log(`ready: ${n} apiservers behind ${lbUrl}`);
+      return c;
+    } catch (err) {
+      unregisterTeardown(runId);
+      destroySync(state);
+      throw err;
+    }
+  }
+
+  get servers(): ServerInfo[] {
+    return this.slots.map((s) => ({ ...s.info, running: s.proc !== undefined && !s.proc.exited }));
+  }
+
+  server(i: number): ServerInfo {
+    const s = this.slots[i];
+    if (!s) throw new Error(`no server ${i}; the cluster has ${this.slots.length}`);
+    return { ...s.info, running: s.proc !== undefined && !s.proc.exited };
+  }
+
+  private inNetns(cmd: string[]): [string, string[]] {
+    return ['ip', ['netns', 'exec', this.netns.name, ...cmd]];
+  }
+
+  private async startEtcd(): Promise<void> {
+    const etcd = await binary('etcd', ETCD_VERSION);
+    const [cmd, args] = this.inNetns([etcd, '--name=etcd0', `--data-dir=${join(this.dir, 'etcd')}`,
+      '--listen-client-urls=http://127.0.0.1:2379', '--advertise-client-urls=http://127.0.0.1:2379',
+      '--listen-peer-urls=http://127.0.0.1:2380', '--initial-advertise-peer-urls=http://127.0.0.1:2380',
+      '--initial-cluster=etcd0=http://127.0.0.1:2380', '--unsafe-no-fsync=true', '--log-level=warn']);
+    this.etcd = new ManagedProcess(cmd, args, join(this.dir, 'etcd.log'));
+    this.log('etcd started');
+  }
+
+  private async startHaproxy(port: number): Promise<void> {
+    const cfg = await writeHaproxyConfig(this.dir, `127.0.0.1:${port}`, this.slots.map((s) => ({ name: s.info.name, address: s.info.address, port: s.info.port })));
+    this.haproxy = new ManagedProcess('haproxy', ['-db', '-f', cfg], join(this.dir, 'haproxy.log'));
+    this.state.rootPids.push(this.haproxy.pid);
+    writeState(this.state);
+    await waitFor('haproxy to route to a ready apiserver', 30_000, async () => {
+      const r = await adminRequest(this.pki, `${this.lbUrl}/readyz`, { timeoutMs: 2000 });
+      return r.status === 200 ? true : undefined;
+    });
+  }
+
+  /** Starts server i with its current config (same hostname and address as before) and waits for /readyz. */
+  async start(i: number): Promise<void> {
+    const slot = this.slots[i]!;
+    if (slot.proc && !slot.proc.exited) throw new Error(`${slot.info.name} is already running`);
+    const cfg = slot.info.config;
+    const bin = await binary('kube-apiserver', cfg.version);
+    const flags = apiServerFlags({ version: cfg.version, address: slot.info.address, etcdUrl: 'http://127.0.0.1:2379', pki: this.pki, serving: slot.serving, featureGates: cfg.featureGates, extraFlags: cfg.extraFlags });
+    // unshare gives the server its own UTS namespace: the identity Lease name derives from the hostname.
+    const [cmd, args] = this.inNetns(['unshare', '--uts', '--', 'sh', '-c', 'hostname "$0" && exec "$@"', slot.info.hostname, bin, ...flags]);
+    slot.logSeq++;
+    slot.info.logPath = join(this.dir, `${slot.info.name}.${slot.logSeq}.log`);
+    slot.info.proxyGate = proxyGateEnabled(cfg.version, cfg.featureGates);
+    slot.proc = new ManagedProcess(cmd, args, slot.info.logPath);
+    this.log(`${slot.info.name} starting ${cfg.version} at ${slot.info.address} (proxy gate ${slot.info.proxyGate ? 'on' : 'off'})`);
+    const proc = slot.proc;
+    await waitFor(`${slot.info.name} /readyz`, 180_000, async () => {
+      if (proc.exited) throw new Error(`${slot.info.name} exited with ${proc.exitCode ?? proc.signal}; log tail:\n${await this.logTail(i, 30)}`);
+      const r = await adminRequest(this.pki, `${slot.info.url}/readyz`, { timeoutMs: 2000 });
+      return r.status === 200 ? true : undefined;
+    }, 500).catch(async (err: Error) => {
+      if (proc.exited) throw err;
+      throw new Error(`${err.message}\nlog tail:\n${await this.logTail(i, 30)}`, { cause: err });
+    });
+    this.log(`${slot.info.name} ready`);
+  }
+
+  /** Graceful stop: SIGTERM, as a kubelet or systemd would, and wait for the exit. */
+  async stop(i: number): Promise<void> {
+    await this.slots[i]!.proc?.stop();
+    this.log(`${this.slots[i]!.info.name} stopped`);
+  }
+
+  /** SIGKILL: no graceful shutdown, the identity Lease is left behind as after a crash. */
+  async kill(i: number): Promise<void> {
+    await this.slots[i]!.proc?.kill();
+    this.log(`${this.slots[i]!.info.name} killed`);
+  }
+
+  /** Replaces server i in place: graceful stop, then start with the new version/gates/flags, same hostname and address. */
+  async replace(i: number, next: Partial<ServerConfig>): Promise<ServerInfo> {
+    const slot = this.slots[i]!;
+    slot.info.config = {
+      version: next.version ?? slot.info.config.version,
+      featureGates: next.featureGates ?? slot.info.config.featureGates,
+      extraFlags: next.extraFlags ?? slot.info.config.extraFlags,
+    };
+    await this.stop(i);
+    await this.start(i);
+    return this.server(i);
+  }
+
+  async logTail(i: number, lines = 50): Promise<string> {
+    const p = this.slots[i]?.info.logPath;
+    if (!p) return '';
+    try {
+      return (await readFile(p, 'utf8')).split('\n').slice(-lines).join('\n');
+    } catch {
+      return '';
+    }
+  }
+
+  /** An HTTPS request as admin to server i's own address, or to the balancer with i = 'lb'. */
+  request(i: number | 'lb', path: string, opts: { method?: string; headers?: Record<string, string>; body?: string; timeoutMs?: number } = {}): Promise<HttpResult> {
+    const base = i === 'lb' ? this.lbUrl : this.server(i).url;
+    return adminRequest(this.pki, base + path, opts);
+  }
+
+  /** Stops everything and removes every process, namespace and file. Logs are copied first when AUO_E2E_ARTIFACTS names a folder. */
+  async teardown(): Promise<void> {
+    if (this.tornDown) return;
+    this.tornDown = true;
+    const artifacts = process.env.AUO_E2E_ARTIFACTS;
+    await Promise.all(this.slots.map((s) => s.proc?.kill()));
+    await Promise.all([this.haproxy?.kill(), this.etcd?.kill()]);
+    if (artifacts) {
+      await cp(this.dir, join(artifacts, this.runId), { recursive: true, filter: (src) => !src.includes('/etcd/') && !src.includes('/pki') }).catch(() => undefined);
+    }
+    unregisterTeardown(this.runId);
+    destroySync(this.state);
+  }
+}
