@@ -1,0 +1,140 @@
+// The inventory join over synthetic Leases, endpoints and probe results.
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import type { IdentityLeaseLike, ProbeResult } from '../../src/observe/inventory.ts';
+import { addressesToProbe, buildInventory, hostOf, joinHostPort } from '../../src/observe/inventory.ts';
+
+const NOW = Date.parse('2026-01-01T00:00:00Z');
+
+function lease(name: string, hostname: string, opts: { address?: string; holder?: string; renewedAgoS?: number } = {}): IdentityLeaseLike {
+  return {
+    metadata: {
+      name,
+      labels: { 'apiserver.kubernetes.io/identity': 'kube-apiserver', 'kubernetes.io/hostname': hostname },
+      annotations: opts.address ? { 'kubernetes.io/peer-advertise-address': opts.address } : {},
+    },
+    spec: { holderIdentity: opts.holder ?? `${name}_uuid-1`, renewTime: new Date(NOW - (opts.renewedAgoS ?? 2) * 1000), leaseDurationSeconds: 3600 },
+  };
+}
+
+const ENDPOINTS = [{ addresses: ['10.77.0.11', '10.77.0.12', '10.77.0.13'], port: 6443 }];
+const probes = (entries: Record<string, ProbeResult>) => new Map(Object.entries(entries));
+
+describe('addresses (synthetic)', () => {
+  it('splits and joins host and port, IPv6 included', () => {
+    assert.equal(hostOf('10.0.0.1:6443'), '10.0.0.1');
+    assert.equal(hostOf('[fd00::1]:6443'), 'fd00::1');
+    assert.equal(hostOf('fd00::1'), 'fd00::1');
+    assert.equal(joinHostPort('fd00::1', 6443), '[fd00::1]:6443');
+    assert.equal(joinHostPort('10.0.0.1', 6443), '10.0.0.1:6443');
+  });
+});
+
+describe('buildInventory (synthetic)', () => {
+  it('takes addresses from lease annotations and joins probe results', () => {
+    const inv = buildInventory({
+      leases: [lease('apiserver-a', 'cp1', { address: '10.77.0.11:6443' }), lease('apiserver-b', 'cp2', { address: '10.77.0.12:6443' })],
+      endpoints: [{ addresses: ['10.77.0.11', '10.77.0.12'], port: 6443 }],
+      probes: probes({
+        '10.77.0.11:6443': { version: 'v1.35.4', ready: true, proxyGate: 'on' },
+        '10.77.0.12:6443': { version: 'v1.36.3', ready: true, proxyGate: 'on' },
+      }),
+      now: NOW,
+    });
+    assert.deepEqual(inv.problems, []);
+    assert.deepEqual(inv.servers[0], {
+      identity: 'apiserver-a',
+      hostname: 'cp1',
+      address: '10.77.0.11:6443',
+      addressSource: 'leaseAnnotation',
+      version: 'v1.35.4',
+      ready: true,
+      proxyGate: 'on',
+      holderIdentity: 'apiserver-a_uuid-1',
+      restarts: 0,
+      lastRenew: new Date(NOW - 2000).toISOString(),
+      stale: false,
+      problems: [],
+    });
+    assert.equal(inv.servers[1]?.version, 'v1.36.3');
+  });
+
+  it('falls back to the one unclaimed endpoint for the one lease without annotation (gate off)', () => {
+    const input = {
+      leases: [lease('apiserver-a', 'cp1', { address: '10.77.0.11:6443' }), lease('apiserver-b', 'cp2', { address: '10.77.0.12:6443' }), lease('apiserver-c', 'cp3')],
+      endpoints: ENDPOINTS,
+    };
+    assert.deepEqual(addressesToProbe(input), ['10.77.0.11:6443', '10.77.0.12:6443', '10.77.0.13:6443']);
+    const inv = buildInventory({ ...input, probes: probes({ '10.77.0.13:6443': { version: 'v1.35.4', ready: true, proxyGate: 'off' } }), now: NOW });
+    const c = inv.servers.find((r) => r.identity === 'apiserver-c');
+    assert.equal(c?.address, '10.77.0.13:6443');
+    assert.equal(c?.addressSource, 'endpointSlice');
+    assert.equal(c?.proxyGate, 'off');
+    assert.deepEqual(c?.problems, []);
+  });
+
+  it('refuses to guess when two leases lack an address, unless the fetcher gives a hint', () => {
+    const leases = [lease('apiserver-a', 'cp1', { address: '10.77.0.11:6443' }), lease('apiserver-b', 'cp2'), lease('apiserver-c', 'cp3')];
+    const guessless = buildInventory({ leases, endpoints: ENDPOINTS, probes: new Map(), now: NOW });
+    assert.deepEqual(guessless.servers.filter((r) => r.identity).map((r) => r.addressSource), ['leaseAnnotation', 'none', 'none']);
+    assert.match(guessless.servers[1]?.problems.join('\n') ?? '', /fallback was ambiguous/);
+    // The two unclaimed endpoints appear as rows of their own.
+    assert.deepEqual(guessless.servers.filter((r) => !r.identity).map((r) => r.address), ['10.77.0.12:6443', '10.77.0.13:6443']);
+
+    const hinted = buildInventory({ leases, endpoints: ENDPOINTS, probes: new Map(), hostnameAddresses: new Map([['cp2', '10.77.0.12:6443']]), now: NOW });
+    assert.deepEqual(hinted.servers.map((r) => [r.identity, r.address, r.addressSource]), [
+      ['apiserver-a', '10.77.0.11:6443', 'leaseAnnotation'],
+      ['apiserver-b', '10.77.0.12:6443', 'hostnameHint'],
+      ['apiserver-c', '10.77.0.13:6443', 'endpointSlice'],
+    ]);
+  });
+
+  it('matches a hostname that is itself an endpoint IP', () => {
+    const inv = buildInventory({ leases: [lease('apiserver-x', '10.77.0.12'), lease('apiserver-y', 'cp9')], endpoints: ENDPOINTS, probes: new Map(), now: NOW });
+    assert.equal(inv.servers.find((r) => r.identity === 'apiserver-x')?.address, '10.77.0.12:6443');
+    assert.equal(inv.servers.find((r) => r.identity === 'apiserver-y')?.addressSource, 'none');
+  });
+
+  it('counts restarts from holderIdentity changes and marks stale leases', () => {
+    const first = buildInventory({ leases: [lease('apiserver-a', 'cp1', { address: '10.77.0.11:6443' })], endpoints: [{ addresses: ['10.77.0.11'], port: 6443 }], probes: new Map(), now: NOW });
+    const second = buildInventory({
+      leases: [lease('apiserver-a', 'cp1', { address: '10.77.0.11:6443', holder: 'apiserver-a_uuid-2', renewedAgoS: 31 })],
+      endpoints: [{ addresses: ['10.77.0.11'], port: 6443 }],
+      probes: new Map(),
+      previous: first,
+      now: NOW,
+    });
+    const row = second.servers[0];
+    assert.equal(row?.restarts, 1);
+    assert.equal(row?.stale, true);
+    assert.match(row?.problems.join('\n') ?? '', /not renewed for 31s/);
+    const relaxed = buildInventory({
+      leases: [lease('apiserver-a', 'cp1', { address: '10.77.0.11:6443', renewedAgoS: 31 })],
+      endpoints: [{ addresses: ['10.77.0.11'], port: 6443 }],
+      probes: new Map(),
+      now: NOW,
+      renewPeriodSeconds: 20,
+    });
+    assert.equal(relaxed.servers[0]?.stale, false);
+  });
+
+  it('flags a gate that is on without the peer annotation, probe errors and unready servers', () => {
+    const inv = buildInventory({
+      leases: [lease('apiserver-a', 'cp1')],
+      endpoints: [{ addresses: ['10.77.0.11'], port: 6443 }],
+      probes: probes({ '10.77.0.11:6443': { proxyGate: 'on', ready: false, error: 'metrics: timeout' } }),
+      now: NOW,
+    });
+    const problems = inv.servers[0]?.problems.join('\n') ?? '';
+    assert.match(problems, /proxy gate on but no kubernetes.io\/peer-advertise-address/);
+    assert.match(problems, /metrics: timeout/);
+    assert.match(problems, /not ready/);
+  });
+
+  it('reports more endpoints than live leases at fleet level, and ignores non-identity leases', () => {
+    const other: IdentityLeaseLike = { metadata: { name: 'kube-scheduler', labels: {} }, spec: {} };
+    const inv = buildInventory({ leases: [lease('apiserver-a', 'cp1', { address: '10.77.0.11:6443' }), other], endpoints: ENDPOINTS, probes: new Map(), now: NOW });
+    assert.equal(inv.servers.filter((r) => r.identity).length, 1);
+    assert.match(inv.problems.join('\n'), /3 endpoint addresses but 1 live identity leases/);
+  });
+});
