@@ -12,6 +12,7 @@ import { specSchema } from './schema-spec.ts';
 import { applySchemaDefaults } from './schema-defaults.ts';
 import { tryParseDuration } from './duration.ts';
 import { VERSION_PATTERN, compile } from './patterns.ts';
+import { BatchSizeError, resolveBatchSize } from './batch-size.ts';
 
 /**
  * The spec with every default applied and every duration parsed, so the planner reads plain numbers.
@@ -64,7 +65,7 @@ export function resolveSpec(spec: ApiServerUpgradeSpec): ResolvedSpec {
     targetVersion: s.targetVersion,
     paused: s.paused === true,
     strategy: {
-      batchSize: strategy.batchSize,
+      batchSize: batchSize(strategy.batchSize),
       soakMs: duration(strategy.soakDuration, 'spec.strategy.soakDuration'),
       batchTimeoutMs: duration(strategy.batchTimeout, 'spec.strategy.batchTimeout'),
     },
@@ -125,5 +126,15 @@ function duration(value: string | undefined, field: string): number {
 
 function positiveInteger(value: number, field: string): number {
   if (!Number.isInteger(value) || value < 1) throw new SpecError(`${field} must be an integer of at least 1, got ${JSON.stringify(value)}`);
+  return value;
+}
+
+function batchSize(value: number | string): number | string {
+  try {
+    resolveBatchSize(value, 1);
+  } catch (err) {
+    if (err instanceof BatchSizeError) throw new SpecError(`spec.strategy.${err.message}`);
+    throw err;
+  }
   return value;
 }

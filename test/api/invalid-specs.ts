@@ -49,8 +49,15 @@ function invalid(name: string, edit: (spec: Spec) => void): Manifest {
 // A loose view of the spec for editing fixtures; the point of these fixtures is to be wrong.
 interface Spec extends Record<string, unknown> {
   strategy: Record<string, unknown>;
-  driver: Record<string, unknown> & { webhook: Record<string, unknown> };
+  driver?: Record<string, unknown> & { webhook?: Record<string, unknown> };
   analysis: Record<string, unknown> & { thresholds: Record<string, unknown> };
+}
+
+/** The base spec's webhook, for edits that change one of its fields. */
+function webhookOf(s: Spec): Record<string, unknown> {
+  const w = s.driver?.webhook;
+  if (w === undefined) throw new Error('the base spec has a webhook driver');
+  return w;
 }
 
 function c(name: string, field: string, by: InvalidSpecCase['by'], expectedMessage: string, edit: (spec: Spec) => void): InvalidSpecCase {
@@ -83,10 +90,10 @@ export const invalidSpecs: readonly InvalidSpecCase[] = [
   c('on-breach-unknown', 'spec.analysis.onBreach', 'openapi', 'Unsupported value: "Abort"', (s) => (s.analysis.onBreach = 'Abort')),
   c('proxy-gate-unknown', 'spec.proxy.gate', 'openapi', 'Unsupported value: "On"', (s) => (s.proxy = { gate: 'On' })),
   c('no-driver', 'spec.driver', 'cel', ONE_DRIVER_MSG, (s) => (s.driver = {})),
-  c('two-drivers', 'spec.driver', 'cel', ONE_DRIVER_MSG, (s) => (s.driver.staticPod = { agentImage: 'example.com/agent:v1' })),
+  c('two-drivers', 'spec.driver', 'cel', ONE_DRIVER_MSG, (s) => (s.driver = { ...s.driver, staticPod: { agentImage: 'example.com/agent:v1' } })),
   c('driver-missing', 'spec.driver', 'openapi', 'Required value', (s) => delete s.driver),
-  c('webhook-http', 'spec.driver.webhook.url', 'cel', 'webhook url must be an https:// URL', (s) => (s.driver.webhook.url = 'http://replacer.example.com/replace')),
-  c('webhook-timeout-zero', 'spec.driver.webhook.timeout', 'cel', 'must be between 1s and 10m', (s) => (s.driver.webhook.timeout = '0s')),
+  c('webhook-http', 'spec.driver.webhook.url', 'cel', 'webhook url must be an https:// URL', (s) => (webhookOf(s).url = 'http://replacer.example.com/replace')),
+  c('webhook-timeout-zero', 'spec.driver.webhook.timeout', 'cel', 'must be between 1s and 10m', (s) => (webhookOf(s).timeout = '0s')),
   c('static-pod-image-tag', 'spec.driver.staticPod.image', 'cel', 'image must be a repository without tag or digest', (s) => {
     s.driver = { staticPod: { image: 'registry.k8s.io/kube-apiserver:v1.36.3', agentImage: 'example.com/agent:v1' } };
   }),

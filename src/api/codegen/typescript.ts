@@ -70,5 +70,25 @@ function docComment(s: Schema, indent: string): string {
   if (s.minimum !== undefined || s.maximum !== undefined) lines.push(`Range: ${s.minimum ?? '-∞'} to ${s.maximum ?? '∞'}.`);
   if (lines.length === 0) return '';
   const body = lines.join(' ').replaceAll('*/', '*\\/');
-  return `${indent}/** ${body} */\n`;
+  const oneLine = `${indent}/** ${body} */`;
+  if (oneLine.length <= WIDTH) return `${oneLine}\n`;
+  return `${indent}/**\n${wrap(body, WIDTH - indent.length - 3).map((l) => `${indent} * ${l}\n`).join('')}${indent} */\n`;
+}
+
+const WIDTH = 110;
+
+/** Greedy word wrap; a word longer than the width gets a line of its own. */
+function wrap(text: string, width: number): string[] {
+  const lines: string[] = [];
+  let line = '';
+  for (const word of text.split(' ')) {
+    if (line !== '' && line.length + 1 + word.length > width) {
+      lines.push(line);
+      line = word;
+    } else {
+      line = line === '' ? word : `${line} ${word}`;
+    }
+  }
+  if (line !== '') lines.push(line);
+  return lines;
 }
