@@ -1,0 +1,250 @@
+/**
+ * Talks to one kube-apiserver directly by its address, bypassing the load balancer, with the
+ * cluster CA and the operator's own credentials from a KubeConfig. The thin I/O shell around the
+ * pure observe/* functions; tested end to end against real servers, not in unit tests.
+ *
+ * Uses node:https rather than global fetch: fetch ignores an https.Agent, and reaching undici's
+ * dispatcher would mean depending on a transitive package. Each server's serving certificate
+ * carries its own IP as a SAN, so verifying against the address works; `serverName` can ask for
+ * `kubernetes.default.svc` instead, the name the peer proxy itself verifies.
+ */
+import https from 'node:https';
+import type { IncomingMessage } from 'node:http';
+import type { KubeConfig } from '@kubernetes/client-node';
+import type { APIGroupDiscoveryList, APIResourceList } from './discovery.ts';
+import { EtagCache } from './etag-cache.ts';
+import { hostOf } from './inventory.ts';
+import type { ProbeResult } from './inventory.ts';
+import { parsePromStream } from './prom-text.ts';
+import type { ParsedMetrics, WantedFamilies } from './prom-text.ts';
+import { FAMILIES, proxyGateState } from './signals.ts';
+
+export const DISCOVERY_ACCEPT = 'application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList';
+export const DISCOVERY_ACCEPT_NOPEER = `${DISCOVERY_ACCEPT};profile=nopeer`;
+// Ask for the classic text format, so content negotiation never hands us OpenMetrics or protobuf.
+const METRICS_ACCEPT = 'text/plain;version=0.0.4';
+
+/** TLS material and headers for one request; re-read per request so rotating tokens keep working. */
+export interface Credentials {
+  ca?: Buffer | string;
+  cert?: Buffer | string;
+  key?: Buffer | string;
+  headers: Record<string, string>;
+  /** Only false when the kubeconfig says insecure-skip-tls-verify. */
+  rejectUnauthorized: boolean;
+}
+
+export type CredentialSource = () => Promise<Credentials>;
+
+/** Reads CA, client cert/key and auth headers (token, exec plugin, impersonation) from a KubeConfig. */
+export function kubeConfigCredentials(kc: KubeConfig): CredentialSource {
+  return async () => {
+    const opts: https.RequestOptions = {};
+    await kc.applyToHTTPSOptions(opts);
+    const headers: Record<string, string> = {};
+    for (const [name, value] of Object.entries(opts.headers ?? {})) if (typeof value === 'string') headers[name] = value;
+    if (opts.auth) headers.Authorization = `Basic ${Buffer.from(opts.auth).toString('base64')}`;
+    const creds: Credentials = { headers, rejectUnauthorized: opts.rejectUnauthorized !== false };
+    if (opts.ca !== undefined) creds.ca = opts.ca as Buffer | string;
+    if (opts.cert !== undefined) creds.cert = opts.cert as Buffer | string;
+    if (opts.key !== undefined) creds.key = opts.key as Buffer | string;
+    return creds;
+  };
+}
+
+export interface DirectClientOptions {
+  /** Whole-request deadline, body included. */
+  timeoutMs?: number;
+  /** Largest body read into memory (discovery, /version); /metrics is streamed and not bounded by it. */
+  maxBodyBytes?: number;
+  /** TLS name to verify instead of the address's IP, e.g. `kubernetes.default.svc`. */
+  serverName?: string;
+}
+
+export class DirectHttpError extends Error {
+  readonly status: number;
+  readonly address: string;
+  readonly path: string;
+  constructor(address: string, path: string, status: number, body: string) {
+    super(`GET https://${address}${path}: HTTP ${status}${body ? `: ${body.slice(0, 200)}` : ''}`);
+    this.name = 'DirectHttpError';
+    this.status = status;
+    this.address = address;
+    this.path = path;
+  }
+}
+
+export interface VersionInfo {
+  gitVersion: string;
+  major?: string;
+  minor?: string;
+  gitCommit?: string;
+  [field: string]: unknown;
+}
+
+export interface DiscoveryRequest {
+  /** The peer-aggregated view (true) or the server's own (`profile=nopeer`). */
+  peer: boolean;
+  /** `/api` (core group) instead of `/apis`. */
+  core: boolean;
+}
+
+export class DirectClient {
+  private readonly credentials: CredentialSource;
+  private readonly timeoutMs: number;
+  private readonly maxBodyBytes: number;
+  private readonly serverName: string | undefined;
+  private readonly etags = new EtagCache();
+  private agent: { agent: https.Agent; material: Credentials } | undefined;
+
+  constructor(credentials: CredentialSource, options: DirectClientOptions = {}) {
+    this.credentials = credentials;
+    this.timeoutMs = options.timeoutMs ?? 10_000;
+    this.maxBodyBytes = options.maxBodyBytes ?? 64 * 1024 * 1024;
+    this.serverName = options.serverName;
+  }
+
+  static fromKubeConfig(kc: KubeConfig, options?: DirectClientOptions): DirectClient {
+    return new DirectClient(kubeConfigCredentials(kc), options);
+  }
+
+  async getVersion(address: string): Promise<VersionInfo> {
+    const info = JSON.parse(await this.getText(address, '/version', 'application/json')) as VersionInfo;
+    if (typeof info.gitVersion !== 'string') throw new Error(`https://${address}/version: no gitVersion`);
+    return info;
+  }
+
+  /** `/readyz`: a 500 with the failing checks is an answer (not ready), not an error. */
+  async readyz(address: string): Promise<{ ready: boolean; status: number; body: string }> {
+    const res = await this.request(address, '/readyz', { Accept: 'text/plain' });
+    const body = await readBody(res, this.maxBodyBytes);
+    return { ready: res.statusCode === 200, status: res.statusCode ?? 0, body };
+  }
+
+  /** Streams `/metrics` into the parser, keeping only the wanted families. */
+  async metrics(address: string, wanted: WantedFamilies): Promise<ParsedMetrics> {
+    const res = await this.request(address, '/metrics', { Accept: METRICS_ACCEPT });
+    if (res.statusCode !== 200) throw new DirectHttpError(address, '/metrics', res.statusCode ?? 0, await readBody(res, 4096).catch(() => ''));
+    return parsePromStream(res, wanted);
+  }
+
+  /** Aggregated discovery; answers from the ETag cache on 304. */
+  async discovery(address: string, which: DiscoveryRequest): Promise<APIGroupDiscoveryList> {
+    const path = which.core ? '/api' : '/apis';
+    const accept = which.peer ? DISCOVERY_ACCEPT : DISCOVERY_ACCEPT_NOPEER;
+    const key = `${address} ${path} ${accept}`;
+    const cached = this.etags.get(key);
+    const headers: Record<string, string> = { Accept: accept };
+    if (cached) headers['If-None-Match'] = cached.etag;
+    const res = await this.request(address, path, headers);
+    let body: string;
+    if (res.statusCode === 304 && cached) {
+      res.resume();
+      body = cached.body;
+    } else if (res.statusCode === 200) {
+      body = await readBody(res, this.maxBodyBytes);
+      const etag = res.headers.etag;
+      if (etag) this.etags.set(key, etag, body);
+      else this.etags.delete(key);
+    } else {
+      throw new DirectHttpError(address, path, res.statusCode ?? 0, await readBody(res, 4096).catch(() => ''));
+    }
+    const doc = JSON.parse(body) as APIGroupDiscoveryList;
+    if (doc.kind !== 'APIGroupDiscoveryList') throw new Error(`https://${address}${path}: expected APIGroupDiscoveryList, got ${String(doc.kind)}`);
+    return doc;
+  }
+
+  /** Legacy discovery of one group/version (`/api/v1`, `/apis/<g>/<v>`), for storageVersionHash. */
+  async resourceList(address: string, path: string): Promise<APIResourceList> {
+    return JSON.parse(await this.getText(address, path, 'application/json')) as APIResourceList;
+  }
+
+  /** Version, readiness and proxy gate of one address; partial failures land in `error`. */
+  async probe(address: string): Promise<ProbeResult> {
+    const [version, ready, metrics] = await Promise.allSettled([
+      this.getVersion(address),
+      this.readyz(address),
+      this.metrics(address, new Set([FAMILIES.featureEnabled])),
+    ]);
+    const result: ProbeResult = {};
+    const errors: string[] = [];
+    if (version.status === 'fulfilled') result.version = version.value.gitVersion;
+    else errors.push(`version: ${errorText(version.reason)}`);
+    if (ready.status === 'fulfilled') result.ready = ready.value.ready;
+    else errors.push(`readyz: ${errorText(ready.reason)}`);
+    if (metrics.status === 'fulfilled') result.proxyGate = proxyGateState(metrics.value);
+    else errors.push(`metrics: ${errorText(metrics.reason)}`);
+    if (errors.length > 0) result.error = errors.join('; ');
+    return result;
+  }
+
+  /** Closes pooled connections. */
+  close(): void {
+    this.agent?.agent.destroy();
+    this.agent = undefined;
+  }
+
+  private async getText(address: string, path: string, accept: string): Promise<string> {
+    const res = await this.request(address, path, { Accept: accept });
+    const body = await readBody(res, this.maxBodyBytes);
+    if (res.statusCode !== 200) throw new DirectHttpError(address, path, res.statusCode ?? 0, body);
+    return body;
+  }
+
+  private agentFor(creds: Credentials): https.Agent {
+    const same = (a: Buffer | string | undefined, b: Buffer | string | undefined) => String(a ?? '') === String(b ?? '');
+    const current = this.agent;
+    if (current && same(current.material.ca, creds.ca) && same(current.material.cert, creds.cert) && same(current.material.key, creds.key) && current.material.rejectUnauthorized === creds.rejectUnauthorized) {
+      return current.agent;
+    }
+    current?.agent.destroy();
+    const agent = new https.Agent({ ca: creds.ca, cert: creds.cert, key: creds.key, rejectUnauthorized: creds.rejectUnauthorized, keepAlive: true, maxSockets: 4 });
+    this.agent = { agent, material: creds };
+    return agent;
+  }
+
+  private async request(address: string, path: string, headers: Record<string, string>): Promise<IncomingMessage> {
+    const creds = await this.credentials();
+    const host = hostOf(address);
+    const port = Number(address.slice(address.lastIndexOf(':') + 1));
+    if (!Number.isInteger(port) || port <= 0 || port > 65535) throw new Error(`address ${address} has no valid port`);
+    const options: https.RequestOptions = {
+      host,
+      port,
+      path,
+      method: 'GET',
+      headers: { ...creds.headers, ...headers },
+      agent: this.agentFor(creds),
+      // The deadline covers the body too: aborting destroys the response stream as well.
+      signal: AbortSignal.timeout(this.timeoutMs),
+    };
+    if (this.serverName) options.servername = this.serverName;
+    return new Promise<IncomingMessage>((resolve, reject) => {
+      const req = https.request(options, resolve);
+      req.on('error', (err) => {
+        const why = err.name === 'AbortError' ? `no answer within ${this.timeoutMs}ms` : errorText(err);
+        reject(new Error(`GET https://${address}${path}: ${why}`, { cause: err }));
+      });
+      req.end();
+    });
+  }
+}
+
+async function readBody(res: IncomingMessage, maxBytes: number): Promise<string> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of res) {
+    const buf = chunk as Buffer;
+    size += buf.length;
+    if (size > maxBytes) {
+      res.destroy();
+      throw new Error(`response body larger than ${maxBytes} bytes`);
+    }
+    chunks.push(buf);
+  }
+  return Buffer.concat(chunks).toString('utf8');
+}
+
+function errorText(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}
