@@ -9,6 +9,8 @@ import { stringField, timeField } from './schema-builders.ts';
  */
 
 const PHASES = ['Pending', 'Preflight', 'EnablingProxy', 'Upgrading', 'Paused', 'RollingBack', 'Succeeded', 'RolledBack', 'Failed'];
+// One schema object for every phase field: the type generator maps one tsType to one schema.
+const phaseSchema: Schema = { tsType: 'UpgradePhase', type: 'string', description: 'A phase of the upgrade.', enum: PHASES };
 
 const condition: Schema = {
   tsType: 'Condition',
@@ -162,6 +164,8 @@ const pause: Schema = {
     }),
     message: stringField('Details, naming the servers, signals or resources involved.', 32768),
     since: timeField('When the pause began.'),
+    /** The phase the upgrade returns to when the pause ends. */
+    resumePhase: phaseSchema,
   },
 };
 
@@ -197,7 +201,7 @@ export const statusSchema: Schema = {
   type: 'object',
   description: 'What the operator observed and did. Written only by the operator.',
   properties: {
-    phase: { tsType: 'UpgradePhase', type: 'string', description: 'Where the upgrade is.', enum: PHASES },
+    phase: phaseSchema,
     observedGeneration: { type: 'integer', format: 'int64', minimum: 0, description: 'The metadata.generation last acted on.' },
     fromVersion: stringField('The version the servers ran before the upgrade.', 64),
     targetVersion: stringField('The target version being rolled out (spec.targetVersion when it was accepted).', 64),
@@ -222,6 +226,10 @@ export const statusSchema: Schema = {
     batch,
     lastAnalysis,
     pause,
+    observedResume: stringField(
+      'The last value of the upgrade.apiserver.dev/resume annotation acted on. An automatic pause ends when the annotation is set to a new value, so resuming needs no spec edit (Git does not drift).',
+      253,
+    ),
     rollbackBlockedBy: {
       type: 'array',
       description: 'Resources (group/resource) whose storage version the old servers cannot read; rollback is refused while any is listed.',

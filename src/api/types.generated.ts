@@ -229,7 +229,7 @@ export interface PrometheusSource {
 
 /** What the operator observed and did. Written only by the operator. */
 export interface ApiServerUpgradeStatus {
-  /** Where the upgrade is. */
+  /** A phase of the upgrade. */
   phase?: UpgradePhase;
   /** The metadata.generation last acted on. Range: 0 to ∞. */
   observedGeneration?: number;
@@ -252,6 +252,11 @@ export interface ApiServerUpgradeStatus {
   /** Why the upgrade is paused; absent when it is not. */
   pause?: PauseStatus;
   /**
+   * The last value of the upgrade.apiserver.dev/resume annotation acted on. An automatic pause ends when the
+   * annotation is set to a new value, so resuming needs no spec edit (Git does not drift).
+   */
+  observedResume?: string;
+  /**
    * Resources (group/resource) whose storage version the old servers cannot read; rollback is refused while
    * any is listed.
    */
@@ -260,7 +265,7 @@ export interface ApiServerUpgradeStatus {
   driverCalls?: DriverCall[];
 }
 
-/** Where the upgrade is. */
+/** A phase of the upgrade. */
 export type UpgradePhase = 'Pending' | 'Preflight' | 'EnablingProxy' | 'Upgrading' | 'Paused' | 'RollingBack' | 'Succeeded' | 'RolledBack' | 'Failed';
 
 /** A metav1.Condition. */
@@ -406,6 +411,8 @@ export interface PauseStatus {
   message?: string;
   /** When the pause began. */
   since?: string;
+  /** A phase of the upgrade. */
+  resumePhase?: UpgradePhase;
 }
 
 /** One driver call, recorded before it is made so it is never retried blindly. */
