@@ -1,0 +1,70 @@
+// A simulated fleet for the pure planner's tests: driver calls apply to it when the test says so.
+import type { ApiServerUpgradeSpec, ApiServerUpgradeStatus } from '../../src/api/types.generated.ts';
+import { plan, type Plan, type Observation, type ObservedPeer, type UpgradeInput } from '../../src/plan/index.ts';
+
+export const OLD = 'v1.35.4';
+export const NEW = 'v1.36.3';
+
+export function peer(hostname: string, version: string, gate: ObservedPeer['proxyGate'] = 'off', extra: Partial<ObservedPeer> = {}): ObservedPeer {
+  return { identity: `apiserver-${hostname}`, hostname, address: `10.0.0.${hostname.slice(-1)}`, version, ready: true, proxyGate: gate, stale: false, ...extra };
+}
+
+export function spec(over: Partial<ApiServerUpgradeSpec> = {}): ApiServerUpgradeSpec {
+  return {
+    targetVersion: NEW,
+    driver: { webhook: { url: 'https://hook.example/replace' } },
+    strategy: { batchSize: 1, soakDuration: '0s', batchTimeout: '10m' },
+    analysis: { interval: '10s', failureLimit: 3, onBreach: 'Pause' },
+    ...over,
+  };
+}
+
+export const UPGRADE: UpgradeInput = { name: 'to-v1-36', uid: 'uid-1', generation: 1, annotations: {} };
+
+/** Steps the planner the way the controller does, carrying status forward. */
+export class Sim {
+  status: ApiServerUpgradeStatus | undefined;
+  peers: ObservedPeer[];
+  now = new Date('2026-11-29T10:00:00Z');
+  upgrade: UpgradeInput = { ...UPGRADE };
+  extra: Partial<Observation> = { discovery: { converged: true, message: 'converged' } };
+  last!: Plan;
+  spec: ApiServerUpgradeSpec;
+
+  constructor(peers: ObservedPeer[], s: ApiServerUpgradeSpec = spec()) {
+    this.peers = peers;
+    this.spec = s;
+  }
+
+  step(advanceMs = 1000): Plan {
+    this.now = new Date(this.now.getTime() + advanceMs);
+    this.last = plan(this.upgrade, this.spec, this.status, { peers: this.peers, ...this.extra }, this.now);
+    this.status = this.last.status;
+    return this.last;
+  }
+
+  /** Carries out the driver calls of the last step on the simulated fleet, as a working driver would. */
+  applyDriverCalls(): number {
+    let n = 0;
+    for (const a of this.last.actions) {
+      if (a.kind !== 'callDriver') continue;
+      n++;
+      const p = this.peers.find((x) => x.hostname === a.request.server.hostname)!;
+      p.version = a.request.targetVersion;
+      const g = a.request.featureGates.UnknownVersionInteroperabilityProxy;
+      if (g !== undefined) p.proxyGate = g ? 'on' : 'off';
+      p.holderIdentity = `${p.identity}_${n}-${this.now.getTime()}`;
+      const call = this.status!.driverCalls!.find((c) => c.key === a.request.idempotencyKey)!;
+      call.result = 'Succeeded';
+    }
+    return n;
+  }
+
+  calls(): string[] {
+    return this.last.actions.filter((a) => a.kind === 'callDriver').map((a) => (a.kind === 'callDriver' ? `${a.request.action}:${a.request.server.hostname}` : ''));
+  }
+
+  condition(type: string): { status: string; reason: string; message: string } | undefined {
+    return this.status?.conditions?.find((c) => c.type === type);
+  }
+}

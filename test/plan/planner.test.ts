@@ -1,0 +1,276 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { Sim, peer, spec, OLD, NEW } from './fleet.ts';
+import { RESUME_ANNOTATION } from '../../src/plan/index.ts';
+
+const threeOld = (gate: 'on' | 'off' = 'off') => [peer('cp-1', OLD, gate), peer('cp-2', OLD, gate), peer('cp-3', OLD, gate)];
+
+/** Runs the planner, applying driver calls, until a terminal or paused phase (bounded). */
+function runToEnd(sim: Sim, maxSteps = 100): string[] {
+  const calls: string[] = [];
+  for (let i = 0; i < maxSteps; i++) {
+    sim.step();
+    calls.push(...sim.calls());
+    sim.applyDriverCalls();
+    if (['Succeeded', 'RolledBack', 'Failed', 'Paused'].includes(sim.status?.phase ?? '')) break;
+  }
+  return calls;
+}
+
+test('happy path: gate pass server by server, then one server per batch, then Succeeded', () => {
+  const sim = new Sim(threeOld('off'));
+  const calls = runToEnd(sim);
+  assert.deepEqual(calls, ['EnableProxy:cp-1', 'EnableProxy:cp-2', 'EnableProxy:cp-3', 'Upgrade:cp-1', 'Upgrade:cp-2', 'Upgrade:cp-3']);
+  assert.equal(sim.status?.phase, 'Succeeded');
+  assert.equal(sim.status?.fromVersion, OLD);
+  assert.equal(sim.status?.batch?.progress, '3/3');
+  assert.deepEqual(sim.status?.batch?.history?.map((h) => h.result), ['Succeeded', 'Succeeded', 'Succeeded']);
+  assert.equal(sim.condition('Complete')?.status, 'True');
+  assert.equal(sim.condition('PreflightPassed')?.status, 'True');
+  assert.ok(sim.peers.every((p) => p.version === NEW && p.proxyGate === 'on'));
+  // Every driver call recorded once, with a distinct key.
+  const keys = sim.status?.driverCalls?.map((c) => c.key) ?? [];
+  assert.equal(new Set(keys).size, 6);
+});
+
+test('gate already on: no proxy pass', () => {
+  const sim = new Sim(threeOld('on'));
+  assert.deepEqual(runToEnd(sim), ['Upgrade:cp-1', 'Upgrade:cp-2', 'Upgrade:cp-3']);
+});
+
+test('a recorded call is never made twice while the server is still coming back', () => {
+  const sim = new Sim(threeOld('off'));
+  sim.step(); // Pending -> Preflight -> EnablingProxy
+  sim.step();
+  assert.deepEqual(sim.calls(), ['EnableProxy:cp-1']);
+  assert.equal(sim.status?.driverCalls?.[0]?.result, 'Pending');
+  for (let i = 0; i < 5; i++) {
+    sim.step();
+    assert.deepEqual(sim.calls(), [], 'no second call for the same key');
+  }
+  assert.equal(sim.status?.peers?.find((p) => p.hostname === 'cp-1')?.state, 'EnablingProxy');
+});
+
+test('batch size 2 of 3 makes two batches; 50% of 3 makes batches of one', () => {
+  const two = new Sim(threeOld('on'), spec({ strategy: { batchSize: 2, soakDuration: '0s' } }));
+  two.step();
+  two.step();
+  assert.deepEqual(two.calls(), ['Upgrade:cp-1', 'Upgrade:cp-2']);
+  assert.equal(two.status?.batch?.total, 2);
+  const half = new Sim(threeOld('on'), spec({ strategy: { batchSize: '50%', soakDuration: '0s' } }));
+  half.step();
+  assert.equal(half.status?.batch?.total, 3);
+});
+
+test('soak holds the next batch until soakDuration has passed', () => {
+  const sim = new Sim(threeOld('on'), spec({ strategy: { batchSize: 1, soakDuration: '2m' } }));
+  sim.step();
+  sim.step();
+  sim.applyDriverCalls();
+  sim.step();
+  assert.ok(sim.status?.batch?.soakUntil, 'soak started');
+  sim.step(60_000);
+  assert.deepEqual(sim.calls(), []);
+  assert.equal(sim.status?.batch?.current, 1);
+  sim.step(61_000);
+  assert.equal(sim.status?.batch?.current, 2);
+  assert.deepEqual(sim.calls(), ['Upgrade:cp-2']);
+});
+
+const preflightCases: { name: string; peers: ReturnType<typeof threeOld>; target?: string; phase: string; reason: string }[] = [
+  { name: 'skipping a minor fails', peers: threeOld(), target: 'v1.37.2', phase: 'Failed', reason: 'SkipsMinor' },
+  { name: 'a downgrade fails', peers: threeOld(), target: 'v1.34.4', phase: 'Failed', reason: 'Downgrade' },
+  { name: 'mixed versions wait in Preflight', peers: [peer('cp-1', OLD), peer('cp-2', NEW), peer('cp-3', OLD)], phase: 'Preflight', reason: 'MixedVersions' },
+  { name: 'a not-ready server waits in Preflight', peers: [peer('cp-1', OLD), peer('cp-2', OLD, 'off', { ready: false }), peer('cp-3', OLD)], phase: 'Preflight', reason: 'UnhealthyFleet' },
+  { name: 'a stale lease waits in Preflight', peers: [peer('cp-1', OLD), peer('cp-2', OLD, 'off', { stale: true }), peer('cp-3', OLD)], phase: 'Preflight', reason: 'UnhealthyFleet' },
+  { name: 'no servers waits in Preflight', peers: [], phase: 'Preflight', reason: 'NoServers' },
+  { name: 'unknown gate state waits in Preflight', peers: [peer('cp-1', OLD, 'unknown'), peer('cp-2', OLD), peer('cp-3', OLD)], phase: 'Preflight', reason: 'ProxyGateUnknown' },
+  { name: 'already at target succeeds at once', peers: [peer('cp-1', NEW), peer('cp-2', NEW)], phase: 'Succeeded', reason: 'AlreadyAtTarget' },
+];
+for (const c of preflightCases) {
+  test(`preflight: ${c.name}, touching nothing`, () => {
+    const sim = new Sim(c.peers, spec(c.target ? { targetVersion: c.target } : {}));
+    sim.step();
+    sim.step();
+    assert.equal(sim.status?.phase, c.phase);
+    assert.equal(sim.condition('PreflightPassed')?.reason, c.reason);
+    assert.deepEqual(sim.calls(), []);
+    assert.equal(sim.status?.driverCalls, undefined);
+  });
+}
+
+test('preflight: Unmanaged gate with the gate off proceeds without a proxy pass, with a warning', () => {
+  const sim = new Sim(threeOld('off'), spec({ proxy: { gate: 'Unmanaged' } }));
+  sim.step();
+  assert.equal(sim.status?.phase, 'Upgrading');
+  assert.match(sim.condition('PreflightPassed')?.message ?? '', /WARNING: proxy gate off/);
+});
+
+test('patch upgrade with Auto gate needs no proxy pass', () => {
+  const sim = new Sim(threeOld('off'), spec({ targetVersion: 'v1.35.5' }));
+  sim.step();
+  assert.equal(sim.status?.phase, 'Upgrading');
+});
+
+function breach(sim: Sim, n: number, verdict: 'Breach' | 'Healthy' | 'Inconclusive' = 'Breach'): void {
+  sim.extra.analysis = {
+    time: new Date(sim.now.getTime() + n).toISOString(),
+    verdict,
+    signals: { proxyErrorRatio: verdict === 'Breach' ? 0.4 : 0 },
+    breaches: verdict === 'Breach' ? [{ signal: 'proxyErrorRatio', observed: '0.4', threshold: '0.01', server: 'cp-2' }] : [],
+  };
+}
+
+test('analysis: failureLimit consecutive breaches pause; inconclusive neither counts nor resets; healthy resets', () => {
+  const sim = new Sim(threeOld('on'));
+  sim.step();
+  sim.step();
+  const seq: ('Breach' | 'Healthy' | 'Inconclusive')[] = ['Breach', 'Breach', 'Healthy', 'Breach', 'Inconclusive', 'Breach'];
+  const counts: number[] = [];
+  for (const [i, v] of seq.entries()) {
+    breach(sim, i + 1, v);
+    sim.step();
+    counts.push(sim.status?.lastAnalysis?.consecutiveBreaches ?? -1);
+    assert.equal(sim.status?.phase, 'Upgrading');
+  }
+  assert.deepEqual(counts, [1, 2, 0, 1, 1, 2]);
+  breach(sim, 99);
+  sim.step();
+  assert.equal(sim.status?.phase, 'Paused');
+  assert.equal(sim.status?.pause?.reason, 'AnalysisBreach');
+  assert.equal(sim.condition('Paused')?.status, 'True');
+  assert.equal(sim.condition('Degraded')?.status, 'True');
+  assert.match(sim.status?.pause?.message ?? '', /proxyErrorRatio@cp-2 0.4 > 0.01/);
+  // The same analysis seen again is not a new check.
+  sim.step();
+  assert.equal(sim.status?.phase, 'Paused');
+  assert.deepEqual(sim.calls(), []);
+});
+
+test('an automatic pause ends only when the resume annotation takes a new value', () => {
+  const sim = new Sim(threeOld('on'), spec({ analysis: { failureLimit: 1, onBreach: 'Pause' } }));
+  sim.step();
+  breach(sim, 1);
+  sim.step();
+  assert.equal(sim.status?.phase, 'Paused');
+  sim.upgrade = { ...sim.upgrade, annotations: { [RESUME_ANNOTATION]: 'ack-1' } };
+  sim.step();
+  assert.equal(sim.status?.phase, 'Upgrading');
+  assert.equal(sim.status?.observedResume, 'ack-1');
+  assert.equal(sim.condition('Paused')?.status, 'False');
+  breach(sim, 2);
+  sim.step();
+  assert.equal(sim.status?.phase, 'Paused');
+  sim.step();
+  assert.equal(sim.status?.phase, 'Paused', 'the old annotation value does not resume a new pause');
+});
+
+test('spec.paused pauses without driver calls and unpausing returns to the same phase', () => {
+  const sim = new Sim(threeOld('off'));
+  sim.step();
+  assert.equal(sim.status?.phase, 'EnablingProxy');
+  sim.spec = { ...sim.spec, paused: true };
+  sim.step();
+  assert.equal(sim.status?.phase, 'Paused');
+  assert.equal(sim.status?.pause?.reason, 'PausedBySpec');
+  assert.deepEqual(sim.calls(), []);
+  sim.spec = { ...sim.spec, paused: false };
+  sim.step();
+  assert.equal(sim.status?.phase, 'EnablingProxy');
+  assert.deepEqual(sim.calls(), ['EnableProxy:cp-1']);
+});
+
+test('onBreach Rollback: rolls the upgraded servers back to the old version and ends RolledBack', () => {
+  const sim = new Sim(threeOld('on'), spec({ analysis: { failureLimit: 1, onBreach: 'Rollback' } }));
+  sim.extra.rollback = { safe: true, blocking: [], message: 'storage versions readable by the old servers' };
+  sim.step();
+  sim.step();
+  sim.applyDriverCalls(); // cp-1 upgraded
+  sim.step();
+  breach(sim, 1);
+  sim.step();
+  assert.equal(sim.status?.phase, 'RollingBack');
+  const calls = runToEnd(sim);
+  assert.deepEqual(calls, ['Rollback:cp-1']);
+  assert.equal(sim.status?.phase, 'RolledBack');
+  assert.ok(sim.peers.every((p) => p.version === OLD));
+});
+
+test('onBreach Rollback refused when storage moved: pause and name the resources', () => {
+  const sim = new Sim(threeOld('on'), spec({ analysis: { failureLimit: 1, onBreach: 'Rollback' } }));
+  sim.extra.rollback = { safe: false, blocking: ['admissionregistration.k8s.io/mutatingadmissionpolicies'], message: 'new servers write admissionregistration.k8s.io/v1 mutatingadmissionpolicies' };
+  sim.step();
+  breach(sim, 1);
+  sim.step();
+  assert.equal(sim.status?.phase, 'Paused');
+  assert.equal(sim.status?.pause?.reason, 'RollbackUnsafe');
+  assert.deepEqual(sim.status?.rollbackBlockedBy, ['admissionregistration.k8s.io/mutatingadmissionpolicies']);
+  assert.equal(sim.condition('RollbackSafe')?.status, 'False');
+});
+
+test('a server that does not come back within batchTimeout pauses the upgrade', () => {
+  const sim = new Sim(threeOld('on'), spec({ strategy: { batchSize: 1, batchTimeout: '1m', soakDuration: '0s' } }));
+  sim.step();
+  sim.step();
+  assert.deepEqual(sim.calls(), ['Upgrade:cp-1']);
+  sim.step(30_000);
+  assert.equal(sim.status?.phase, 'Upgrading');
+  sim.step(31_000);
+  assert.equal(sim.status?.phase, 'Paused');
+  assert.equal(sim.status?.pause?.reason, 'BatchTimeout');
+});
+
+test('a failed driver call pauses with its message', () => {
+  const sim = new Sim(threeOld('on'));
+  sim.step();
+  sim.step();
+  sim.status!.driverCalls![0]!.result = 'Failed';
+  sim.status!.driverCalls![0]!.message = 'HTTP 500 from hook';
+  sim.step();
+  assert.equal(sim.status?.phase, 'Paused');
+  assert.equal(sim.status?.pause?.reason, 'DriverFailed');
+  assert.match(sim.status?.pause?.message ?? '', /HTTP 500 from hook/);
+});
+
+test('discovery that does not converge within its threshold pauses', () => {
+  const sim = new Sim(threeOld('on'), spec({ analysis: { thresholds: { discoveryConvergence: '1m' } } }));
+  sim.extra.discovery = { converged: false, message: 'cp-1 peer-aggregated /apis misses mutatingadmissionpolicies' };
+  sim.step();
+  sim.step();
+  sim.applyDriverCalls();
+  sim.step();
+  assert.equal(sim.condition('DiscoveryConverged')?.status, 'False');
+  sim.step(30_000);
+  assert.equal(sim.status?.phase, 'Upgrading');
+  sim.step(31_000);
+  assert.equal(sim.status?.phase, 'Paused');
+  assert.equal(sim.status?.pause?.reason, 'DiscoveryNotConverged');
+});
+
+test('a server missing from the observation mid-restart stays in the table, not ready', () => {
+  const sim = new Sim(threeOld('on'));
+  sim.step();
+  sim.step();
+  sim.peers = sim.peers.filter((p) => p.hostname !== 'cp-1');
+  sim.step();
+  const row = sim.status?.peers?.find((p) => p.hostname === 'cp-1');
+  assert.equal(row?.ready, false);
+  assert.equal(sim.status?.peers?.length, 3);
+  assert.equal(sim.status?.phase, 'Upgrading');
+});
+
+test('terminal phases do nothing more', () => {
+  const sim = new Sim(threeOld('on'));
+  runToEnd(sim);
+  assert.equal(sim.status?.phase, 'Succeeded');
+  const p = sim.step();
+  assert.deepEqual(p.actions, []);
+  assert.equal(p.requeueAfterMs, undefined);
+});
+
+test('an invalid spec is reported as Degraded InvalidSpec and nothing happens', () => {
+  const sim = new Sim(threeOld('on'), spec({ targetVersion: 'latest' }));
+  const p = sim.step();
+  assert.equal(sim.condition('Degraded')?.reason, 'InvalidSpec');
+  assert.equal(p.actions.filter((a) => a.kind === 'callDriver').length, 0);
+});
