@@ -1,0 +1,308 @@
+import { Watch, type KubeConfig } from '@kubernetes/client-node';
+import { Backoff, sleepUnlessAborted, withJitter, type BackoffOptions } from './backoff.ts';
+import { kubeRequest } from './kube-request.ts';
+import { diffList, objectKey, type KubeObject } from './object-cache.ts';
+import { classifyWatchEnd, type RestartReason, type WatchEnd } from './watch-outcome.ts';
+import type { Logger } from './logger.ts';
+
+export interface InformerHandlers<T> {
+  add?(obj: T): void;
+  update?(old: T, cur: T): void;
+  delete?(obj: T): void;
+}
+
+export interface InformerOptions {
+  kubeConfig: KubeConfig;
+  /** Collection path, e.g. /apis/coordination.k8s.io/v1/namespaces/kube-system/leases. */
+  path: string;
+  labelSelector?: string;
+  fieldSelector?: string;
+  /** Name in logs and metrics; defaults to the path. */
+  name?: string;
+  logger: Logger;
+  /** Server-side watch timeout; jittered by ±10% per watch so informers do not reconnect in lockstep. Default 300. */
+  timeoutSeconds?: number;
+  /** Added to timeoutSeconds before the watchdog declares a silent watch dead. Default 30 s. */
+  watchdogMarginMs?: number;
+  /** Restart backoff after errors; default 200 ms doubling to 30 s, ±20% jitter. */
+  backoff?: BackoffOptions;
+  /** A watch that stayed up this long resets the backoff. Default 30 s. */
+  healthyAfterMs?: number;
+  /** Page size of the list; 0 lists in one response. Default 500. */
+  pageSize?: number;
+  listTimeoutMs?: number;
+  /** Metrics hook: one call per restart. */
+  onRestart?(reason: RestartReason): void;
+}
+
+interface WatchResult {
+  end: WatchEnd | 'stopped';
+  err?: unknown;
+  lifetimeMs: number;
+}
+
+interface ListResponse<T> {
+  metadata?: { resourceVersion?: string; continue?: string };
+  items?: T[];
+}
+
+/** Watch keeps its inactivity timer private; we set it to cover our longest silent period (see docs/runtime.md). */
+interface WatchTimer {
+  requestTimeoutMs: number;
+}
+
+/**
+ * List+watch cache of one collection that never gives up: every way a watch can end (clean close,
+ * 410, connection errors while servers are replaced, silence) leads to a re-watch or a relist, with
+ * exponential backoff on errors. Handlers receive events in order; their exceptions are logged, not thrown.
+ */
+export class Informer<T extends KubeObject = KubeObject> {
+  readonly name: string;
+  /** Resolves after the first successful list; never rejects. */
+  readonly synced: Promise<void>;
+  private readonly o: InformerOptions;
+  private readonly log: Logger;
+  private readonly cache = new Map<string, T>();
+  private readonly handlers: InformerHandlers<T>[] = [];
+  private readonly backoff: Backoff;
+  private readonly stopCtl = new AbortController();
+  private readonly restartCounts = new Map<RestartReason, number>();
+  private resolveSynced!: () => void;
+  private rv = '';
+  private isSynced = false;
+  private loop?: Promise<void>;
+  private relists = 0;
+
+  constructor(o: InformerOptions) {
+    this.o = o;
+    this.name = o.name ?? o.path;
+    this.log = o.logger.child({ informer: this.name });
+    this.backoff = new Backoff(o.backoff ?? { baseMs: 200, maxMs: 30_000, factor: 2, jitter: 0.2 });
+    this.synced = new Promise((r) => (this.resolveSynced = r));
+  }
+
+  addHandlers(h: InformerHandlers<T>): void {
+    this.handlers.push(h);
+  }
+
+  start(): void {
+    if (this.loop) return;
+    this.loop = this.run().catch((err: unknown) => {
+      // run() catches everything it expects; reaching here is a bug, and it must still not crash the process.
+      this.log.error('informer loop failed', { err });
+    });
+  }
+
+  /** Stops watching; resolves when the loop has exited. Safe to call twice. */
+  async stop(): Promise<void> {
+    this.stopCtl.abort();
+    await this.loop;
+  }
+
+  get hasSynced(): boolean {
+    return this.isSynced;
+  }
+
+  get resourceVersion(): string {
+    return this.rv;
+  }
+
+  get(key: string): T | undefined {
+    return this.cache.get(key);
+  }
+
+  list(): T[] {
+    return [...this.cache.values()];
+  }
+
+  keys(): string[] {
+    return [...this.cache.keys()];
+  }
+
+  /** Restarts by reason since start, and how many relists (the first list included). */
+  stats(): { restarts: Record<string, number>; relists: number } {
+    return { restarts: Object.fromEntries(this.restartCounts), relists: this.relists };
+  }
+
+  private get stopped(): boolean {
+    return this.stopCtl.signal.aborted;
+  }
+
+  private async run(): Promise<void> {
+    let needList = true;
+    while (!this.stopped) {
+      if (needList) {
+        try {
+          await this.relist();
+          needList = false;
+        } catch (err) {
+          if (this.stopped) break;
+          const delay = this.backoff.next();
+          this.restarted('list-error', err, delay);
+          await sleepUnlessAborted(delay, this.stopCtl.signal);
+          continue;
+        }
+      }
+      const r = await this.watchOnce();
+      if (r.end === 'stopped' || this.stopped) break;
+      if (r.lifetimeMs >= (this.o.healthyAfterMs ?? 30_000)) this.backoff.reset();
+      let delay: number;
+      if (r.end === 'gone') {
+        // History is gone: relist at once, unless 410s come back right after connecting again and again.
+        needList = true;
+        delay = r.lifetimeMs >= 1000 ? 0 : this.backoff.next();
+      } else if ((r.end === 'closed' || r.end === 'timeout' || r.end === 'watchdog') && r.lifetimeMs >= 1000) {
+        // A watch that ran its course: resume from the last resourceVersion straight away.
+        delay = 0;
+      } else {
+        // Errors, and clean closes right after connecting (a server that accepts and drops us), back off.
+        delay = this.backoff.next();
+      }
+      this.restarted(r.end, r.err, delay);
+      if (delay > 0) await sleepUnlessAborted(delay, this.stopCtl.signal);
+    }
+    this.log.debug('informer stopped');
+  }
+
+  private restarted(reason: RestartReason, err: unknown, delayMs: number): void {
+    this.restartCounts.set(reason, (this.restartCounts.get(reason) ?? 0) + 1);
+    try {
+      this.o.onRestart?.(reason);
+    } catch {
+      /* metrics are best effort */
+    }
+    // A watch that ran its course is routine; everything else is worth a look.
+    const routine = reason === 'closed' && delayMs === 0;
+    const meta = { reason, delayMs: Math.round(delayMs), resourceVersion: this.rv, err: err instanceof Error ? `${err.name}: ${err.message}` : err };
+    if (routine) this.log.debug('watch restarted', meta);
+    else this.log.warn('watch restarted', meta);
+  }
+
+  private async relist(): Promise<void> {
+    const items: T[] = [];
+    let cont: string | undefined;
+    let rv = '';
+    do {
+      const page = await kubeRequest<ListResponse<T>>(this.o.kubeConfig, 'GET', this.o.path, {
+        query: { labelSelector: this.o.labelSelector, fieldSelector: this.o.fieldSelector, limit: this.o.pageSize ?? 500, continue: cont },
+        timeoutMs: this.o.listTimeoutMs ?? 30_000,
+        signal: this.stopCtl.signal,
+      });
+      items.push(...(page.items ?? []));
+      // Every page of one list shares the first page's snapshot resourceVersion.
+      if (rv === '') rv = page.metadata?.resourceVersion ?? '';
+      cont = page.metadata?.continue || undefined;
+    } while (cont !== undefined);
+    if (this.stopped) return;
+    const d = diffList(this.cache, items);
+    this.cache.clear();
+    for (const it of items) this.cache.set(objectKey(it), it);
+    this.rv = rv;
+    this.relists++;
+    for (const o of d.deleted) this.emit('delete', o);
+    for (const o of d.added) this.emit('add', o);
+    for (const u of d.updated) this.emit('update', u.cur, u.old);
+    this.log.info('listed', { items: items.length, resourceVersion: rv, added: d.added.length, updated: d.updated.length, deleted: d.deleted.length });
+    if (!this.isSynced) {
+      this.isSynced = true;
+      this.resolveSynced();
+    }
+  }
+
+  private emit(kind: 'add' | 'update' | 'delete', obj: T, old?: T): void {
+    for (const h of this.handlers) {
+      try {
+        if (kind === 'add') h.add?.(obj);
+        else if (kind === 'delete') h.delete?.(obj);
+        else h.update?.(old as T, obj);
+      } catch (err) {
+        this.log.error('informer handler threw', { event: kind, key: objectKey(obj), err });
+      }
+    }
+  }
+
+  private apply(type: string, obj: T): void {
+    const key = objectKey(obj);
+    if (type === 'ADDED' || type === 'MODIFIED') {
+      const old = this.cache.get(key);
+      this.cache.set(key, obj);
+      if (old) this.emit('update', obj, old);
+      else this.emit('add', obj);
+    } else if (type === 'DELETED') {
+      const old = this.cache.get(key);
+      this.cache.delete(key);
+      this.emit('delete', old ?? obj);
+    }
+  }
+
+  /** One watch from the current resourceVersion; resolves (never rejects) when it has ended for any reason. */
+  private watchOnce(): Promise<WatchResult> {
+    const timeoutSeconds = Math.max(1, Math.round(withJitter(this.o.timeoutSeconds ?? 300, 0.1)));
+    const silenceMs = timeoutSeconds * 1000 + (this.o.watchdogMarginMs ?? 30_000);
+    const started = Date.now();
+    let lastActivity = started;
+    let sawGone = false;
+    let errorEvent: { code?: number; message?: string } | undefined;
+    let ctl: AbortController | undefined;
+    let settled = false;
+
+    return new Promise<WatchResult>((resolve) => {
+      const finish = (end: WatchResult['end'], err?: unknown): void => {
+        if (settled) return;
+        settled = true;
+        clearInterval(dog);
+        this.stopCtl.signal.removeEventListener('abort', onStop);
+        // Aborting makes Watch call done(AbortError), which `settled` ignores.
+        ctl?.abort();
+        resolve({ end, err, lifetimeMs: Date.now() - started });
+      };
+      const onStop = (): void => finish('stopped');
+      this.stopCtl.signal.addEventListener('abort', onStop, { once: true });
+      const dog = setInterval(() => {
+        if (Date.now() - lastActivity > silenceMs) finish('watchdog', new Error(`no data for ${silenceMs} ms`));
+      }, Math.min(5000, silenceMs));
+      dog.unref();
+
+      const w = new Watch(this.o.kubeConfig);
+      // Watch aborts after 30 s without a byte, but servers send bookmarks only about once a minute:
+      // quiet collections would reconnect every 30 s. Our watchdog owns silence; Watch's timer is the backstop.
+      (w as unknown as WatchTimer).requestTimeoutMs = silenceMs + 10_000;
+      const query = {
+        allowWatchBookmarks: true,
+        timeoutSeconds,
+        resourceVersion: this.rv,
+        labelSelector: this.o.labelSelector,
+        fieldSelector: this.o.fieldSelector,
+      };
+      w.watch(
+        this.o.path,
+        query,
+        // client-node types the watched object as any; we only read KubeObject fields and the Status code.
+        (type: string, obj: T & { code?: number; message?: string }) => {
+          if (settled) return;
+          lastActivity = Date.now();
+          if (type === 'ERROR') {
+            if (obj.code === 410) sawGone = true;
+            else errorEvent = obj;
+            return;
+          }
+          if (type !== 'BOOKMARK') this.apply(type, obj);
+          const rv = obj.metadata?.resourceVersion;
+          if (rv) this.rv = rv;
+        },
+        (err: unknown) => {
+          if (settled) return;
+          const end = classifyWatchEnd(err, sawGone, errorEvent);
+          finish(end, err ?? (errorEvent ? new Error(`watch ERROR event: ${errorEvent.code} ${errorEvent.message ?? ''}`) : undefined));
+        },
+      ).then(
+        (c) => {
+          ctl = c;
+          if (settled) c.abort();
+        },
+        // watch() itself rejects only before connecting, e.g. when credentials cannot be loaded.
+        (err: unknown) => finish('error', err),
+      );
+    });
+  }
+}

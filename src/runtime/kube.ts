@@ -1,0 +1,147 @@
+import { randomBytes } from 'node:crypto';
+import { KubeConfig } from '@kubernetes/client-node';
+import { API_VERSION, GROUP, KIND, PLURAL, VERSION } from '../api/constants.ts';
+import type { ApiServerUpgrade, ApiServerUpgradeStatus } from '../api/types.generated.ts';
+import { KubeApiError, kubeRequest, type KubeRequestOptions, type Verb } from './kube-request.ts';
+import { withRetry, type RetryOptions } from './retry.ts';
+import type { Logger } from './logger.ts';
+
+export { KubeApiError } from './kube-request.ts';
+export { isTransient, withRetry } from './retry.ts';
+
+export interface KubeConfigSource {
+  /** A kubeconfig file; wins over everything else. */
+  file?: string;
+  /** The pod's service account (KUBERNETES_SERVICE_HOST and the mounted token). */
+  inCluster?: boolean;
+}
+
+/** From a file, from the pod's service account, or client-node's default chain ($KUBECONFIG, ~/.kube/config, in-cluster). */
+export function loadKubeConfig(src: KubeConfigSource = {}): KubeConfig {
+  const kc = new KubeConfig();
+  if (src.file) kc.loadFromFile(src.file);
+  else if (src.inCluster) kc.loadFromCluster();
+  else kc.loadFromDefault();
+  return kc;
+}
+
+export const MERGE_PATCH = 'application/merge-patch+json';
+
+export interface KubeClientOptions {
+  logger: Logger;
+  /** Per-attempt deadline; default 15 s. */
+  timeoutMs?: number;
+  retry?: Omit<RetryOptions, 'onRetry' | 'signal'>;
+}
+
+export interface EventInput {
+  regarding: { apiVersion: string; kind: string; name: string; namespace?: string; uid?: string; resourceVersion?: string };
+  type: 'Normal' | 'Warning';
+  /** UpperCamelCase, e.g. BatchStarted. */
+  reason: string;
+  /** What the controller did or failed to do, e.g. Replace. */
+  action: string;
+  note: string;
+}
+
+export interface EventSource {
+  /** e.g. upgrade.apiserver.dev/operator */
+  controller: string;
+  /** e.g. the leader identity. */
+  instance: string;
+}
+
+/** Go's RFC3339Micro: MicroTime fields are parsed with exactly six fractional digits. */
+export function microTime(d: Date): string {
+  return d.toISOString().replace(/\.(\d{3})Z$/, '.$1000Z');
+}
+
+/**
+ * The operator's API calls. Each attempt has a deadline and transient failures (connection errors
+ * while the balancer drops a server, 5xx, 429 with Retry-After) are retried with backoff, so a
+ * reconcile rides through an apiserver replacement instead of failing on its first request.
+ */
+export class KubeClient {
+  readonly kubeConfig: KubeConfig;
+  private readonly o: KubeClientOptions;
+  private readonly log: Logger;
+
+  constructor(kubeConfig: KubeConfig, o: KubeClientOptions) {
+    this.kubeConfig = kubeConfig;
+    this.o = o;
+    this.log = o.logger.child({ component: 'kube' });
+  }
+
+  /** Any request, retried when transient. `signal` cancels waits and the request in flight. */
+  request<T>(method: Verb, path: string, opts: KubeRequestOptions = {}): Promise<T> {
+    return withRetry(() => kubeRequest<T>(this.kubeConfig, method, path, { timeoutMs: this.o.timeoutMs, ...opts }), {
+      ...this.o.retry,
+      signal: opts.signal,
+      onRetry: (err, attempt, delayMs) =>
+        this.log.warn('API call failed, retrying', { method, path, attempt, delayMs: Math.round(delayMs), err: err instanceof Error ? err.message : String(err) }),
+    });
+  }
+
+  upgradePath(name?: string): string {
+    const base = `/apis/${GROUP}/${VERSION}/${PLURAL}`;
+    return name === undefined ? base : `${base}/${encodeURIComponent(name)}`;
+  }
+
+  /** undefined when it does not exist. */
+  async getUpgrade(name: string, signal?: AbortSignal): Promise<ApiServerUpgrade | undefined> {
+    try {
+      return await this.request<ApiServerUpgrade>('GET', this.upgradePath(name), { signal });
+    } catch (err) {
+      if (err instanceof KubeApiError && err.statusCode === 404) return undefined;
+      throw err;
+    }
+  }
+
+  async listUpgrades(signal?: AbortSignal): Promise<{ items: ApiServerUpgrade[]; resourceVersion: string }> {
+    const l = await this.request<{ items?: ApiServerUpgrade[]; metadata?: { resourceVersion?: string } }>('GET', this.upgradePath(), { signal });
+    return { items: l.items ?? [], resourceVersion: l.metadata?.resourceVersion ?? '' };
+  }
+
+  /**
+   * JSON merge patch of the status subresource. With `resourceVersion` the write only succeeds
+   * against that version (409 otherwise): the reconcile decided on what it read, and must re-read
+   * rather than overwrite a newer status. Arrays (conditions, peers) are replaced whole by a merge patch.
+   */
+  patchUpgradeStatus(name: string, status: Partial<ApiServerUpgradeStatus>, o: { resourceVersion?: string; signal?: AbortSignal } = {}): Promise<ApiServerUpgrade> {
+    const body: Record<string, unknown> = { status };
+    if (o.resourceVersion !== undefined) body.metadata = { resourceVersion: o.resourceVersion };
+    return this.request<ApiServerUpgrade>('PATCH', `${this.upgradePath(name)}/status`, { body, contentType: MERGE_PATCH, signal: o.signal });
+  }
+
+  /** JSON merge patch of the object itself (metadata: finalizers, annotations). */
+  patchUpgrade(name: string, patch: Record<string, unknown>, signal?: AbortSignal): Promise<ApiServerUpgrade> {
+    return this.request<ApiServerUpgrade>('PATCH', this.upgradePath(name), { body: patch, contentType: MERGE_PATCH, signal });
+  }
+
+  /**
+   * An events.k8s.io/v1 Event. Events about cluster-scoped objects go to the "default" namespace,
+   * as client-go's recorder does.
+   */
+  createEvent(src: EventSource, ev: EventInput, now: Date = new Date()): Promise<unknown> {
+    const namespace = ev.regarding.namespace ?? 'default';
+    const body = {
+      apiVersion: 'events.k8s.io/v1',
+      kind: 'Event',
+      metadata: { name: `${ev.regarding.name}.${randomBytes(8).toString('hex')}`, namespace },
+      eventTime: microTime(now),
+      reportingController: src.controller,
+      reportingInstance: src.instance,
+      action: ev.action,
+      reason: ev.reason,
+      note: ev.note.slice(0, 1024),
+      type: ev.type,
+      regarding: ev.regarding,
+    };
+    return this.request('POST', `/apis/events.k8s.io/v1/namespaces/${encodeURIComponent(namespace)}/events`, { body });
+  }
+}
+
+/** The `regarding` reference of an ApiServerUpgrade, for events. */
+export function upgradeRef(u: ApiServerUpgrade): EventInput['regarding'] {
+  return { apiVersion: API_VERSION, kind: KIND, name: u.metadata?.name ?? '', uid: u.metadata?.uid, resourceVersion: u.metadata?.resourceVersion };
+}

@@ -1,0 +1,78 @@
+/**
+ * The pure part of Lease leader election, after client-go's leaderelection package. Time is
+ * judged by the candidate's own clock from the moment it observed the record change, never by
+ * comparing renewTime with the local clock: the holder's clock may be skewed.
+ */
+
+/** The fields of coordination.k8s.io/v1 LeaseSpec that election uses. */
+export interface LeaseRecord {
+  holderIdentity?: string | null;
+  leaseDurationSeconds?: number | null;
+  acquireTime?: string | null;
+  renewTime?: string | null;
+  leaseTransitions?: number | null;
+}
+
+export interface Observed {
+  /** The record as last seen, serialized to compare cheaply. */
+  fingerprint: string;
+  /** Local time (ms) when the record was first seen in this form. */
+  at: number;
+}
+
+export type Decision =
+  | { action: 'create'; record: LeaseRecord }
+  | { action: 'update'; record: LeaseRecord; renew: boolean }
+  | { action: 'wait'; holder: string; expiresInMs: number };
+
+export function fingerprint(r: LeaseRecord | undefined): string {
+  if (!r) return '';
+  return JSON.stringify([r.holderIdentity ?? '', r.leaseDurationSeconds ?? 0, r.renewTime ?? '', r.acquireTime ?? '', r.leaseTransitions ?? 0]);
+}
+
+/** Carries the observation forward: a changed record restarts its clock. */
+export function observe(prev: Observed | undefined, r: LeaseRecord | undefined, now: number): Observed {
+  const fp = fingerprint(r);
+  return prev && prev.fingerprint === fp ? prev : { fingerprint: fp, at: now };
+}
+
+export interface DecideInput {
+  /** The lease's spec, or undefined when the Lease does not exist. */
+  lease: LeaseRecord | undefined;
+  observed: Observed;
+  identity: string;
+  now: number;
+  /** Our own leaseDuration, written into the record. */
+  leaseDurationSeconds: number;
+  /** The timestamp to write, as the API expects it (MicroTime). */
+  nowText: string;
+}
+
+export function decide(i: DecideInput): Decision {
+  const mine: LeaseRecord = {
+    holderIdentity: i.identity,
+    leaseDurationSeconds: i.leaseDurationSeconds,
+    acquireTime: i.nowText,
+    renewTime: i.nowText,
+    leaseTransitions: 0,
+  };
+  if (!i.lease) return { action: 'create', record: mine };
+  const holder = i.lease.holderIdentity ?? '';
+  const transitions = i.lease.leaseTransitions ?? 0;
+  if (holder === i.identity) {
+    return { action: 'update', renew: true, record: { ...mine, acquireTime: i.lease.acquireTime ?? i.nowText, leaseTransitions: transitions } };
+  }
+  // Held by another candidate: wait out its duration, measured from when we saw its last renewal.
+  // An empty holder is a released lease (ReleaseOnCancel): free at once.
+  if (holder !== '') {
+    const durMs = (i.lease.leaseDurationSeconds ?? i.leaseDurationSeconds) * 1000;
+    const expiresInMs = i.observed.at + durMs - i.now;
+    if (expiresInMs > 0) return { action: 'wait', holder, expiresInMs };
+  }
+  return { action: 'update', renew: false, record: { ...mine, leaseTransitions: transitions + 1 } };
+}
+
+/** Whether a leader must step down: its last successful renewal is older than renewDeadline. */
+export function mustStepDown(lastRenewAt: number, now: number, renewDeadlineMs: number): boolean {
+  return now - lastRenewAt >= renewDeadlineMs;
+}

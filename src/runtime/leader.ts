@@ -1,0 +1,233 @@
+import { hostname } from 'node:os';
+import { randomBytes } from 'node:crypto';
+import type { KubeConfig } from '@kubernetes/client-node';
+import { sleepUnlessAborted, withJitter } from './backoff.ts';
+import { KubeApiError, kubeRequest } from './kube-request.ts';
+import { microTime } from './kube.ts';
+import { decide, mustStepDown, observe, type LeaseRecord, type Observed } from './leader-decision.ts';
+import type { Logger } from './logger.ts';
+
+export interface LeaderElectionOptions {
+  kubeConfig: KubeConfig;
+  namespace: string;
+  name: string;
+  /** Default: hostname_pid_random, unique per process even when pods share a hostname. */
+  identity?: string;
+  /** client-go defaults: 15 s, 10 s, 2 s. */
+  leaseDurationMs?: number;
+  renewDeadlineMs?: number;
+  retryPeriodMs?: number;
+  logger: Logger;
+  /** Called when this process starts leading; `signal` aborts when it stops leading. */
+  onStartedLeading(signal: AbortSignal): void;
+  /** Called once per leadership term when it ends: lost, released or stopped. */
+  onStoppedLeading(): void;
+  /** Called whenever the observed leader changes (including to us). */
+  onNewLeader?(identity: string): void;
+}
+
+interface Lease {
+  apiVersion?: string;
+  kind?: string;
+  metadata: { name: string; namespace: string; resourceVersion?: string };
+  spec?: LeaseRecord;
+}
+
+export function defaultIdentity(): string {
+  return `${hostname()}_${process.pid}_${randomBytes(4).toString('hex')}`;
+}
+
+/**
+ * Lease-based leader election with client-go's timings. A leader renews every retryPeriod and
+ * steps down (its onStoppedLeading runs and its signal aborts) when no renewal succeeded for
+ * renewDeadline — before others may take over at leaseDuration. API errors while apiservers are
+ * being replaced are retried, never thrown.
+ */
+export class LeaderElector {
+  readonly identity: string;
+  private readonly o: LeaderElectionOptions;
+  private readonly log: Logger;
+  private readonly stopCtl = new AbortController();
+  private readonly leaseDurationMs: number;
+  private readonly renewDeadlineMs: number;
+  private readonly retryPeriodMs: number;
+  private observed: Observed = { fingerprint: '', at: 0 };
+  private leaderCtl?: AbortController;
+  private lastLeader = '';
+  private loop?: Promise<void>;
+
+  constructor(o: LeaderElectionOptions) {
+    this.o = o;
+    this.identity = o.identity ?? defaultIdentity();
+    this.leaseDurationMs = o.leaseDurationMs ?? 15_000;
+    this.renewDeadlineMs = o.renewDeadlineMs ?? 10_000;
+    this.retryPeriodMs = o.retryPeriodMs ?? 2_000;
+    if (!(this.leaseDurationMs > this.renewDeadlineMs && this.renewDeadlineMs > this.retryPeriodMs)) {
+      throw new Error('leader election needs leaseDuration > renewDeadline > retryPeriod');
+    }
+    this.log = o.logger.child({ component: 'leader', lease: `${o.namespace}/${o.name}`, identity: this.identity });
+  }
+
+  get isLeader(): boolean {
+    return this.leaderCtl !== undefined;
+  }
+
+  start(): void {
+    if (this.loop) return;
+    this.loop = this.run().catch((err: unknown) => {
+      this.log.error('leader election loop failed', { err });
+    });
+  }
+
+  /**
+   * Stops campaigning. With `release`, a leader hands the lease back (empty holder, 1 s duration,
+   * like client-go's ReleaseOnCancel) so a successor takes over within a retry period, not a lease duration.
+   */
+  async stop(o: { release?: boolean; timeoutMs?: number } = {}): Promise<void> {
+    const wasLeading = this.isLeader;
+    this.stopCtl.abort();
+    await this.loop;
+    if (wasLeading && o.release !== false) await this.release(o.timeoutMs ?? 5_000);
+    this.stepDown('stopped');
+  }
+
+  private get leasePath(): string {
+    return `/apis/coordination.k8s.io/v1/namespaces/${encodeURIComponent(this.o.namespace)}/leases`;
+  }
+
+  private async run(): Promise<void> {
+    const signal = this.stopCtl.signal;
+    while (!signal.aborted) {
+      // Candidate: try every retryPeriod (jittered, as client-go's JitterUntil with factor 1.2).
+      if (await this.tryAcquireOrRenew(this.retryPeriodMs * 2)) {
+        this.startLeading();
+        await this.renewLoop();
+        continue;
+      }
+      await sleepUnlessAborted(this.retryPeriodMs + withJitter(this.retryPeriodMs * 0.6, 1), signal);
+    }
+  }
+
+  private async renewLoop(): Promise<void> {
+    const signal = this.stopCtl.signal;
+    let lastRenew = Date.now();
+    while (!signal.aborted) {
+      await sleepUnlessAborted(this.retryPeriodMs, signal);
+      if (signal.aborted) return;
+      // Retry within the deadline: each attempt may use only the time left before we must step down.
+      for (;;) {
+        const left = lastRenew + this.renewDeadlineMs - Date.now();
+        if (mustStepDown(lastRenew, Date.now(), this.renewDeadlineMs) || left <= 0) {
+          this.log.warn('failed to renew the lease within renewDeadline; stepping down', { renewDeadlineMs: this.renewDeadlineMs });
+          this.stepDown('lost');
+          return;
+        }
+        if (await this.tryAcquireOrRenew(Math.min(left, this.retryPeriodMs * 2))) {
+          lastRenew = Date.now();
+          break;
+        }
+        if (signal.aborted) return;
+        await sleepUnlessAborted(Math.min(this.retryPeriodMs / 4, Math.max(0, left)), signal);
+      }
+    }
+  }
+
+  private startLeading(): void {
+    this.leaderCtl = new AbortController();
+    this.log.info('started leading');
+    try {
+      this.o.onStartedLeading(this.leaderCtl.signal);
+    } catch (err) {
+      this.log.error('onStartedLeading threw', { err });
+    }
+  }
+
+  private stepDown(why: string): void {
+    const ctl = this.leaderCtl;
+    if (!ctl) return;
+    this.leaderCtl = undefined;
+    ctl.abort();
+    this.log.info('stopped leading', { why });
+    try {
+      this.o.onStoppedLeading();
+    } catch (err) {
+      this.log.error('onStoppedLeading threw', { err });
+    }
+  }
+
+  private noteLeader(holder: string): void {
+    if (holder === this.lastLeader) return;
+    this.lastLeader = holder;
+    if (holder !== '') this.log.info('new leader observed', { leader: holder });
+    try {
+      this.o.onNewLeader?.(holder);
+    } catch {
+      /* informational */
+    }
+  }
+
+  /** One round of client-go's tryAcquireOrRenew; true when we hold the lease afterwards. Never throws. */
+  private async tryAcquireOrRenew(timeoutMs: number): Promise<boolean> {
+    const opts = { timeoutMs, signal: this.stopCtl.signal };
+    try {
+      let lease: Lease | undefined;
+      try {
+        lease = await kubeRequest<Lease>(this.o.kubeConfig, 'GET', `${this.leasePath}/${encodeURIComponent(this.o.name)}`, opts);
+      } catch (err) {
+        if (!(err instanceof KubeApiError && err.statusCode === 404)) throw err;
+      }
+      const now = Date.now();
+      this.observed = observe(this.observed, lease?.spec, now);
+      const d = decide({
+        lease: lease?.spec, observed: this.observed, identity: this.identity, now,
+        leaseDurationSeconds: Math.ceil(this.leaseDurationMs / 1000), nowText: microTime(new Date(now)),
+      });
+      if (d.action === 'wait') {
+        this.noteLeader(d.holder);
+        return false;
+      }
+      let written: Lease;
+      if (d.action === 'create') {
+        written = await kubeRequest<Lease>(this.o.kubeConfig, 'POST', this.leasePath, {
+          ...opts, body: { apiVersion: 'coordination.k8s.io/v1', kind: 'Lease', metadata: { name: this.o.name, namespace: this.o.namespace }, spec: d.record },
+        });
+      } else {
+        // resourceVersion makes this a compare-and-swap: a concurrent writer gets 409, and we retry.
+        written = await kubeRequest<Lease>(this.o.kubeConfig, 'PUT', `${this.leasePath}/${encodeURIComponent(this.o.name)}`, {
+          ...opts, body: { ...lease, spec: { ...lease?.spec, ...d.record } },
+        });
+      }
+      this.observed = observe(this.observed, written.spec, Date.now());
+      this.noteLeader(this.identity);
+      return true;
+    } catch (err) {
+      if (this.stopCtl.signal.aborted) return false;
+      const conflict = err instanceof KubeApiError && (err.statusCode === 409 || err.statusCode === 422);
+      const level = conflict || this.isLeader ? 'info' : 'debug';
+      this.log.log(level, 'lease acquire/renew attempt failed', { leading: this.isLeader, err: err instanceof Error ? err.message : String(err) });
+      return false;
+    }
+  }
+
+  /** Gives the lease up if we still hold it; bounded and best effort (a failed release just means a slower failover). */
+  private async release(timeoutMs: number): Promise<void> {
+    const deadline = Date.now() + timeoutMs;
+    const path = `${this.leasePath}/${encodeURIComponent(this.o.name)}`;
+    while (Date.now() < deadline) {
+      try {
+        const lease = await kubeRequest<Lease>(this.o.kubeConfig, 'GET', path, { timeoutMs: Math.max(500, deadline - Date.now()) });
+        if ((lease.spec?.holderIdentity ?? '') !== this.identity) return;
+        const now = microTime(new Date());
+        await kubeRequest<Lease>(this.o.kubeConfig, 'PUT', path, {
+          timeoutMs: Math.max(500, deadline - Date.now()),
+          body: { ...lease, spec: { ...lease.spec, holderIdentity: '', leaseDurationSeconds: 1, acquireTime: now, renewTime: now } },
+        });
+        this.log.info('released the lease');
+        return;
+      } catch (err) {
+        this.log.warn('lease release attempt failed', { err: err instanceof Error ? err.message : String(err) });
+        await sleepUnlessAborted(Math.min(500, Math.max(0, deadline - Date.now())));
+      }
+    }
+  }
+}
