@@ -4,3 +4,4 @@ export { PROXY_GATE, minorOf, proxyGateDefault } from './apiserver-flags.ts';
 export { adminRequest, type HttpResult } from './http.ts';
 export { waitFor, sleep } from './exec.ts';
 export type { Pki } from './pki.ts';
+export { ReplaceWebhook, type ReceivedCall } from './webhook-server.ts';

@@ -76,10 +76,12 @@ export class PlanContext {
   callDriver(action: DriverAction, batch: number, hostname: string, target: string, featureGates: Record<string, boolean>): DriverCall {
     const key = idempotencyKey(this.upgrade.uid, batch, hostname, action, target);
     const existing = this.findCall(key);
-    if (existing) return existing;
     const peer = this.peerRow(hostname);
-    const call: DriverCall = { key, server: hostname, batch, action, target, time: this.now.toISOString(), result: 'Pending' };
-    this.status.driverCalls = [...(this.status.driverCalls ?? []), call];
+    if (existing && existing.result !== 'Pending') return existing;
+    // A call still Pending was recorded but never confirmed delivered (the shell crashed, or the hook was
+    // unreachable): send it again with the same key, which the driver recognises.
+    const call: DriverCall = existing ?? { key, server: hostname, batch, action, target, time: this.now.toISOString(), result: 'Pending' };
+    if (!existing) this.status.driverCalls = [...(this.status.driverCalls ?? []), call];
     const request: DriverRequest = {
       idempotencyKey: key,
       action,

@@ -38,12 +38,19 @@ test('gate already on: no proxy pass', () => {
   assert.deepEqual(runToEnd(sim), ['Upgrade:cp-1', 'Upgrade:cp-2', 'Upgrade:cp-3']);
 });
 
-test('a recorded call is never made twice while the server is still coming back', () => {
+test('a delivered call is never made twice while the server is still coming back; an undelivered one is re-sent with its key', () => {
   const sim = new Sim(threeOld('off'));
   sim.step(); // Pending -> Preflight -> EnablingProxy
   sim.step();
   assert.deepEqual(sim.calls(), ['EnableProxy:cp-1']);
   assert.equal(sim.status?.driverCalls?.[0]?.result, 'Pending');
+  const key = sim.status?.driverCalls?.[0]?.key;
+  sim.step();
+  assert.deepEqual(sim.calls(), ['EnableProxy:cp-1'], 'still Pending: delivery is retried');
+  const again = sim.last.actions.find((a) => a.kind === 'callDriver');
+  assert.equal(again?.kind === 'callDriver' ? again.request.idempotencyKey : '', key);
+  assert.equal(sim.status?.driverCalls?.length, 1);
+  sim.status!.driverCalls![0]!.result = 'Succeeded'; // the hook accepted it; the server is restarting
   for (let i = 0; i < 5; i++) {
     sim.step();
     assert.deepEqual(sim.calls(), [], 'no second call for the same key');

@@ -1,0 +1,30 @@
+/**
+ * The node agent's script (POSIX sh + sed, so any small image with busybox or coreutils runs it). It edits
+ * the kubeadm static Pod manifest in place the way an operator would by hand: the image tag, the proxy
+ * feature gate and the --peer-* flags (which must go when the gate is off: startup fails otherwise).
+ * It keeps the manifest it found under the backup dir, once per idempotency key, and writes the result
+ * next to the backup then moves it into place, so the kubelet never reads a half-written file and never
+ * sees a stray file in its manifests folder.
+ * Environment: MANIFEST, BACKUP_DIR, KEY, IMAGE, VERSION, GATE (true, false, or empty: leave the gate alone),
+ * PEER_CA, PEER_IP, PEER_PORT.
+ */
+export const AGENT_SCRIPT = String.raw`set -eu
+M="$MANIFEST"; B="$BACKUP_DIR/$KEY.yaml"; T="$BACKUP_DIR/.$KEY.new"
+mkdir -p "$BACKUP_DIR"
+[ -f "$B" ] || cp "$M" "$B"
+cp "$M" "$T"
+sed -i -E "s#^([[:space:]]*image:[[:space:]]*)[^[:space:]]*kube-apiserver:[^[:space:]]*#\1$IMAGE:$VERSION#" "$T"
+if [ -n "$GATE" ]; then
+  if grep -q -- '- --feature-gates=' "$T"; then
+    sed -i -E "/- --feature-gates=/{s/UnknownVersionInteroperabilityProxy=(true|false)//; s/=,/=/; s/,,/,/g; s/,$//; s/(- --feature-gates=)(.*)/\1UnknownVersionInteroperabilityProxy=$GATE,\2/; s/,$//}" "$T"
+  else
+    sed -i -E "s#^([[:space:]]*)- kube-apiserver\$#&\n\1- --feature-gates=UnknownVersionInteroperabilityProxy=$GATE#" "$T"
+  fi
+  sed -i -E '/- --peer-(ca-file|advertise-ip|advertise-port)=/d' "$T"
+  if [ "$GATE" = true ]; then
+    sed -i -E "s#^([[:space:]]*)- kube-apiserver\$#&\n\1- --peer-ca-file=$PEER_CA\n\1- --peer-advertise-ip=$PEER_IP\n\1- --peer-advertise-port=$PEER_PORT#" "$T"
+  fi
+fi
+mv "$T" "$M.auo-tmp" 2>/dev/null && mv "$M.auo-tmp" "$M" || { cat "$T" > "$M"; rm -f "$T"; }
+echo "manifest updated: image $IMAGE:$VERSION, gate $GATE; backup $B"
+`;

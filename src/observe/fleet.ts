@@ -1,0 +1,211 @@
+import type { KubeConfig, V1EndpointSliceList, V1LeaseList, V1PodList } from '@kubernetes/client-node';
+import type { Logger } from '../runtime/logger.ts';
+import type { Observation, ObservedPeer, ObservedAnalysis } from '../plan/observation.ts';
+import type { Breach as StatusBreach } from '../api/types.generated.ts';
+import { DirectClient } from './direct-client.ts';
+import { buildInventory, addressesToProbe, type Inventory, type IdentityLeaseLike, type EndpointAddresses, type ProbeResult, IDENTITY_LABEL, IDENTITY_LABEL_VALUE, HOSTNAME_LABEL, PEER_ADDRESS_ANNOTATION } from './inventory.ts';
+import { mapLimitSettled } from './map-limit.ts';
+import { SIGNAL_FAMILIES, poolWindows, windowDeltas, computeSignals, cohortSignals, evaluateThresholds, type WindowDeltas, type SignalSubject, type SignalValue } from './signals.ts';
+import type { ParsedMetrics } from './prom-text.ts';
+import { resourceSet, convergence, storageVersionHashes, mergeHashes, legacyDiscoveryPaths, type ServerDiscovery } from './discovery.ts';
+import { rollbackSafety, type ServerStorageHashes } from './rollback-safety.ts';
+import { hintsFromCertificates, hintsFromMirrorPods } from './hostname-hints.ts';
+
+/** GET of a list through the balancer, with the caller's retries; injected so observation shares the operator's client. */
+export type ListFn = <T>(path: string) => Promise<T>;
+
+export interface AnalysisSettings {
+  intervalMs: number;
+  proxyErrorRatio: number;
+  errorRatio: number;
+  latencyP99Seconds: number;
+  /** Versions whose servers form the "new" and "old" cohorts; known once preflight recorded them. */
+  fromVersion?: string;
+  targetVersion?: string;
+}
+
+interface Scrape {
+  at: number;
+  metrics: ParsedMetrics;
+}
+
+const CONCURRENCY = 4;
+
+/**
+ * The imperative shell of observation: fetches leases, EndpointSlices, each server's /version, /readyz,
+ * /metrics and discovery, and hands the pure functions of this folder what they need. It keeps the
+ * previous scrape per server (signals are deltas between scrapes) and each version's storage hashes
+ * (the old servers' hashes must be remembered: once they are replaced they cannot be fetched).
+ */
+export class FleetObserver {
+  private readonly list: ListFn;
+  private readonly direct: DirectClient;
+  private readonly log: Logger;
+  private inventory: Inventory | undefined;
+  private readonly scrapes = new Map<string, Scrape>();
+  private lastAnalysis: ObservedAnalysis | undefined;
+  private lastAnalysisAt = 0;
+  private readonly hashesByVersion = new Map<string, ServerStorageHashes>();
+
+  constructor(kc: KubeConfig, list: ListFn, log: Logger, direct?: DirectClient) {
+    this.list = list;
+    this.log = log;
+    this.direct = direct ?? DirectClient.fromKubeConfig(kc, { timeoutMs: 5000 });
+  }
+
+  close(): void {
+    this.direct.close();
+  }
+
+  async leases(): Promise<IdentityLeaseLike[]> {
+    const selector = encodeURIComponent(`${IDENTITY_LABEL}=${IDENTITY_LABEL_VALUE}`);
+    const list = await this.list<V1LeaseList>(`/apis/coordination.k8s.io/v1/namespaces/kube-system/leases?labelSelector=${selector}`);
+    return list.items;
+  }
+
+  async endpoints(): Promise<EndpointAddresses[]> {
+    const list = await this.list<V1EndpointSliceList>(`/apis/discovery.k8s.io/v1/namespaces/default/endpointslices?labelSelector=${encodeURIComponent('kubernetes.io/service-name=kubernetes')}`);
+    return list.items.map((s) => ({
+      addresses: (s.endpoints ?? []).filter((e) => e.conditions?.ready !== false).flatMap((e) => e.addresses),
+      port: s.ports?.find((p) => p.name === 'https')?.port ?? s.ports?.[0]?.port ?? 6443,
+    }));
+  }
+
+  /** Hostname -> address for leases without the peer-advertise annotation (gate off). */
+  private async hostnameHints(leases: IdentityLeaseLike[], endpoints: EndpointAddresses[]): Promise<Map<string, string>> {
+    const missing = leases.filter((l) => !l.metadata?.annotations?.[PEER_ADDRESS_ANNOTATION]).map((l) => l.metadata?.labels?.[HOSTNAME_LABEL] ?? '').filter(Boolean);
+    if (missing.length === 0) return new Map();
+    const pods = await this.list<V1PodList>(`/api/v1/namespaces/kube-system/pods?labelSelector=${encodeURIComponent('component=kube-apiserver')}`).catch(() => ({ items: [] }) as V1PodList);
+    const hints = hintsFromMirrorPods(pods);
+    const still = missing.filter((h) => !hints.has(h));
+    if (still.length > 0) {
+      const addrs = endpoints.flatMap((e) => e.addresses.map((a) => `${a}:${e.port}`));
+      for (const [h, a] of await hintsFromCertificates(addrs, still)) hints.set(h, a);
+    }
+    return hints;
+  }
+
+  async observe(settings: AnalysisSettings, now = Date.now()): Promise<Observation> {
+    const [leases, endpoints] = await Promise.all([this.leases(), this.endpoints()]);
+    const hostnameAddresses = await this.hostnameHints(leases, endpoints);
+    const addresses = addressesToProbe({ leases, endpoints, hostnameAddresses });
+    const probed = await mapLimitSettled(addresses, CONCURRENCY, (a) => this.direct.probe(a));
+    const probes = new Map<string, ProbeResult>(addresses.map((a, i) => {
+      const r = probed[i]!;
+      return [a, r.status === 'fulfilled' ? r.value : { error: String(r.reason) }];
+    }));
+    this.inventory = buildInventory({ leases, endpoints, probes, hostnameAddresses, ...(this.inventory ? { previous: this.inventory } : {}), now });
+    const peers: ObservedPeer[] = this.inventory.servers.filter((s) => s.identity !== '').map((s) => ({
+      identity: s.identity,
+      hostname: s.hostname,
+      ...(s.address ? { address: s.address } : {}),
+      ...(s.version ? { version: s.version } : {}),
+      ready: s.ready === true,
+      proxyGate: s.proxyGate,
+      ...(s.holderIdentity ? { holderIdentity: s.holderIdentity } : {}),
+      ...(s.lastRenew ? { lastRenew: s.lastRenew } : {}),
+      stale: s.stale,
+    }));
+    const up = peers.filter((p) => p.ready && !p.stale && p.address && p.version);
+    const [discovery, analysis, rollback] = await Promise.all([
+      this.discovery(up),
+      this.analysis(up, settings, now),
+      this.rollback(up, settings),
+    ]);
+    return { peers, ...(discovery ? { discovery } : {}), ...(analysis ? { analysis } : {}), ...(rollback ? { rollback } : {}) };
+  }
+
+  private async discovery(up: ObservedPeer[]): Promise<Observation['discovery']> {
+    if (up.length === 0) return undefined;
+    const servers: ServerDiscovery[] = await Promise.all(up.map(async (p) => {
+      const get = async (peer: boolean): Promise<Set<string> | undefined> => {
+        try {
+          const [apis, api] = await Promise.all([this.direct.discovery(p.address!, { peer, core: false }), this.direct.discovery(p.address!, { peer, core: true })]);
+          return resourceSet(apis, api);
+        } catch (err) {
+          this.log.debug('discovery fetch failed', { server: p.hostname, peer, error: String(err) });
+          return undefined;
+        }
+      };
+      const [own, peerAggregated] = await Promise.all([get(false), get(true)]);
+      return { server: p.hostname, version: p.version!, own, peerAggregated };
+    }));
+    const c = convergence(servers);
+    const message = c.converged
+      ? `${servers.length} servers agree: every peer-aggregated view is the union of the servers' own`
+      : c.problems.map((pr) => `${pr.server}: ${pr.kind}${pr.missing.length ? ` missing ${pr.missing.slice(0, 5).join(', ')}` : ''}${pr.extra.length ? ` extra ${pr.extra.slice(0, 5).join(', ')}` : ''}`).join('; ');
+    return { converged: c.converged, message };
+  }
+
+  /** Scrapes every up server; computes signals once per interval, from deltas since the previous scrape. */
+  private async analysis(up: ObservedPeer[], s: AnalysisSettings, now: number): Promise<ObservedAnalysis | undefined> {
+    if (this.lastAnalysis && now - this.lastAnalysisAt < s.intervalMs) return this.lastAnalysis;
+    const scraped = await mapLimitSettled(up, CONCURRENCY, (p) => this.direct.metrics(p.address!, SIGNAL_FAMILIES));
+    const windows = new Map<string, WindowDeltas>();
+    const versionOf = new Map<string, string>();
+    up.forEach((p, i) => {
+      const r = scraped[i]!;
+      if (r.status !== 'fulfilled') return;
+      const prev = this.scrapes.get(p.hostname);
+      this.scrapes.set(p.hostname, { at: now, metrics: r.value });
+      if (!prev) return;
+      windows.set(p.hostname, windowDeltas(prev.metrics, r.value));
+      versionOf.set(p.hostname, p.version!);
+    });
+    if (windows.size === 0) return this.lastAnalysis;
+    const subjects: SignalSubject[] = [...windows].map(([name, w]) => ({ scope: 'server', name, signals: computeSignals(w) }));
+    for (const [version, signals] of cohortSignals(windows, versionOf)) subjects.push({ scope: 'cohort', name: version, signals });
+    const { breaches, inconclusive } = evaluateThresholds(subjects, { proxyErrorRatio: s.proxyErrorRatio, errorRatio: s.errorRatio, latencyP99Seconds: s.latencyP99Seconds });
+    const fleet = computeSignals(poolWindows([...windows.values()]));
+    const val = (v: SignalValue): number | undefined => (v.kind === 'value' && !Number.isNaN(v.value) ? round(v.value) : undefined);
+    const signals = {
+      ...(val(fleet.proxyErrorRatio) !== undefined ? { proxyErrorRatio: val(fleet.proxyErrorRatio)! } : {}),
+      ...(val(fleet.errorRatio) !== undefined ? { errorRatio: val(fleet.errorRatio)! } : {}),
+      ...(val(fleet.latencyP99Seconds) !== undefined ? { latencyP99Seconds: val(fleet.latencyP99Seconds)! } : {}),
+    };
+    const statusBreaches: StatusBreach[] = breaches.map((b) => ({
+      signal: b.signal,
+      observed: String(round(b.value)),
+      threshold: String(b.threshold),
+      server: b.scope === 'server' ? b.name : `cohort ${b.name}`,
+      message: `${b.signal} ${round(b.value)} > ${b.threshold} over ${b.samples} requests`,
+    }));
+    const anyValue = subjects.some((sub) => Object.values(sub.signals).some((v: SignalValue) => v.kind === 'value'));
+    const verdict = breaches.length > 0 ? 'Breach' : anyValue ? 'Healthy' : 'Inconclusive';
+    this.lastAnalysis = { time: new Date(now).toISOString(), verdict, signals, breaches: statusBreaches };
+    this.lastAnalysisAt = now;
+    if (verdict !== 'Healthy') this.log.info('analysis', { verdict, breaches: statusBreaches, inconclusive: inconclusive.length });
+    return this.lastAnalysis;
+  }
+
+  /** Fetches each version's storage hashes once (from one up server of that version) and compares old vs new. */
+  private async rollback(up: ObservedPeer[], s: AnalysisSettings): Promise<Observation['rollback']> {
+    for (const p of up) {
+      if (this.hashesByVersion.has(p.version!)) continue;
+      try {
+        const own = await this.direct.discovery(p.address!, { peer: false, core: false });
+        const core = await this.direct.discovery(p.address!, { peer: false, core: true });
+        const paths = [...legacyDiscoveryPaths(core), ...legacyDiscoveryPaths(own)];
+        const lists = await mapLimitSettled(paths, CONCURRENCY, (path) => this.direct.resourceList(p.address!, path));
+        const maps = lists.flatMap((r) => (r.status === 'fulfilled' ? [storageVersionHashes(r.value)] : []));
+        this.hashesByVersion.set(p.version!, { server: p.hostname, hashes: mergeHashes(maps) });
+      } catch (err) {
+        this.log.debug('storage hash fetch failed', { server: p.hostname, error: String(err) });
+      }
+    }
+    if (!s.fromVersion || !s.targetVersion || s.fromVersion === s.targetVersion) return undefined;
+    const oldH = this.hashesByVersion.get(s.fromVersion);
+    const newH = this.hashesByVersion.get(s.targetVersion);
+    if (!oldH || !newH) return undefined;
+    const r = rollbackSafety([oldH], [newH]);
+    return {
+      safe: r.safe,
+      blocking: r.blocking.map((b) => b.resource),
+      message: r.safe ? r.reason : `${r.reason}${r.blocking.length ? `: ${r.blocking.map((b) => `${b.resource} (${b.reason})`).join('; ')}` : ''}`,
+    };
+  }
+}
+
+function round(v: number): number {
+  return Math.round(v * 1e6) / 1e6;
+}

@@ -1,0 +1,100 @@
+// Runs the static Pod agent's real script with sh against a kubeadm-shaped manifest in a temp folder.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtempSync, writeFileSync, readFileSync, existsSync, readdirSync, rmSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { join } from 'node:path';
+import { tmpdir } from 'node:os';
+import { parse } from 'yaml';
+import { agentJob } from '../../src/drivers/static-pod.ts';
+import type { DriverRequest } from '../../src/plan/actions.ts';
+
+const KUBEADM_MANIFEST = `apiVersion: v1
+kind: Pod
+metadata:
+  name: kube-apiserver
+  namespace: kube-system
+spec:
+  containers:
+  - command:
+    - kube-apiserver
+    - --advertise-address=10.0.0.11
+    - --feature-gates=SomeGate=true
+    - --secure-port=6443
+    image: registry.k8s.io/kube-apiserver:v1.35.4
+    name: kube-apiserver
+  hostNetwork: true
+`;
+
+function request(action: DriverRequest['action'], version: string, gate?: boolean): DriverRequest {
+  return { idempotencyKey: `${action.toLowerCase()}-cp-1-0123456789abcdef`, action, upgrade: 'to-v1-36', batch: 1, server: { identity: 'apiserver-x', hostname: 'cp-1', address: '10.0.0.11:6443' }, targetVersion: version, featureGates: gate === undefined ? {} : { UnknownVersionInteroperabilityProxy: gate } };
+}
+
+function runAgent(dir: string, r: DriverRequest): { manifest: string; job: Record<string, unknown> } {
+  const spec = { image: 'registry.k8s.io/kube-apiserver', manifestPath: join(dir, 'manifests', 'kube-apiserver.yaml'), backupDir: join(dir, 'backup'), peerCAFile: '/etc/kubernetes/pki/ca.crt', agentImage: 'busybox:1.36', namespace: 'kube-system' };
+  const job = agentJob(spec, r, 'to-v1-36');
+  const container = ((job.spec as { template: { spec: { containers: { command: string[]; env: { name: string; value: string }[] }[] } } }).template.spec.containers[0])!;
+  const env = Object.fromEntries(container.env.map((e) => [e.name, e.value]));
+  execFileSync(container.command[0]!, container.command.slice(1), { env: { PATH: process.env.PATH, ...env } });
+  return { manifest: readFileSync(spec.manifestPath, 'utf8'), job };
+}
+
+function args(manifest: string): string[] {
+  const pod = parse(manifest) as { spec: { containers: { command: string[]; image: string }[] } };
+  return pod.spec.containers[0]!.command;
+}
+
+test('agent: EnableProxy turns the gate on, adds the --peer-* flags, keeps other gates and the image', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'auo-agent-'));
+  try {
+    execFileSync('mkdir', ['-p', join(dir, 'manifests')]);
+    writeFileSync(join(dir, 'manifests', 'kube-apiserver.yaml'), KUBEADM_MANIFEST);
+    const { manifest } = runAgent(dir, request('EnableProxy', 'v1.35.4', true));
+    const a = args(manifest);
+    assert.ok(a.includes('--feature-gates=UnknownVersionInteroperabilityProxy=true,SomeGate=true'), a.join(' '));
+    assert.ok(a.includes('--peer-ca-file=/etc/kubernetes/pki/ca.crt'));
+    assert.ok(a.includes('--peer-advertise-ip=10.0.0.11'));
+    assert.ok(a.includes('--peer-advertise-port=6443'));
+    assert.equal((parse(manifest) as { spec: { containers: { image: string }[] } }).spec.containers[0]!.image, 'registry.k8s.io/kube-apiserver:v1.35.4');
+    assert.equal(a[0], 'kube-apiserver');
+    // The original is kept for rollback, and no stray file is left in the kubelet's manifests folder.
+    assert.equal(readFileSync(join(dir, 'backup', 'enableproxy-cp-1-0123456789abcdef.yaml'), 'utf8'), KUBEADM_MANIFEST);
+    assert.deepEqual(readdirSync(join(dir, 'manifests')), ['kube-apiserver.yaml']);
+
+    // Then the upgrade changes the tag only; running it twice changes nothing more.
+    const up = request('Upgrade', 'v1.36.3', true);
+    const once = runAgent(dir, up).manifest;
+    const twice = runAgent(dir, up).manifest;
+    assert.equal(once, twice);
+    assert.equal((parse(once) as { spec: { containers: { image: string }[] } }).spec.containers[0]!.image, 'registry.k8s.io/kube-apiserver:v1.36.3');
+    assert.equal(args(once).filter((x) => x.startsWith('--peer-ca-file')).length, 1);
+
+    // RevertProxy turns the gate off and removes the --peer-* flags (startup fails with them and the gate off).
+    const off = runAgent(dir, request('RevertProxy', 'v1.36.3', false)).manifest;
+    assert.ok(args(off).includes('--feature-gates=UnknownVersionInteroperabilityProxy=false,SomeGate=true'));
+    assert.equal(args(off).some((x) => x.startsWith('--peer-')), false);
+    assert.ok(existsSync(join(dir, 'backup', 'upgrade-cp-1-0123456789abcdef.yaml')));
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('agent: a manifest without --feature-gates gets one after the command name', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'auo-agent-'));
+  try {
+    execFileSync('mkdir', ['-p', join(dir, 'manifests')]);
+    writeFileSync(join(dir, 'manifests', 'kube-apiserver.yaml'), KUBEADM_MANIFEST.replace('    - --feature-gates=SomeGate=true\n', ''));
+    const a = args(runAgent(dir, request('EnableProxy', 'v1.35.4', true)).manifest);
+    assert.equal(a[0], 'kube-apiserver');
+    assert.equal(a.filter((x) => x === '--feature-gates=UnknownVersionInteroperabilityProxy=true').length, 1);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('agent Job: pinned to the node, named from the idempotency key, never retried by the Job controller', () => {
+  const job = agentJob({ image: 'registry.k8s.io/kube-apiserver', manifestPath: '/etc/kubernetes/manifests/kube-apiserver.yaml', backupDir: '/var/lib/auo', peerCAFile: '/etc/kubernetes/pki/ca.crt', agentImage: 'busybox', namespace: 'kube-system' }, request('Upgrade', 'v1.36.3', true), 'to-v1-36') as { metadata: { name: string }; spec: { backoffLimit: number; template: { spec: { nodeName: string } } } };
+  assert.equal(job.metadata.name, 'auo-upgrade-cp-1-0123456789abcdef');
+  assert.equal(job.spec.backoffLimit, 0);
+  assert.equal(job.spec.template.spec.nodeName, 'cp-1');
+});
