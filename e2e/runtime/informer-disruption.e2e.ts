@@ -1,0 +1,90 @@
+// The informer keeps delivering events while every apiserver behind the balancer is replaced in
+// turn and one is SIGKILLed: it restarts its watch as often as needed and never stops.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { Cluster, waitFor } from '../cluster/index.ts';
+import { Informer } from '../../src/runtime/informer.ts';
+import type { KubeObject } from '../../src/runtime/object-cache.ts';
+import { createLease, deleteLease, e2eLogger, kubeConfigOf, LEASES, listLeaseNames } from './support.ts';
+
+let cluster: Cluster;
+before(async () => {
+  cluster = await Cluster.start({ servers: 3, verbose: true });
+});
+after(async () => {
+  await cluster?.teardown();
+});
+
+test('an informer on Leases rides through 3 graceful replacements and a SIGKILL', { timeout: 150_000 }, async () => {
+  const labels = { test: 'informer-disruption' };
+  const seen: string[] = [];
+  const informer = new Informer<KubeObject>({
+    kubeConfig: kubeConfigOf(cluster), path: LEASES, labelSelector: 'test=informer-disruption', name: 'leases',
+    logger: e2eLogger(),
+    // A stopping apiserver only exits once its open watches end (see docs/runtime.md): short
+    // watches keep each graceful stop to seconds instead of its 60 s shutdown timeout.
+    timeoutSeconds: 8, watchdogMarginMs: 5000,
+  });
+  informer.addHandlers({ add: (o) => seen.push(o.metadata?.name ?? '') });
+  informer.start();
+  try {
+    await informer.synced;
+    const sees = async (name: string): Promise<void> => {
+      await createLease(cluster, name, labels);
+      await waitFor(`informer to see ${name}`, 30_000, async () => (informer.get(`default/${name}`) ? true : undefined));
+    };
+    await sees('before');
+    const steps: [string, () => Promise<unknown>][] = [
+      ['replace-0', () => cluster.replace(0, {})],
+      ['replace-1', () => cluster.replace(1, {})],
+      ['replace-2', () => cluster.replace(2, {})],
+      ['kill-1', async () => { await cluster.kill(1); await cluster.start(1); }],
+    ];
+    for (const [name, disrupt] of steps) {
+      // A create while the disruption is under way, and one after it.
+      const during = disrupt();
+      await sees(`during-${name}`);
+      await during;
+      await sees(`after-${name}`);
+      process.stderr.write(`${name}: restarts ${JSON.stringify(informer.stats())}\n`);
+    }
+    const stats = informer.stats();
+    const restarts = Object.values(stats.restarts).reduce((a, b) => a + b, 0);
+    assert.ok(restarts >= 1, `the informer restarted its watch (${JSON.stringify(stats)})`);
+    for (const [name] of steps) assert.ok(seen.includes(`after-${name}`), `saw the create after ${name}`);
+    assert.equal(informer.hasSynced, true);
+  } finally {
+    await informer.stop();
+  }
+});
+
+test('410 Gone after every server restarted: the informer relists, replays the deletes, and matches a fresh list', { timeout: 120_000 }, async () => {
+  const labels = { test: 'informer-gone' };
+  for (const n of ['a', 'b', 'c']) await createLease(cluster, `gone-${n}`, labels);
+  const deleted: string[] = [];
+  const informer = new Informer<KubeObject>({
+    kubeConfig: kubeConfigOf(cluster), path: LEASES, labelSelector: 'test=informer-gone', name: 'gone',
+    logger: e2eLogger(), timeoutSeconds: 300,
+    // A long fixed backoff leaves a window in which the collection changes unseen.
+    backoff: { baseMs: 15_000, maxMs: 15_000, jitter: 0 },
+  });
+  informer.addHandlers({ delete: (o) => deleted.push(o.metadata?.name ?? '') });
+  informer.start();
+  try {
+    await informer.synced;
+    assert.deepEqual(informer.keys().sort(), ['default/gone-a', 'default/gone-b', 'default/gone-c']);
+    // Restarted servers build their watch caches from the current revision; our older
+    // resourceVersion is outside every cache window, so the re-watch is answered with 410.
+    await Promise.all([0, 1, 2].map((i) => cluster.kill(i)));
+    await Promise.all([0, 1, 2].map((i) => cluster.start(i)));
+    await deleteLease(cluster, 'gone-b');
+    await createLease(cluster, 'gone-d', labels);
+    await waitFor('the informer to relist after 410', 60_000, async () => ((informer.stats().restarts.gone ?? 0) >= 1 && informer.stats().relists >= 2 ? true : undefined));
+    const fresh = (await listLeaseNames(cluster, 'test=informer-gone')).map((n) => `default/${n}`);
+    await waitFor('cache to match a fresh list', 10_000, async () => (JSON.stringify(informer.keys().sort()) === JSON.stringify(fresh) ? true : undefined));
+    assert.deepEqual(deleted, ['gone-b']);
+    process.stderr.write(`410: ${JSON.stringify(informer.stats())}\n`);
+  } finally {
+    await informer.stop();
+  }
+});
