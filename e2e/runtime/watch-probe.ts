@@ -61,7 +61,7 @@ try {
   // connection refused
   const kcBad = new KubeConfig();
   kcBad.loadFromFile(cluster.kubeconfig);
-  (kcBad.getCurrentCluster() as { server: string }).server = 'https://127.0.0.1:1';
+  (kcBad.getCurrentCluster() as { server: string }).server = 'https://127.0.0.1:59999';
   const refused = observe(kcBad, 'refused', path, q);
   await Promise.all([short.done, nf.done, refused.done]);
 
