@@ -15,6 +15,8 @@ export interface ReceivedCall {
   deliveries: number;
   /** Whether the replacement it started has finished, and how. */
   outcome: 'pending' | 'done' | 'failed';
+  /** When the replaced server was ready again. */
+  doneAt?: number;
   error?: string;
 }
 
@@ -40,7 +42,7 @@ export class ReplaceWebhook {
   static async start(cluster: Cluster): Promise<ReplaceWebhook> {
     const cert = await createServingCert(cluster.pki, 'replace-webhook', ['127.0.0.1'], []);
     const [certPem, keyPem, caPem] = await Promise.all([readFile(cert.cert), readFile(cert.key), readFile(cluster.pki.caCert, 'utf8')]);
-    let hook: ReplaceWebhook | undefined;
+    const ref: { hook?: ReplaceWebhook } = {};
     const server = createServer({ cert: certPem, key: keyPem }, (req, res) => {
       let body = '';
       req.setEncoding('utf8');
@@ -62,17 +64,18 @@ export class ReplaceWebhook {
         if (typeof key !== 'string' || !hostname || !p.targetVersion || !p.action) return reply(400, { error: 'idempotencyKey, action, server.hostname and targetVersion are required' });
         const index = cluster.servers.findIndex((s) => s.hostname === hostname);
         if (index < 0) return reply(404, { error: `no server with hostname ${hostname}` });
-        const seen = hook!.calls.get(key);
+        const seen = ref.hook!.calls.get(key);
         if (seen) {
           seen.deliveries++;
           return reply(200, { key, duplicate: true, outcome: seen.outcome });
         }
         const call: ReceivedCall = { key, action: p.action, hostname, targetVersion: p.targetVersion, featureGates: p.featureGates ?? {}, at: Date.now(), deliveries: 1, outcome: 'pending' };
-        hook!.calls.set(key, call);
-        hook!.chain = hook!.chain.then(async () => {
+        ref.hook!.calls.set(key, call);
+        ref.hook!.chain = ref.hook!.chain.then(async () => {
           try {
             await cluster.replace(index, { version: call.targetVersion, featureGates: call.featureGates });
             call.outcome = 'done';
+            call.doneAt = Date.now();
           } catch (err) {
             call.outcome = 'failed';
             call.error = (err as Error).message;
@@ -83,8 +86,8 @@ export class ReplaceWebhook {
     });
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     const port = (server.address() as AddressInfo).port;
-    hook = new ReplaceWebhook(server, `https://127.0.0.1:${port}/replace`, Buffer.from(caPem).toString('base64'));
-    return hook;
+    ref.hook = new ReplaceWebhook(server, `https://127.0.0.1:${port}/replace`, Buffer.from(caPem).toString('base64'));
+    return ref.hook;
   }
 
   /** Waits for replacements in flight. */

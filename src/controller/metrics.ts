@@ -1,26 +1,32 @@
-import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { Counter, Gauge, type Registry } from 'prom-client';
 import type { ApiServerUpgrade, UpgradePhase } from '../api/types.generated.ts';
 
 const PHASES: UpgradePhase[] = ['Pending', 'Preflight', 'EnablingProxy', 'Upgrading', 'Paused', 'RollingBack', 'Succeeded', 'RolledBack', 'Failed'];
 
-/** The operator's own metrics; the alert rules in charts/ page on `apiserver_upgrade_paused`. */
+/**
+ * What the upgrades look like, as metrics (the runtime's own — watches, queue, leader — are in
+ * src/runtime/metrics.ts). The alert rules in charts/ page on `apiserver_upgrade_paused`.
+ */
 export class OperatorMetrics {
-  readonly registry = new Registry();
-  readonly phase = new Gauge({ name: 'apiserver_upgrade_phase', help: 'Current phase of each upgrade (1 for the current phase).', labelNames: ['upgrade', 'phase'], registers: [this.registry] });
-  readonly paused = new Gauge({ name: 'apiserver_upgrade_paused', help: '1 while an upgrade is paused, with the reason.', labelNames: ['upgrade', 'reason'], registers: [this.registry] });
-  readonly batchCurrent = new Gauge({ name: 'apiserver_upgrade_batch_current', help: 'Batch being replaced.', labelNames: ['upgrade'], registers: [this.registry] });
-  readonly batchTotal = new Gauge({ name: 'apiserver_upgrade_batch_total', help: 'Batches in the plan.', labelNames: ['upgrade'], registers: [this.registry] });
-  readonly serverVersion = new Gauge({ name: 'apiserver_upgrade_server_info', help: 'One series per server with its observed version and proxy gate.', labelNames: ['upgrade', 'server', 'version', 'proxy_gate', 'ready'], registers: [this.registry] });
-  readonly signal = new Gauge({ name: 'apiserver_upgrade_signal', help: 'Last analysed signal values (ratios, seconds).', labelNames: ['upgrade', 'signal'], registers: [this.registry] });
-  readonly consecutiveBreaches = new Gauge({ name: 'apiserver_upgrade_consecutive_breaches', help: 'Consecutive breaching analysis checks.', labelNames: ['upgrade'], registers: [this.registry] });
-  readonly reconcileErrors = new Counter({ name: 'apiserver_upgrade_reconcile_errors_total', help: 'Reconciles that failed and were requeued with backoff.', labelNames: ['reason'], registers: [this.registry] });
-  readonly reconcileDuration = new Histogram({ name: 'apiserver_upgrade_reconcile_duration_seconds', help: 'Reconcile duration.', labelNames: ['result'], buckets: [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30], registers: [this.registry] });
-  readonly driverCalls = new Counter({ name: 'apiserver_upgrade_driver_calls_total', help: 'Driver calls by action and outcome.', labelNames: ['action', 'outcome'], registers: [this.registry] });
-  readonly watchRestarts = new Counter({ name: 'apiserver_upgrade_watch_restarts_total', help: 'Informer watch restarts by resource and reason.', labelNames: ['resource', 'reason'], registers: [this.registry] });
-  readonly isLeader = new Gauge({ name: 'apiserver_upgrade_operator_leader', help: '1 while this replica holds the leader Lease.', registers: [this.registry] });
+  readonly phase: Gauge<'upgrade' | 'phase'>;
+  readonly paused: Gauge<'upgrade' | 'reason'>;
+  readonly batchCurrent: Gauge<'upgrade'>;
+  readonly batchTotal: Gauge<'upgrade'>;
+  readonly serverVersion: Gauge<'upgrade' | 'server' | 'version' | 'proxy_gate' | 'ready'>;
+  readonly signal: Gauge<'upgrade' | 'signal'>;
+  readonly consecutiveBreaches: Gauge<'upgrade'>;
+  readonly driverCalls: Counter<'action' | 'outcome'>;
 
-  constructor() {
-    collectDefaultMetrics({ register: this.registry, prefix: 'apiserver_upgrade_operator_' });
+  constructor(registry: Registry) {
+    const registers = [registry];
+    this.phase = new Gauge({ name: 'apiserver_upgrade_phase', help: 'Current phase of each upgrade (1 for the current phase).', labelNames: ['upgrade', 'phase'], registers });
+    this.paused = new Gauge({ name: 'apiserver_upgrade_paused', help: '1 while an upgrade is paused, with the reason.', labelNames: ['upgrade', 'reason'], registers });
+    this.batchCurrent = new Gauge({ name: 'apiserver_upgrade_batch_current', help: 'Batch being replaced.', labelNames: ['upgrade'], registers });
+    this.batchTotal = new Gauge({ name: 'apiserver_upgrade_batch_total', help: 'Batches in the plan.', labelNames: ['upgrade'], registers });
+    this.serverVersion = new Gauge({ name: 'apiserver_upgrade_server_info', help: 'One series per server with its observed version and proxy gate.', labelNames: ['upgrade', 'server', 'version', 'proxy_gate', 'ready'], registers });
+    this.signal = new Gauge({ name: 'apiserver_upgrade_signal', help: 'Last analysed signal values (ratios, seconds).', labelNames: ['upgrade', 'signal'], registers });
+    this.consecutiveBreaches = new Gauge({ name: 'apiserver_upgrade_consecutive_breaches', help: 'Consecutive breaching analysis checks.', labelNames: ['upgrade'], registers });
+    this.driverCalls = new Counter({ name: 'apiserver_upgrade_driver_calls_total', help: 'Driver calls by action and outcome.', labelNames: ['action', 'outcome'], registers });
   }
 
   /** Mirrors one upgrade's status into the gauges. */

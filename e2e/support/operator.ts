@@ -1,0 +1,75 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { openSync, closeSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { parse } from 'yaml';
+import type { Cluster } from '../cluster/index.ts';
+import { waitFor } from '../cluster/index.ts';
+import type { ApiServerUpgrade } from '../../src/api/types.generated.ts';
+
+const root = join(import.meta.dirname, '..', '..');
+export const CRD_PATH = join(root, 'crds', 'apiserverupgrades.upgrade.apiserver.dev.yaml');
+const UPGRADES = '/apis/upgrade.apiserver.dev/v1alpha1/apiserverupgrades';
+
+/** Installs the CRD through the balancer and waits until the API serves it. */
+export async function installCrd(cluster: Cluster): Promise<void> {
+  const crd = parse(readFileSync(CRD_PATH, 'utf8')) as { metadata: { name: string } };
+  const r = await cluster.request('lb', '/apis/apiextensions.k8s.io/v1/customresourcedefinitions', { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(crd) });
+  if (r.status !== 201 && r.status !== 409) throw new Error(`CRD install: HTTP ${r.status}: ${r.body}`);
+  // Every server must serve it: the operator's requests land on any of them.
+  await waitFor('every server to serve the CRD', 60_000, async () => {
+    for (const s of cluster.servers) if ((await cluster.request(s.index, UPGRADES)).status !== 200) return undefined;
+    return true;
+  });
+}
+
+export async function createUpgrade(cluster: Cluster, obj: Record<string, unknown>): Promise<void> {
+  const r = await cluster.request('lb', UPGRADES, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(obj) });
+  if (r.status !== 201) throw new Error(`create ApiServerUpgrade: HTTP ${r.status}: ${r.body}`);
+}
+
+export async function getUpgrade(cluster: Cluster, name: string): Promise<ApiServerUpgrade | undefined> {
+  try {
+    const r = await cluster.request('lb', `${UPGRADES}/${name}`, { timeoutMs: 5000 });
+    return r.status === 200 ? (JSON.parse(r.body) as ApiServerUpgrade) : undefined;
+  } catch {
+    return undefined; // the balancer may be between servers
+  }
+}
+
+export interface OperatorProcess {
+  child: ChildProcess;
+  logPath: string;
+  healthPort: number;
+  /** Exits seen; an operator that rides through replacements has none. */
+  exits: { code: number | null; signal: NodeJS.Signals | null }[];
+  logLines(): Record<string, unknown>[];
+  stop(): Promise<void>;
+}
+
+/** Runs the operator as its own process, connected through the balancer like a Deployment in the cluster. */
+export async function startOperator(cluster: Cluster, opts: { healthPort: number; extraArgs?: string[] }): Promise<OperatorProcess> {
+  const logPath = join(cluster.dir, `operator-${Date.now()}.log`);
+  const fd = openSync(logPath, 'a');
+  const child = spawn(process.execPath, [join(root, 'src', 'main.ts'), '--kubeconfig', cluster.kubeconfig, '--health-port', String(opts.healthPort), '--health-host', '127.0.0.1', '--log-level', 'debug', ...(opts.extraArgs ?? [])], { stdio: ['ignore', fd, fd] });
+  closeSync(fd);
+  const exits: OperatorProcess['exits'] = [];
+  child.on('exit', (code, signal) => exits.push({ code, signal }));
+  const op: OperatorProcess = {
+    child, logPath, healthPort: opts.healthPort, exits,
+    logLines: () => readFileSync(logPath, 'utf8').split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as Record<string, unknown>),
+    stop: async () => {
+      if (child.exitCode !== null || child.signalCode !== null) return;
+      const done = new Promise((r) => child.once('exit', r));
+      child.kill('SIGTERM');
+      const t = setTimeout(() => child.kill('SIGKILL'), 20_000);
+      await done;
+      clearTimeout(t);
+    },
+  };
+  await waitFor('the operator to be ready', 60_000, async () => {
+    if (exits.length > 0) throw new Error(`operator exited: ${JSON.stringify(exits)}\n${readFileSync(logPath, 'utf8').slice(-3000)}`);
+    const r = await fetch(`http://127.0.0.1:${opts.healthPort}/readyz`).catch(() => undefined);
+    return r?.status === 200 ? true : undefined;
+  });
+  return op;
+}

@@ -1,0 +1,91 @@
+// The operator's entry point: the only place that wires the parts together.
+import { parseArgs } from 'node:util';
+import { Registry, collectDefaultMetrics } from 'prom-client';
+import { createLogger } from './runtime/logger.ts';
+import { loadKubeConfig, KubeClient } from './runtime/kube.ts';
+import { Informer } from './runtime/informer.ts';
+import { WorkQueue } from './runtime/workqueue.ts';
+import { LeaderElector } from './runtime/leader.ts';
+import { startHealthServer } from './runtime/health.ts';
+import { installSignalHandlers } from './runtime/shutdown.ts';
+import { RuntimeMetrics } from './runtime/metrics.ts';
+import { FleetObserver } from './observe/fleet.ts';
+import { UpgradeReconciler } from './controller/reconciler.ts';
+import { OperatorMetrics } from './controller/metrics.ts';
+import { driverFor } from './controller/driver-factory.ts';
+import { GROUP, PLURAL, VERSION } from './api/constants.ts';
+import { objectKey, type KubeObject } from './runtime/object-cache.ts';
+
+const { values } = parseArgs({
+  options: {
+    kubeconfig: { type: 'string', default: process.env.KUBECONFIG },
+    'in-cluster': { type: 'boolean', default: false },
+    'health-port': { type: 'string', default: process.env.HEALTH_PORT ?? '8081' },
+    'health-host': { type: 'string', default: '0.0.0.0' },
+    'leader-election-namespace': { type: 'string', default: process.env.POD_NAMESPACE ?? 'kube-system' },
+    'leader-election-name': { type: 'string', default: 'apiserver-upgrade-operator' },
+    'log-level': { type: 'string', default: process.env.LOG_LEVEL ?? 'info' },
+  },
+});
+
+const log = createLogger(values['log-level']);
+const kc = loadKubeConfig(values['in-cluster'] ? { inCluster: true } : values.kubeconfig ? { file: values.kubeconfig } : {});
+const registry = new Registry();
+collectDefaultMetrics({ register: registry, prefix: 'apiserver_upgrade_operator_' });
+const runtimeMetrics = new RuntimeMetrics(registry);
+const metrics = new OperatorMetrics(registry);
+const kube = new KubeClient(kc, { logger: log });
+const observer = new FleetObserver(kc, (path) => kube.request('GET', path), log);
+const leaderIdentityHolder: { id: string } = { id: '' };
+const reconciler = new UpgradeReconciler({
+  kube, observer, metrics, log,
+  driverFor: (spec, name) => driverFor(spec, kube, name),
+  events: { controller: `${GROUP}/operator`, get instance() { return leaderIdentityHolder.id; } },
+});
+
+const queue = new WorkQueue({ hooks: runtimeMetrics.queueHooks });
+const upgrades = new Informer({
+  kubeConfig: kc, path: `/apis/${GROUP}/${VERSION}/${PLURAL}`, name: 'apiserverupgrades', logger: log, ...runtimeMetrics.informerHooks('apiserverupgrades'),
+});
+// Server restarts show as identity Lease changes: wake every upgrade so it re-observes at once.
+const leases = new Informer({
+  kubeConfig: kc, path: '/apis/coordination.k8s.io/v1/namespaces/kube-system/leases', labelSelector: 'apiserver.kubernetes.io/identity=kube-apiserver',
+  name: 'identity-leases', logger: log, ...runtimeMetrics.informerHooks('identity-leases'),
+});
+const enqueueAll = (): void => upgrades.keys().forEach((k) => queue.add(k));
+const enqueue = (o: KubeObject): void => queue.add(objectKey(o));
+upgrades.addHandlers({ add: enqueue, update: (_o, n) => enqueue(n), delete: enqueue });
+leases.addHandlers({ add: enqueueAll, update: enqueueAll, delete: enqueueAll });
+
+const leader = new LeaderElector({
+  kubeConfig: kc,
+  namespace: values['leader-election-namespace'],
+  name: values['leader-election-name'],
+  logger: log,
+  onStartedLeading: () => {
+    runtimeMetrics.setLeader(true);
+    log.info('leading: starting the reconcile loop');
+    queue.start(async (key) => reconciler.reconcile(key));
+    enqueueAll();
+  },
+  onStoppedLeading: () => {
+    runtimeMetrics.setLeader(false);
+    // A replica that lost the lease must not act any more: exit and let the next start campaign again.
+    log.warn('lost the leader lease; exiting so that only the leader acts');
+    void queue.shutdown(5_000).then(() => process.exit(0));
+  },
+});
+leaderIdentityHolder.id = leader.identity;
+
+const health = await startHealthServer({
+  port: Number(values['health-port']), host: values['health-host'], registry, logger: log,
+  readiness: () => [
+    { name: 'informer/apiserverupgrades', ready: upgrades.hasSynced },
+    { name: 'informer/identity-leases', ready: leases.hasSynced },
+  ],
+});
+installSignalHandlers({ logger: log, queue, leader, informers: [upgrades, leases], health });
+upgrades.start();
+leases.start();
+leader.start();
+log.info('apiserver-upgrade-operator started', { identity: leader.identity, healthPort: health.port, server: kc.getCurrentCluster()?.server });
