@@ -87,12 +87,21 @@ test('the operator turns the proxy gate on, then upgrades all three servers; no 
   for (const c of calls) assert.equal(c.deliveries, 1, `key ${c.key} delivered once`);
   assert.deepEqual(final.status?.driverCalls?.map((c) => c.result), ['Succeeded', 'Succeeded', 'Succeeded', 'Succeeded', 'Succeeded', 'Succeeded']);
 
-  // The client never got a 404 for the new resource once a server at the new version was serving it.
+  // Once the first new server was in and discovery had converged, the client (a new connection per request,
+  // so every server answers in turn, the old ones by proxying) never got a 404 for the new resource. Between
+  // the new server turning ready and its old peers learning its discovery, a few 404s are possible: that gap
+  // is measured and reported, and it is what the operator's DiscoveryConverged gate waits out.
   const from = firstNewServerReady(hook);
-  const after404 = traffic.count((s) => s.status === 404, from);
-  process.stderr.write(`traffic with the gate pass: before the first new server ${JSON.stringify(traffic.summary(0, from))}, after ${JSON.stringify(traffic.summary(from))}\n`);
-  assert.equal(after404, 0, `404s after the first new server was ready: ${after404}`);
-  assert.ok(traffic.count((s) => s.status === 200, from) > 20, 'the client kept being served');
+  const batch1 = final.status?.batch?.history?.find((h) => h.index === 1);
+  assert.ok(batch1?.completedAt, 'batch 1 recorded');
+  const convergedAt = Date.parse(batch1.completedAt) - 5_000; // completedAt = converged + soakDuration (5s)
+  const gap404 = traffic.samples.filter((x) => x.status === 404 && x.at >= from && x.at < convergedAt);
+  process.stderr.write(`traffic with the gate pass: before the first new server ${JSON.stringify(traffic.summary(0, from))}; ` +
+    `sync gap ${convergedAt - from} ms ${JSON.stringify(traffic.summary(from, convergedAt))} (404s at +${gap404.map((x) => x.at - from).join(', +')} ms); ` +
+    `after convergence ${JSON.stringify(traffic.summary(convergedAt))}\n`);
+  assert.equal(traffic.count((x) => x.status === 404, convergedAt), 0, 'no 404 for the new resource after the first batch converged');
+  assert.ok(traffic.count((x) => x.status === 200, convergedAt) > 50, 'the client kept being served');
+  assert.equal(traffic.count((x) => x.status === 'error', convergedAt), 0, 'no connection errors through the balancer');
 
   // The operator rode through every replacement of the servers it talks to: it never exited.
   assert.deepEqual(op.exits, []);

@@ -254,7 +254,7 @@ export class Cluster {
   }
 
   /** An HTTPS request as admin to server i's own address, or to the balancer with i = 'lb'. */
-  request(i: number | 'lb', path: string, opts: { method?: string; headers?: Record<string, string>; body?: string; timeoutMs?: number } = {}): Promise<HttpResult> {
+  request(i: number | 'lb', path: string, opts: { method?: string; headers?: Record<string, string>; body?: string; timeoutMs?: number; newConnection?: boolean } = {}): Promise<HttpResult> {
     const base = i === 'lb' ? this.lbUrl : this.server(i).url;
     return adminRequest(this.pki, base + path, opts);
   }

@@ -12,11 +12,11 @@ export interface HttpResult {
  * One HTTPS request as the cluster admin, straight to an address (a server or the balancer).
  * node:https rather than fetch: fetch ignores TLS agents, and tests must verify the real serving certs.
  */
-export function adminRequest(pki: Pki, url: string, opts: { method?: string; headers?: Record<string, string>; body?: string; timeoutMs?: number; anonymous?: boolean } = {}): Promise<HttpResult> {
+export function adminRequest(pki: Pki, url: string, opts: { method?: string; headers?: Record<string, string>; body?: string; timeoutMs?: number; anonymous?: boolean; newConnection?: boolean } = {}): Promise<HttpResult> {
   const ca = readFileSync(pki.caCert);
   const cred = opts.anonymous ? {} : { cert: readFileSync(pki.adminCert), key: readFileSync(pki.adminKey) };
   return new Promise((resolve, reject) => {
-    const req = request(url, { method: opts.method ?? 'GET', headers: opts.headers, ca, ...cred, servername: 'kubernetes.default.svc', timeout: opts.timeoutMs ?? 10_000 }, (res) => {
+    const req = request(url, { method: opts.method ?? 'GET', headers: opts.headers, ca, ...cred, servername: 'kubernetes.default.svc', timeout: opts.timeoutMs ?? 10_000, ...(opts.newConnection ? { agent: false } : {}) }, (res) => {
       const chunks: Buffer[] = [];
       res.on('data', (c: Buffer) => chunks.push(c));
       res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks).toString('utf8') }));

@@ -7,8 +7,10 @@ export interface Sample {
 }
 
 /**
- * A client that keeps asking the balancer for one resource, as a user's controller would, and records
- * every answer. Bounded: it stops by itself after `maxMs` (or on stop()).
+ * A client that keeps asking the balancer for one resource and records every answer. Each request opens
+ * a new connection, so haproxy's round robin spreads them over every server — old ones included — like
+ * many clients would (one keep-alive connection would stick to one server). Bounded: it stops by itself
+ * after `maxMs` (or on stop()).
  */
 export class TrafficRecorder {
   readonly samples: Sample[] = [];
@@ -21,7 +23,7 @@ export class TrafficRecorder {
       while (!this.stopped && Date.now() < until) {
         const at = Date.now();
         try {
-          const r = await cluster.request('lb', path, { timeoutMs: 5000 });
+          const r = await cluster.request('lb', path, { timeoutMs: 5000, newConnection: true });
           this.samples.push({ at, status: r.status });
         } catch (err) {
           this.samples.push({ at, status: 'error', error: (err as Error).message });
