@@ -18,6 +18,18 @@ describe('prom-text over captured /metrics pages', () => {
       assert.deepEqual(countFamiliesAndSeries(text), grepCount(text));
     });
 
+    it(`${version}: parsing with 'all' keeps every family and every sample line`, () => {
+      const parsed = parsePromText(text, 'all');
+      const expected = grepCount(text);
+      let series = 0;
+      for (const family of parsed.values()) series += family.samples.length;
+      assert.equal(parsed.size, expected.families);
+      assert.equal(series, expected.series);
+      // The same names as the TYPE lines, read with plain string operations.
+      const typeNames = text.split('\n').filter((l) => l.startsWith('# TYPE ')).map((l) => l.split(' ')[2]);
+      assert.deepEqual([...parsed.keys()].sort(), typeNames.sort());
+    });
+
     it(`${version}: streaming in odd-sized chunks equals parsing the whole text`, async () => {
       const bytes = Buffer.from(text, 'utf8');
       const chunks: Buffer[] = [];
