@@ -234,6 +234,9 @@ test('kubectl explain apiserverupgrade.spec shows the field descriptions', async
   // too, but the check does not depend on which server the balancer picks.
   const old = cluster.servers.find((s) => s.config.version === OLD_VERSION);
   assert.ok(old, 'an old-version server');
+  // Fail at once, not after the wait below, when kubectl is missing.
+  const client = await kubectl(['version', '--client'], old.kubeconfig);
+  assert.equal(client.code, 0, `kubectl version --client: ${client.stderr}`);
   // The CRD's OpenAPI is published asynchronously after it is Established.
   const out = await waitFor('kubectl explain to know apiserverupgrade.spec', 45_000, async () => {
     const r = await kubectl(['explain', 'apiserverupgrade.spec'], old.kubeconfig);
