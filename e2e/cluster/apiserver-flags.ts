@@ -65,6 +65,10 @@ export function apiServerFlags(i: ApiServerFlagInput): string[] {
     // Without it a graceful stop waits the full 60 s server shutdown timeout for open watches (measured:
     // 60.0 s with one watch open, 1.1 s with this flag); real control planes hit the same wall.
     `--shutdown-watch-termination-grace-period=5s`,
+    // /readyz fails at once on SIGTERM while the server keeps serving for 3 s: haproxy (checks every
+    // second, down after 2 failures) takes it out of rotation before the listener closes, as a real LB
+    // in front of kubeadm's control plane needs. Without it clients saw connection errors mid-upgrade.
+    `--shutdown-delay-duration=3s`,
     `--v=2`,
   ];
   if (gates !== '') flags.push(`--feature-gates=${gates}`);

@@ -2,7 +2,7 @@ import { existsSync, readdirSync, readFileSync, rmSync, writeFileSync, mkdirSync
 import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
 import { tmpdir } from 'node:os';
-import { deleteNetnsSync } from './netns.ts';
+import { deleteNetnsSync, releaseSubnet } from './netns.ts';
 
 /**
  * Every cluster records what it owns in a state file, so that whatever kills the test process
@@ -19,6 +19,8 @@ export interface ClusterState {
   hostVeth: string;
   /** Processes in the root namespace (haproxy); the namespace's own are found with `ip netns pids`. */
   rootPids: number[];
+  /** The claimed 10.77.<n> prefix, once the namespace exists. */
+  prefix?: string;
 }
 
 export function stateDir(runId: string): string {
@@ -73,13 +75,14 @@ export function destroySync(s: ClusterState): void {
   }
   deleteNetnsSync({ name: s.netns, hostVeth: s.hostVeth });
   rmSync(s.dir, { recursive: true, force: true });
+  if (s.prefix) releaseSubnet(STATE_ROOT, s.prefix);
 }
 
 /** Cleans up clusters whose owning process is gone (or all of them, for `down --all`). Returns how many. */
 export function sweepStale(all = false): number {
   if (!existsSync(STATE_ROOT)) return 0;
   let n = 0;
-  for (const runId of readdirSync(STATE_ROOT)) {
+  for (const runId of readdirSync(STATE_ROOT).filter((n) => !n.startsWith('.'))) {
     const file = join(STATE_ROOT, runId, 'state.json');
     let s: ClusterState;
     try {

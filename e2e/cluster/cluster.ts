@@ -9,7 +9,7 @@ import { ManagedProcess } from './process.ts';
 import { writeKubeconfig } from './kubeconfig.ts';
 import { writeHaproxyConfig } from './haproxy.ts';
 import { apiServerFlags, proxyGateEnabled, SECURE_PORT } from './apiserver-flags.ts';
-import { registerTeardown, unregisterTeardown, destroySync, sweepStale, stateDir, writeState, type ClusterState } from './cleanup.ts';
+import { registerTeardown, unregisterTeardown, destroySync, sweepStale, stateDir, writeState, STATE_ROOT, type ClusterState } from './cleanup.ts';
 import { adminRequest, type HttpResult } from './http.ts';
 import { waitFor } from './exec.ts';
 
@@ -122,7 +122,9 @@ export class Cluster {
     registerTeardown(runId, () => destroySync(state));
 
     try {
-      const [pki, netns] = await Promise.all([createPki(join(dir, 'pki')), createNetns(runId)]);
+      const [pki, netns] = await Promise.all([createPki(join(dir, 'pki')), createNetns(runId, STATE_ROOT)]);
+      state.prefix = netns.prefix;
+      writeState(state);
       const lbPort = await freePort();
       const lbUrl = `https://127.0.0.1:${lbPort}`;
       const kubeconfig = await writeKubeconfig(join(dir, 'admin.kubeconfig'), lbUrl, pki.caCert, pki.adminCert, pki.adminKey);

@@ -1,4 +1,38 @@
+import { mkdirSync, existsSync, readFileSync, writeFileSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
 import { run, runSyncQuiet } from './exec.ts';
+
+/**
+ * Claims a 10.77.<n>.0/24 for one run. Two clusters starting at once (parallel test files) must not pick
+ * the same subnet: mkdir is atomic, so the lock folder decides; a lock whose run folder is gone is stale.
+ */
+function claimSubnet(lockRoot: string, runId: string, used: Set<string>): number {
+  mkdirSync(lockRoot, { recursive: true });
+  for (let third = 1; third < 250; third++) {
+    if (used.has(`10.77.${third}`)) continue;
+    const lock = join(lockRoot, `.subnet-${third}`);
+    try {
+      mkdirSync(lock);
+    } catch {
+      const owner = existsSync(join(lock, 'owner')) ? readFileSync(join(lock, 'owner'), 'utf8') : '';
+      if (owner && existsSync(join(lockRoot, owner))) continue;
+      rmSync(lock, { recursive: true, force: true });
+      try {
+        mkdirSync(lock);
+      } catch {
+        continue;
+      }
+    }
+    writeFileSync(join(lock, 'owner'), runId);
+    return third;
+  }
+  throw new Error('no free 10.77.x.0/24 subnet for the e2e cluster');
+}
+
+export function releaseSubnet(lockRoot: string, prefix: string): void {
+  const third = prefix.split('.')[2];
+  if (third) rmSync(join(lockRoot, `.subnet-${third}`), { recursive: true, force: true });
+}
 
 /**
  * A network namespace for the cluster's hosts, joined to the root namespace by a veth pair.
@@ -23,11 +57,9 @@ async function usedPrefixes(): Promise<Set<string>> {
   return used;
 }
 
-export async function createNetns(runId: string): Promise<Netns> {
+export async function createNetns(runId: string, lockRoot: string): Promise<Netns> {
   if (process.getuid?.() !== 0) throw new Error('the e2e cluster needs root: it creates a network namespace and sets hostnames (ip netns, unshare --uts)');
-  const used = await usedPrefixes();
-  let third = 1;
-  while (used.has(`10.77.${third}`) && third < 250) third++;
+  const third = claimSubnet(lockRoot, runId, await usedPrefixes());
   const prefix = `10.77.${third}`;
   const n: Netns = { name: `auo-${runId}`, hostVeth: `auo${runId}h`, nsVeth: `auo${runId}n`, hostAddress: `${prefix}.1`, prefix };
   await run('ip', ['netns', 'add', n.name]);
