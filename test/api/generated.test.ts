@@ -15,3 +15,9 @@ for (const file of generatedFiles({ chartExists: existsSync(join(root, CHART_DIR
     assert.equal(readFileSync(path, 'utf8'), file.content, `${file.path} drifted from src/api/schema*.ts: run npm run generate`);
   });
 }
+
+test('the Helm chart exists, so its crds/ copy of the CRD is among the files checked above', () => {
+  assert.ok(existsSync(join(root, CHART_DIR, 'Chart.yaml')), `${CHART_DIR}/Chart.yaml is missing`);
+  const paths = generatedFiles({ chartExists: true }).map((f) => f.path);
+  assert.ok(paths.includes(`${CHART_DIR}/crds/apiserverupgrades.upgrade.apiserver.dev.yaml`), paths.join(', '));
+});

@@ -1,0 +1,18 @@
+# The operator's image: Node 24 runs src/main.ts directly (type stripping; the sources use only erasable
+# TypeScript syntax, see tsconfig.json's erasableSyntaxOnly), with production dependencies only.
+# Build: docker build -t <registry>/apiserver-upgrade-operator:<version> .
+FROM node:24-slim
+
+ENV NODE_ENV=production
+WORKDIR /app
+
+COPY package.json package-lock.json ./
+RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund && npm cache clean --force
+
+COPY src/ ./src/
+
+# The image's own non-root user (node, uid 1000), by number so that runAsNonRoot can verify it.
+USER 1000:1000
+EXPOSE 8081
+ENTRYPOINT ["node", "--disable-warning=ExperimentalWarning", "src/main.ts"]
+CMD ["--in-cluster"]

@@ -1,0 +1,86 @@
+-- Argo CD health check for upgrade.apiserver.dev/ApiServerUpgrade
+-- (resource.customizations.health.upgrade.apiserver.dev_ApiServerUpgrade in argocd-cm; see docs/argocd.md).
+-- Lua 5.1 compatible, as Argo CD runs it with gopher-lua. Tested by test/argocd/health.test.ts.
+local hs = {}
+
+local function condition(conditions, ctype)
+  if conditions == nil then return nil end
+  for _, c in ipairs(conditions) do
+    if c.type == ctype then return c end
+  end
+  return nil
+end
+
+local function batch_text(status)
+  local b = status.batch
+  if b ~= nil and b.total ~= nil and b.total > 0 then
+    return " (batch " .. tostring(b.current or 0) .. "/" .. tostring(b.total) .. ")"
+  end
+  return ""
+end
+
+local function with_message(prefix, c)
+  if c ~= nil and c.message ~= nil and c.message ~= "" then
+    return prefix .. ": " .. c.message
+  end
+  return prefix
+end
+
+local status = obj.status
+if status == nil or status.phase == nil then
+  hs.status = "Progressing"
+  hs.message = "Waiting for the operator to pick up the upgrade"
+  local degraded = status ~= nil and condition(status.conditions, "Degraded") or nil
+  if degraded ~= nil and degraded.status == "True" and degraded.reason == "InvalidSpec" then
+    hs.status = "Degraded"
+    hs.message = with_message("Invalid spec", degraded)
+  end
+  return hs
+end
+
+local generation = obj.metadata and obj.metadata.generation or nil
+if generation ~= nil and (status.observedGeneration == nil or status.observedGeneration < generation) then
+  hs.status = "Progressing"
+  hs.message = "Waiting for the operator to observe generation " .. tostring(generation)
+  return hs
+end
+
+local phase = status.phase
+local target = status.targetVersion or (obj.spec and obj.spec.targetVersion) or "?"
+
+if phase == "Succeeded" then
+  hs.status = "Healthy"
+  hs.message = "Every kube-apiserver runs " .. target
+elseif phase == "Paused" then
+  hs.status = "Suspended"
+  local p = status.pause or {}
+  hs.message = "Paused (" .. (p.reason or "Unknown") .. ")"
+  if p.message ~= nil and p.message ~= "" then hs.message = hs.message .. ": " .. p.message end
+elseif phase == "Failed" then
+  hs.status = "Degraded"
+  hs.message = with_message("Failed", condition(status.conditions, "Degraded") or condition(status.conditions, "Progressing"))
+elseif phase == "RolledBack" then
+  hs.status = "Degraded"
+  hs.message = "Rolled back to " .. (status.fromVersion or "the previous version")
+  local degraded = condition(status.conditions, "Degraded")
+  if degraded ~= nil and degraded.status == "True" and degraded.message ~= nil then
+    hs.message = hs.message .. ": " .. degraded.message
+  end
+elseif phase == "Pending" or phase == "Preflight" or phase == "EnablingProxy" or phase == "Upgrading" or phase == "RollingBack" then
+  local degraded = condition(status.conditions, "Degraded")
+  if degraded ~= nil and degraded.status == "True" and degraded.reason == "InvalidSpec" then
+    hs.status = "Degraded"
+    hs.message = with_message("Invalid spec", degraded)
+    return hs
+  end
+  hs.status = "Progressing"
+  hs.message = phase .. " to " .. target .. batch_text(status)
+  local preflight = condition(status.conditions, "PreflightPassed")
+  if (phase == "Pending" or phase == "Preflight") and preflight ~= nil and preflight.status == "False" and preflight.message ~= nil then
+    hs.message = hs.message .. ": " .. preflight.message
+  end
+else
+  hs.status = "Unknown"
+  hs.message = "Unknown phase " .. tostring(phase)
+end
+return hs
