@@ -10,6 +10,7 @@ import type { ParsedMetrics } from './prom-text.ts';
 import { resourceSet, convergence, storageVersionHashes, mergeHashes, legacyDiscoveryPaths, type ServerDiscovery } from './discovery.ts';
 import { rollbackSafety, type ServerStorageHashes } from './rollback-safety.ts';
 import { hintsFromCertificates, hintsFromMirrorPods } from './hostname-hints.ts';
+import type { PrometheusSettings } from './prometheus-source.ts';
 
 /** GET of a list through the balancer, with the caller's retries; injected so observation shares the operator's client. */
 export type ListFn = <T>(path: string) => Promise<T>;
@@ -22,6 +23,19 @@ export interface AnalysisSettings {
   /** Versions whose servers form the "new" and "old" cohorts; known once preflight recorded them. */
   fromVersion?: string;
   targetVersion?: string;
+  /** spec.analysis.prometheus when spec.analysis.source is Prometheus: the checks come from the `analysisSource`. */
+  prometheus?: PrometheusSettings;
+}
+
+/**
+ * Computes the analysis somewhere other than from this observer's /metrics scrapes (e.g.
+ * `PrometheusAnalysis.source`). Gets the up peers (named, addressed, versioned) to name its subjects.
+ */
+export type AnalysisSource = (up: ObservedPeer[], settings: AnalysisSettings, now: number) => Promise<ObservedAnalysis | undefined>;
+
+export interface FleetObserverOptions {
+  /** Used for checks whose settings carry `prometheus`; the others scrape each server directly. */
+  analysisSource?: AnalysisSource;
 }
 
 interface Scrape {
@@ -46,11 +60,13 @@ export class FleetObserver {
   private lastAnalysis: ObservedAnalysis | undefined;
   private lastAnalysisAt = 0;
   private readonly hashesByVersion = new Map<string, ServerStorageHashes>();
+  private readonly analysisSource: AnalysisSource | undefined;
 
-  constructor(kc: KubeConfig, list: ListFn, log: Logger, direct?: DirectClient) {
+  constructor(kc: KubeConfig, list: ListFn, log: Logger, direct?: DirectClient, options: FleetObserverOptions = {}) {
     this.list = list;
     this.log = log;
     this.direct = direct ?? DirectClient.fromKubeConfig(kc, { timeoutMs: 5000 });
+    this.analysisSource = options.analysisSource;
   }
 
   close(): void {
@@ -109,7 +125,7 @@ export class FleetObserver {
     const up = peers.filter((p) => p.ready && !p.stale && p.address && p.version);
     const [discovery, analysis, rollback] = await Promise.all([
       this.discovery(up),
-      this.analysis(up, settings, now),
+      settings.prometheus && this.analysisSource ? this.analysisSource(up, settings, now) : this.analysis(up, settings, now),
       this.rollback(up, settings),
     ]);
     return { peers, ...(discovery ? { discovery } : {}), ...(analysis ? { analysis } : {}), ...(rollback ? { rollback } : {}) };

@@ -1,0 +1,329 @@
+/**
+ * The optional analysis source `spec.analysis.source: Prometheus`: the same three signals as the direct
+ * scrapes (proxy error ratio, 5xx ratio, p99 latency), from PromQL over the Prometheus HTTP API
+ * (`/api/v1/query`), returned in the same `ObservedAnalysis` shape.
+ *
+ * The queries ask for `increase(...)` over the window, grouped by `instance` (and `code` or `le`),
+ * and the answers become the same `WindowDeltas` the direct scrapes produce. So ratios, the p99
+ * (histogram_quantile interpolation over summed buckets), cohorts, thresholds and "no data" all come
+ * from `signals.ts` and match Direct exactly. An empty answer means the family is absent, which is
+ * `noData`, never healthy and never a breach. The queries are listed in docs/observe.md.
+ *
+ * Pure parts: `buildQueries`, `parseQueryResponse`, `windowsFromResults`, `nameInstances`,
+ * `summarizeAnalysis`. The shell is `PrometheusAnalysis`, with the HTTP query function injectable.
+ */
+import http from 'node:http';
+import https from 'node:https';
+import type { Logger } from '../runtime/logger.ts';
+import type { ObservedAnalysis, ObservedPeer } from '../plan/observation.ts';
+import type { Breach as StatusBreach } from '../api/types.generated.ts';
+import type { CounterDelta, HistogramDelta } from './deltas.ts';
+import { hostOf } from './inventory.ts';
+import { parsePromNumber, type HistogramBucket, type Labels } from './prom-text.ts';
+import { FAMILIES, cohortSignals, computeSignals, evaluateThresholds, poolWindows, type SignalSubject, type SignalValue, type Thresholds, type WindowDeltas } from './signals.ts';
+
+/** `spec.analysis.prometheus`, resolved (the CRD defaults the selector to `job="apiserver"`). */
+export interface PrometheusSettings {
+  /** Base URL of the HTTP API, e.g. `http://prometheus.monitoring:9090` (a path prefix is kept). */
+  address: string;
+  /** Label matchers of the kube-apiserver series, without braces: `job="apiserver"`. */
+  selector: string;
+  /** Base64 of a PEM bundle that verifies an https address. */
+  caBundle?: string;
+}
+
+/** What the analysis needs from the caller: window length and thresholds (FleetObserver's AnalysisSettings fits). */
+export interface PrometheusAnalysisSettings extends Thresholds {
+  intervalMs: number;
+  prometheus?: PrometheusSettings;
+}
+
+export type QueryName = 'rerouted' | 'peerProxyErrors' | 'requests' | 'durationBuckets' | 'buildInfo';
+
+const LONG_RUNNING_MATCHERS = 'verb!~"WATCH|WATCHLIST|CONNECT",subresource!~"log|exec|attach|portforward|proxy"';
+
+/** `{<selector>,<extra>}`; the selector may come with or without its braces. */
+export function matchers(selector: string, extra = ''): string {
+  let s = selector.trim();
+  if (s.startsWith('{') && s.endsWith('}')) s = s.slice(1, -1).trim();
+  return `{${[s, extra].filter((m) => m !== '').join(',')}}`;
+}
+
+/** A PromQL range like `5m` or `90s` for a window of whole seconds. */
+export function promDuration(seconds: number): string {
+  const s = Math.max(1, Math.ceil(seconds));
+  return s % 60 === 0 ? `${s / 60}m` : `${s}s`;
+}
+
+/**
+ * The analysis window: at least `minWindowSeconds`, because `increase()` needs two samples of a
+ * series inside the range (twice the scrape interval, which is commonly 30 s). Consecutive checks
+ * overlap when the window is longer than the check interval. That makes the signal smoother, not wrong.
+ */
+export function windowSeconds(intervalMs: number, minWindowSeconds = 60): number {
+  return Math.max(minWindowSeconds, Math.ceil(intervalMs / 1000));
+}
+
+/** The queries of one check. Every result is an instant vector. */
+export function buildQueries(selector: string, windowSecs: number): Record<QueryName, string> {
+  const w = promDuration(windowSecs);
+  const sel = matchers(selector);
+  return {
+    rerouted: `sum by (instance, code) (increase(${FAMILIES.rerouted}${sel}[${w}]))`,
+    peerProxyErrors: `sum by (instance) (increase(${FAMILIES.peerProxyErrors}${sel}[${w}]))`,
+    requests: `sum by (instance, code) (increase(${FAMILIES.requests}${sel}[${w}]))`,
+    durationBuckets: `sum by (instance, le) (increase(${FAMILIES.requestDuration}_bucket${matchers(selector, LONG_RUNNING_MATCHERS)}[${w}]))`,
+    buildInfo: `max by (instance, git_version) (kubernetes_build_info${sel})`,
+  };
+}
+
+export interface VectorSample {
+  labels: Labels;
+  /** NaN and ±Inf come back as the strings "NaN", "+Inf", "-Inf"; parsed to numbers. */
+  value: number;
+}
+
+export class PrometheusQueryError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'PrometheusQueryError';
+  }
+}
+
+interface ApiResponse {
+  status?: string;
+  errorType?: string;
+  error?: string;
+  data?: { resultType?: string; result?: unknown };
+}
+
+/** The samples of an `/api/v1/query` answer; throws on `status: error` and on any result type but a vector. */
+export function parseQueryResponse(body: string): VectorSample[] {
+  let doc: ApiResponse;
+  try {
+    doc = JSON.parse(body) as ApiResponse;
+  } catch {
+    throw new PrometheusQueryError(`not JSON: ${body.slice(0, 200)}`);
+  }
+  if (doc.status !== 'success') throw new PrometheusQueryError(`${doc.errorType ?? 'error'}: ${doc.error ?? `status ${String(doc.status)}`}`);
+  if (doc.data?.resultType !== 'vector') throw new PrometheusQueryError(`expected a vector result, got ${String(doc.data?.resultType)}`);
+  if (!Array.isArray(doc.data.result)) throw new PrometheusQueryError('vector result is not a list');
+  return doc.data.result.map((r: unknown, i: number) => {
+    const item = r as { metric?: unknown; value?: unknown };
+    const metric = item.metric ?? {};
+    if (typeof metric !== 'object' || metric === null) throw new PrometheusQueryError(`result ${i}: metric is not an object`);
+    const labels: Labels = {};
+    for (const [k, v] of Object.entries(metric)) if (typeof v === 'string') labels[k] = v;
+    const pair = item.value;
+    if (!Array.isArray(pair) || pair.length !== 2 || typeof pair[1] !== 'string') throw new PrometheusQueryError(`result ${i}: value is not [time, "number"]`);
+    const value = parsePromNumber(pair[1]);
+    if (value === undefined) throw new PrometheusQueryError(`result ${i}: value ${JSON.stringify(pair[1])} is not a number`);
+    return { labels, value };
+  });
+}
+
+export type QueryResults = Record<QueryName, readonly VectorSample[]>;
+
+/**
+ * One window per `instance`, as if two scrapes had been differenced. A family with no series for an
+ * instance stays `undefined` (noData). Samples whose value isn't finite (NaN from a 0/0 inside the
+ * query, or ±Inf) are dropped, and buckets with one are dropped whole, because they count nothing
+ * we could trust. `increase()` already accounts for counter resets, so no delta is flagged `reset`.
+ */
+export function windowsFromResults(results: QueryResults): { windows: Map<string, WindowDeltas>; versionOf: Map<string, string> } {
+  const instances = new Set<string>();
+  for (const list of Object.values(results)) for (const s of list) if (s.labels.instance !== undefined) instances.add(s.labels.instance);
+
+  const counters = (list: readonly VectorSample[]) => {
+    const by = new Map<string, CounterDelta[]>();
+    for (const s of list) {
+      const instance = s.labels.instance;
+      if (instance === undefined || !Number.isFinite(s.value)) continue;
+      const { instance: _drop, ...labels } = s.labels;
+      by.set(instance, [...(by.get(instance) ?? []), { labels, delta: s.value, reset: false }]);
+    }
+    return by;
+  };
+  const rerouted = counters(results.rerouted);
+  const peerProxyErrors = counters(results.peerProxyErrors);
+  const requests = counters(results.requests);
+
+  const buckets = new Map<string, HistogramBucket[]>();
+  const badBuckets = new Set<string>();
+  for (const s of results.durationBuckets) {
+    const instance = s.labels.instance;
+    const le = parsePromNumber(s.labels.le ?? '');
+    if (instance === undefined || le === undefined || Number.isNaN(le)) continue;
+    if (!Number.isFinite(s.value)) {
+      badBuckets.add(instance);
+      continue;
+    }
+    buckets.set(instance, [...(buckets.get(instance) ?? []), { le, count: s.value }]);
+  }
+
+  const windows = new Map<string, WindowDeltas>();
+  for (const instance of [...instances].sort()) {
+    let requestDuration: HistogramDelta[] | undefined;
+    const list = badBuckets.has(instance) ? undefined : buckets.get(instance)?.sort((a, b) => a.le - b.le);
+    if (list && list.at(-1)?.le === Infinity) {
+      requestDuration = [{ labels: {}, buckets: list, sum: NaN, count: list.at(-1)?.count ?? 0, reset: false }];
+    }
+    windows.set(instance, {
+      rerouted: rerouted.get(instance),
+      peerProxyErrors: peerProxyErrors.get(instance),
+      requests: requests.get(instance),
+      requestDuration,
+      restarted: false,
+    });
+  }
+  const versionOf = new Map<string, string>();
+  for (const s of results.buildInfo) if (s.labels.instance !== undefined && s.labels.git_version) versionOf.set(s.labels.instance, s.labels.git_version);
+  return { windows, versionOf };
+}
+
+/**
+ * Names each Prometheus `instance` after the server it scrapes: the up peer with the same IP (the
+ * peer-advertise port can differ from the scraped port). Instances that match no peer keep their
+ * own name. A matched peer's version wins over `kubernetes_build_info`.
+ */
+export function nameInstances(
+  windows: ReadonlyMap<string, WindowDeltas>,
+  versionOf: ReadonlyMap<string, string>,
+  up: readonly Pick<ObservedPeer, 'hostname' | 'address' | 'version'>[],
+): { windows: Map<string, WindowDeltas>; versionOf: Map<string, string> } {
+  const byHost = new Map(up.filter((p) => p.address).map((p) => [hostOf(p.address!), p]));
+  const outWindows = new Map<string, WindowDeltas>();
+  const outVersions = new Map<string, string>();
+  for (const [instance, w] of windows) {
+    const peer = byHost.get(hostOf(instance));
+    const name = peer?.hostname ?? instance;
+    // Two instances (e.g. two jobs) scraping one server would be counted twice; keep the first, sorted.
+    if (outWindows.has(name)) continue;
+    outWindows.set(name, w);
+    const version = peer?.version ?? versionOf.get(instance);
+    if (version) outVersions.set(name, version);
+  }
+  return { windows: outWindows, versionOf: outVersions };
+}
+
+function round(v: number): number {
+  return Math.round(v * 1e6) / 1e6;
+}
+
+/** Per-server and per-cohort signals, thresholds and verdict, in the status shape (what FleetObserver computes for Direct). */
+export function summarizeAnalysis(windows: ReadonlyMap<string, WindowDeltas>, versionOf: ReadonlyMap<string, string>, thresholds: Thresholds, now: number): ObservedAnalysis {
+  const subjects: SignalSubject[] = [...windows].map(([name, w]) => ({ scope: 'server', name, signals: computeSignals(w) }));
+  for (const [version, signals] of cohortSignals(windows, versionOf)) subjects.push({ scope: 'cohort', name: version, signals });
+  const { breaches } = evaluateThresholds(subjects, thresholds);
+  const fleet = computeSignals(poolWindows([...windows.values()]));
+  const val = (v: SignalValue): number | undefined => (v.kind === 'value' && !Number.isNaN(v.value) ? round(v.value) : undefined);
+  const signals: ObservedAnalysis['signals'] = {};
+  const p = val(fleet.proxyErrorRatio);
+  const e = val(fleet.errorRatio);
+  const l = val(fleet.latencyP99Seconds);
+  if (p !== undefined) signals.proxyErrorRatio = p;
+  if (e !== undefined) signals.errorRatio = e;
+  if (l !== undefined) signals.latencyP99Seconds = l;
+  const statusBreaches: StatusBreach[] = breaches.map((b) => ({
+    signal: b.signal,
+    observed: String(round(b.value)),
+    threshold: String(b.threshold),
+    server: b.scope === 'server' ? b.name : `cohort ${b.name}`,
+    message: `${b.signal} ${round(b.value)} > ${b.threshold} over ${round(b.samples)} requests`,
+  }));
+  const anyValue = subjects.some((sub) => Object.values(sub.signals).some((v: SignalValue) => v.kind === 'value'));
+  const verdict = breaches.length > 0 ? 'Breach' : anyValue ? 'Healthy' : 'Inconclusive';
+  return { time: new Date(now).toISOString(), verdict, signals, breaches: statusBreaches };
+}
+
+/** Runs one instant query and answers the raw response body; throws on transport errors only. */
+export type QueryFn = (settings: PrometheusSettings, query: string, timeSeconds: number) => Promise<string>;
+
+/** GET `<address>/api/v1/query` with node:http(s), verifying https against `caBundle` when given. */
+export function httpQuery(timeoutMs = 10_000): QueryFn {
+  return (settings, query, timeSeconds) => {
+    const base = settings.address.replace(/\/+$/, '');
+    const url = new URL(`${base}/api/v1/query`);
+    url.searchParams.set('query', query);
+    url.searchParams.set('time', timeSeconds.toFixed(3));
+    const isHttps = url.protocol === 'https:';
+    if (!isHttps && url.protocol !== 'http:') return Promise.reject(new Error(`prometheus address ${settings.address} is not http(s)`));
+    const ca = settings.caBundle ? Buffer.from(settings.caBundle, 'base64').toString('utf8') : undefined;
+    return new Promise<string>((resolve, reject) => {
+      const onResponse = (res: http.IncomingMessage) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('error', reject);
+        res.on('end', () => {
+          const body = Buffer.concat(chunks).toString('utf8');
+          // The API answers errors (400 bad query, 422 execution, 503 timeout) with a JSON body naming them.
+          if (res.statusCode === 200 || body.startsWith('{')) resolve(body);
+          else reject(new Error(`GET ${url.origin}${url.pathname}: HTTP ${res.statusCode}: ${body.slice(0, 200)}`));
+        });
+      };
+      const options = { signal: AbortSignal.timeout(timeoutMs), headers: { Accept: 'application/json' } };
+      const req = isHttps ? https.get(url, { ...options, ...(ca ? { ca } : {}) }, onResponse) : http.get(url, options, onResponse);
+      req.on('error', (err) => reject(new Error(`GET ${url.origin}${url.pathname}: ${err.name === 'AbortError' ? `no answer within ${timeoutMs}ms` : err.message}`, { cause: err })));
+    });
+  };
+}
+
+export interface PrometheusAnalysisOptions {
+  log: Logger;
+  /** Defaults to `httpQuery()`. */
+  query?: QueryFn;
+  minWindowSeconds?: number;
+}
+
+/**
+ * The shell: one check per interval (like the direct scrapes), five queries in parallel. When
+ * Prometheus can't be asked (unreachable, bad query, bad answer), the check is `Inconclusive`:
+ * the planner then neither counts it towards the failure limit nor resets the count.
+ */
+export class PrometheusAnalysis {
+  private readonly log: Logger;
+  private readonly query: QueryFn;
+  private readonly minWindowSeconds: number;
+  private last: { at: number; key: string; analysis: ObservedAnalysis } | undefined;
+
+  constructor(o: PrometheusAnalysisOptions) {
+    this.log = o.log;
+    this.query = o.query ?? httpQuery();
+    this.minWindowSeconds = o.minWindowSeconds ?? 60;
+  }
+
+  /** Matches FleetObserver's `AnalysisSource`; answers undefined when the settings name no Prometheus. */
+  readonly source = (up: readonly ObservedPeer[], settings: PrometheusAnalysisSettings, now: number): Promise<ObservedAnalysis | undefined> => this.analysis(up, settings, now);
+
+  async analysis(up: readonly ObservedPeer[], settings: PrometheusAnalysisSettings, now: number): Promise<ObservedAnalysis | undefined> {
+    const prom = settings.prometheus;
+    if (!prom) return undefined;
+    const key = `${prom.address} ${prom.selector}`;
+    if (this.last && this.last.key === key && now - this.last.at < settings.intervalMs) return this.last.analysis;
+    const queries = buildQueries(prom.selector, windowSeconds(settings.intervalMs, this.minWindowSeconds));
+    const thresholds: Thresholds = {
+      ...(settings.proxyErrorRatio !== undefined ? { proxyErrorRatio: settings.proxyErrorRatio } : {}),
+      ...(settings.errorRatio !== undefined ? { errorRatio: settings.errorRatio } : {}),
+      ...(settings.latencyP99Seconds !== undefined ? { latencyP99Seconds: settings.latencyP99Seconds } : {}),
+      ...(settings.minSamples !== undefined ? { minSamples: settings.minSamples } : {}),
+    };
+    let analysis: ObservedAnalysis;
+    try {
+      const ask = async (n: QueryName) => parseQueryResponse(await this.query(prom, queries[n], now / 1000));
+      const [rerouted, peerProxyErrors, requests, durationBuckets, buildInfo] = await Promise.all([
+        ask('rerouted'), ask('peerProxyErrors'), ask('requests'), ask('durationBuckets'), ask('buildInfo'),
+      ]);
+      const results: QueryResults = { rerouted, peerProxyErrors, requests, durationBuckets, buildInfo };
+      const raw = windowsFromResults(results);
+      const named = nameInstances(raw.windows, raw.versionOf, up);
+      analysis = summarizeAnalysis(named.windows, named.versionOf, thresholds, now);
+      if (named.windows.size === 0) this.log.info('prometheus analysis: no apiserver series match the selector', { address: prom.address, selector: prom.selector });
+    } catch (err) {
+      this.log.warn('prometheus analysis failed; the check is inconclusive', { address: prom.address, error: err instanceof Error ? err.message : String(err) });
+      analysis = { time: new Date(now).toISOString(), verdict: 'Inconclusive', signals: {}, breaches: [] };
+    }
+    this.last = { at: now, key, analysis };
+    if (analysis.verdict === 'Breach') this.log.info('analysis', { source: 'Prometheus', verdict: analysis.verdict, breaches: analysis.breaches });
+    return analysis;
+  }
+}

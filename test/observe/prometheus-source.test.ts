@@ -1,0 +1,270 @@
+// The Prometheus analysis source: query building, response parsing, and the signals computed from answers.
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { KubeConfig } from '@kubernetes/client-node';
+import {
+  buildQueries,
+  httpQuery,
+  matchers,
+  nameInstances,
+  parseQueryResponse,
+  PrometheusAnalysis,
+  PrometheusQueryError,
+  promDuration,
+  windowSeconds,
+  windowsFromResults,
+  type PrometheusSettings,
+  type QueryResults,
+  type VectorSample,
+} from '../../src/observe/prometheus-source.ts';
+import { computeSignals } from '../../src/observe/signals.ts';
+import { silentLogger } from '../../src/runtime/logger.ts';
+import type { ObservedAnalysis, ObservedPeer } from '../../src/plan/observation.ts';
+import { FleetObserver } from '../../src/observe/fleet.ts';
+import { DirectClient } from '../../src/observe/direct-client.ts';
+
+const vector = (result: { metric: Record<string, string>; value: string }[]) =>
+  JSON.stringify({ status: 'success', data: { resultType: 'vector', result: result.map((r) => ({ metric: r.metric, value: [1764400000.5, r.value] })) } });
+
+const NONE: QueryResults = { rerouted: [], peerProxyErrors: [], requests: [], durationBuckets: [], buildInfo: [] };
+const s = (labels: Record<string, string>, value: number): VectorSample => ({ labels, value });
+
+describe('PromQL building', () => {
+  it('wraps the selector in braces, with or without its own, and adds extra matchers', () => {
+    assert.equal(matchers('job="apiserver"'), '{job="apiserver"}');
+    assert.equal(matchers(' {job="apiserver", cluster="a"} '), '{job="apiserver", cluster="a"}');
+    assert.equal(matchers('', 'verb!="WATCH"'), '{verb!="WATCH"}');
+    assert.equal(matchers(''), '{}');
+  });
+
+  it('windows: at least the minimum, else the interval, as a PromQL duration', () => {
+    assert.equal(windowSeconds(10_000), 60);
+    assert.equal(windowSeconds(300_000), 300);
+    assert.equal(windowSeconds(90_500, 30), 91);
+    assert.equal(promDuration(60), '1m');
+    assert.equal(promDuration(300), '5m');
+    assert.equal(promDuration(91), '91s');
+    assert.equal(promDuration(0), '1s');
+  });
+
+  it('asks for increases by instance (and code or le), long-running requests left out of latency', () => {
+    const q = buildQueries('job="apiserver"', 120);
+    assert.equal(q.rerouted, 'sum by (instance, code) (increase(apiserver_rerouted_request_total{job="apiserver"}[2m]))');
+    assert.equal(q.peerProxyErrors, 'sum by (instance) (increase(apiserver_peer_proxy_errors_total{job="apiserver"}[2m]))');
+    assert.equal(q.requests, 'sum by (instance, code) (increase(apiserver_request_total{job="apiserver"}[2m]))');
+    assert.equal(
+      q.durationBuckets,
+      'sum by (instance, le) (increase(apiserver_request_duration_seconds_bucket{job="apiserver",verb!~"WATCH|WATCHLIST|CONNECT",subresource!~"log|exec|attach|portforward|proxy"}[2m]))',
+    );
+    assert.equal(q.buildInfo, 'max by (instance, git_version) (kubernetes_build_info{job="apiserver"})');
+  });
+});
+
+describe('parseQueryResponse', () => {
+  it('reads a vector, NaN and infinities included', () => {
+    const samples = parseQueryResponse(vector([
+      { metric: { instance: '10.0.0.1:6443', code: '200' }, value: '12.5' },
+      { metric: { instance: '10.0.0.2:6443' }, value: 'NaN' },
+      { metric: { instance: '10.0.0.3:6443' }, value: '+Inf' },
+      { metric: {}, value: '-Inf' },
+    ]));
+    assert.deepEqual(samples.map((x) => x.labels), [{ instance: '10.0.0.1:6443', code: '200' }, { instance: '10.0.0.2:6443' }, { instance: '10.0.0.3:6443' }, {}]);
+    assert.equal(samples[0]!.value, 12.5);
+    assert.ok(Number.isNaN(samples[1]!.value));
+    assert.equal(samples[2]!.value, Infinity);
+    assert.equal(samples[3]!.value, -Infinity);
+  });
+
+  it('an empty vector is an empty list', () => {
+    assert.deepEqual(parseQueryResponse(vector([])), []);
+  });
+
+  it('rejects errors, other result types and malformed answers', () => {
+    assert.throws(() => parseQueryResponse(JSON.stringify({ status: 'error', errorType: 'bad_data', error: 'parse error at char 5' })), (e: Error) => e instanceof PrometheusQueryError && /bad_data: parse error/.test(e.message));
+    assert.throws(() => parseQueryResponse(JSON.stringify({ status: 'success', data: { resultType: 'matrix', result: [] } })), /expected a vector result, got matrix/);
+    assert.throws(() => parseQueryResponse(JSON.stringify({ status: 'success', data: { resultType: 'scalar', result: [1, '2'] } })), /got scalar/);
+    assert.throws(() => parseQueryResponse('<html>bad gateway</html>'), /not JSON/);
+    assert.throws(() => parseQueryResponse(JSON.stringify({ status: 'success', data: { resultType: 'vector', result: [{ metric: {}, value: [1, 'x'] }] } })), /is not a number/);
+    assert.throws(() => parseQueryResponse(JSON.stringify({ status: 'success', data: { resultType: 'vector', result: [{ metric: {}, value: 3 }] } })), /not \[time, "number"\]/);
+  });
+});
+
+describe('windowsFromResults', () => {
+  it('no series at all: no windows, every signal noData', () => {
+    const { windows } = windowsFromResults(NONE);
+    assert.equal(windows.size, 0);
+  });
+
+  it('builds counter and histogram windows per instance, and versions from kubernetes_build_info', () => {
+    const { windows, versionOf } = windowsFromResults({
+      rerouted: [s({ instance: 'a:6443', code: '200' }, 90), s({ instance: 'a:6443', code: '503' }, 10)],
+      peerProxyErrors: [],
+      requests: [s({ instance: 'a:6443', code: '200' }, 950), s({ instance: 'a:6443', code: '500' }, 50), s({ instance: 'b:6443', code: '200' }, 10)],
+      durationBuckets: [
+        s({ instance: 'a:6443', le: '+Inf' }, 100),
+        s({ instance: 'a:6443', le: '0.1' }, 50),
+        s({ instance: 'a:6443', le: '0.5' }, 90),
+        s({ instance: 'a:6443', le: '1' }, 100),
+      ],
+      buildInfo: [s({ instance: 'a:6443', git_version: 'v1.35.4' }, 1), s({ instance: 'b:6443', git_version: 'v1.36.3' }, 1)],
+    });
+    assert.deepEqual([...windows.keys()], ['a:6443', 'b:6443']);
+    assert.deepEqual(Object.fromEntries(versionOf), { 'a:6443': 'v1.35.4', 'b:6443': 'v1.36.3' });
+    const a = computeSignals(windows.get('a:6443')!);
+    assert.deepEqual(a.proxyErrorRatio, { kind: 'value', value: 0.1, samples: 100 });
+    assert.deepEqual(a.errorRatio, { kind: 'value', value: 0.05, samples: 1000 });
+    assert.equal(a.latencyP99Seconds.kind, 'value');
+    assert.ok(a.latencyP99Seconds.kind === 'value' && Math.abs(a.latencyP99Seconds.value - 0.95) < 1e-9);
+    // b: requests only. Rerouted and latency are absent: noData, not healthy.
+    const b = computeSignals(windows.get('b:6443')!);
+    assert.equal(b.proxyErrorRatio.kind, 'noData');
+    assert.equal(b.latencyP99Seconds.kind, 'noData');
+    assert.deepEqual(b.errorRatio, { kind: 'value', value: 0, samples: 10 });
+  });
+
+  it('drops NaN counters and NaN bucket sets; zero increases are noData, not a ratio', () => {
+    const { windows } = windowsFromResults({
+      ...NONE,
+      rerouted: [s({ instance: 'a:6443', code: '200' }, NaN)],
+      requests: [s({ instance: 'a:6443', code: '200' }, 0)],
+      durationBuckets: [s({ instance: 'a:6443', le: '1' }, NaN), s({ instance: 'a:6443', le: '+Inf' }, 4)],
+    });
+    const a = computeSignals(windows.get('a:6443')!);
+    assert.equal(a.proxyErrorRatio.kind, 'noData');
+    assert.equal(a.errorRatio.kind, 'noData');
+    assert.equal(a.latencyP99Seconds.kind, 'noData');
+  });
+
+  it('counts peer proxy errors as failed attempts, like Direct', () => {
+    const { windows } = windowsFromResults({ ...NONE, rerouted: [s({ instance: 'a:1', code: '200' }, 8)], peerProxyErrors: [s({ instance: 'a:1' }, 2)] });
+    assert.deepEqual(computeSignals(windows.get('a:1')!).proxyErrorRatio, { kind: 'value', value: 0.2, samples: 10 });
+  });
+});
+
+describe('nameInstances', () => {
+  it('names instances after the peer with the same IP (ports may differ) and prefers its version', () => {
+    const { windows, versionOf } = windowsFromResults({
+      ...NONE,
+      requests: [s({ instance: '10.0.0.1:6443', code: '200' }, 1), s({ instance: '10.0.0.9:6443', code: '200' }, 1)],
+      buildInfo: [s({ instance: '10.0.0.1:6443', git_version: 'v0' }, 1), s({ instance: '10.0.0.9:6443', git_version: 'v1.36.3' }, 1)],
+    });
+    const named = nameInstances(windows, versionOf, [{ hostname: 'cp-1', address: '10.0.0.1:16443', version: 'v1.35.4' }]);
+    assert.deepEqual([...named.windows.keys()], ['cp-1', '10.0.0.9:6443']);
+    assert.deepEqual(Object.fromEntries(named.versionOf), { 'cp-1': 'v1.35.4', '10.0.0.9:6443': 'v1.36.3' });
+  });
+});
+
+describe('PrometheusAnalysis (fake HTTP)', () => {
+  const prom: PrometheusSettings = { address: 'http://prom:9090', selector: 'job="apiserver"' };
+  const up: ObservedPeer[] = [
+    { identity: 'apiserver-a', hostname: 'cp-1', address: '10.0.0.1:6443', version: 'v1.35.4', ready: true, proxyGate: 'on', stale: false },
+    { identity: 'apiserver-b', hostname: 'cp-2', address: '10.0.0.2:6443', version: 'v1.36.3', ready: true, proxyGate: 'on', stale: false },
+  ];
+  const settings = { intervalMs: 10_000, proxyErrorRatio: 0.01, errorRatio: 0.05, latencyP99Seconds: 1, prometheus: prom };
+  const answers: Record<string, string> = {
+    rerouted: vector([{ metric: { instance: '10.0.0.1:6443', code: '200' }, value: '13' }, { metric: { instance: '10.0.0.1:6443', code: '503' }, value: '17' }]),
+    peerProxyErrors: vector([]),
+    requests: vector([{ metric: { instance: '10.0.0.1:6443', code: '200' }, value: '300' }, { metric: { instance: '10.0.0.2:6443', code: '200' }, value: '200' }]),
+    durationBuckets: vector([{ metric: { instance: '10.0.0.1:6443', le: '0.05' }, value: '300' }, { metric: { instance: '10.0.0.1:6443', le: '+Inf' }, value: '300' }]),
+    buildInfo: vector([]),
+  };
+  const fake = (calls: string[]) => async (_s: PrometheusSettings, query: string, time: number) => {
+    calls.push(`${time} ${query}`);
+    const which = query.includes('rerouted') ? 'rerouted' : query.includes('peer_proxy') ? 'peerProxyErrors' : query.includes('_bucket') ? 'durationBuckets' : query.includes('build_info') ? 'buildInfo' : 'requests';
+    return answers[which]!;
+  };
+
+  it('computes the verdict per server and cohort, with the Direct status shape', async () => {
+    const calls: string[] = [];
+    const pa = new PrometheusAnalysis({ log: silentLogger(), query: fake(calls) });
+    const a = await pa.source(up, settings, 1_764_400_000_000);
+    assert.ok(a);
+    assert.equal(calls.length, 5);
+    assert.ok(calls.every((c) => c.startsWith('1764400000 ')));
+    assert.equal(a.verdict, 'Breach');
+    assert.equal(a.time, new Date(1_764_400_000_000).toISOString());
+    assert.deepEqual(a.signals, { proxyErrorRatio: 0.566667, errorRatio: 0, latencyP99Seconds: 0.0495 });
+    assert.deepEqual(a.breaches.map((b) => [b.server, b.signal, b.observed, b.threshold]), [
+      ['cp-1', 'proxyErrorRatio', '0.566667', '0.01'],
+      ['cohort v1.35.4', 'proxyErrorRatio', '0.566667', '0.01'],
+    ]);
+    // Within the interval the same check is answered again, without asking.
+    assert.equal(await pa.source(up, settings, 1_764_400_005_000), a);
+    assert.equal(calls.length, 5);
+  });
+
+  it('no Prometheus in the settings: no answer (the observer scrapes directly)', async () => {
+    const pa = new PrometheusAnalysis({ log: silentLogger(), query: fake([]) });
+    assert.equal(await pa.source(up, { ...settings, prometheus: undefined }, 0), undefined);
+  });
+
+  it('empty answers everywhere: Inconclusive, not Healthy', async () => {
+    const pa = new PrometheusAnalysis({ log: silentLogger(), query: async () => vector([]) });
+    const a = await pa.source(up, settings, 0);
+    assert.deepEqual(a, { time: new Date(0).toISOString(), verdict: 'Inconclusive', signals: {}, breaches: [] });
+  });
+
+  it('an unreachable Prometheus or a query error: Inconclusive', async () => {
+    const down = new PrometheusAnalysis({ log: silentLogger(), query: async () => Promise.reject(new Error('ECONNREFUSED')) });
+    assert.equal((await down.source(up, settings, 0))?.verdict, 'Inconclusive');
+    const bad = new PrometheusAnalysis({ log: silentLogger(), query: async () => JSON.stringify({ status: 'error', errorType: 'timeout', error: 'query timed out' }) });
+    assert.equal((await bad.source(up, settings, 0))?.verdict, 'Inconclusive');
+  });
+});
+
+describe('httpQuery (local HTTP server)', () => {
+  it('GETs <address>/api/v1/query with the query and the time, keeping a path prefix', async () => {
+    const seen: string[] = [];
+    const server = createServer((req, res) => {
+      seen.push(req.url ?? '');
+      res.setHeader('Content-Type', 'application/json');
+      if ((req.url ?? '').includes('bad')) {
+        res.statusCode = 400;
+        res.end(JSON.stringify({ status: 'error', errorType: 'bad_data', error: 'parse error' }));
+      } else res.end(vector([{ metric: { instance: 'x' }, value: '1' }]));
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    try {
+      const port = (server.address() as AddressInfo).port;
+      const q = httpQuery(2000);
+      const body = await q({ address: `http://127.0.0.1:${port}/prom/`, selector: '' }, 'up{job="apiserver"}', 1_764_400_000.25);
+      assert.deepEqual(parseQueryResponse(body), [{ labels: { instance: 'x' }, value: 1 }]);
+      const url = new URL(seen[0]!, 'http://x');
+      assert.equal(url.pathname, '/prom/api/v1/query');
+      assert.equal(url.searchParams.get('query'), 'up{job="apiserver"}');
+      assert.equal(url.searchParams.get('time'), '1764400000.250');
+      // A 400 with the API's JSON error body is an answer, which parseQueryResponse turns into the error.
+      assert.throws(() => parseQueryResponse(''), /not JSON/);
+      await assert.rejects(async () => parseQueryResponse(await q({ address: `http://127.0.0.1:${port}`, selector: '' }, 'bad', 0)), /bad_data: parse error/);
+      await assert.rejects(q({ address: 'http://127.0.0.1:1', selector: '' }, 'up', 0), /GET http:\/\/127\.0\.0\.1:1\/api\/v1\/query: /);
+    } finally {
+      server.close();
+    }
+  });
+});
+
+describe('FleetObserver analysisSource hook', () => {
+  const noServers = async <T>(path: string): Promise<T> => ({ items: [], path }) as T;
+  const direct = new DirectClient(async () => ({ headers: {}, rejectUnauthorized: true }));
+
+  it('is asked when the settings carry prometheus, and only then', async () => {
+    const asked: string[] = [];
+    const canned: ObservedAnalysis = { time: new Date(0).toISOString(), verdict: 'Healthy', signals: { errorRatio: 0 }, breaches: [] };
+    const observer = new FleetObserver(new KubeConfig(), noServers, silentLogger(), direct, {
+      analysisSource: async (up, s) => {
+        asked.push(`${up.length} ${s.prometheus?.address}`);
+        return canned;
+      },
+    });
+    const base = { intervalMs: 1, proxyErrorRatio: 0.01, errorRatio: 0.05, latencyP99Seconds: 1 };
+    const viaProm = await observer.observe({ ...base, prometheus: { address: 'http://prom:9090', selector: 'job="apiserver"' } }, 1000);
+    assert.equal(viaProm.analysis, canned);
+    assert.deepEqual(asked, ['0 http://prom:9090']);
+    const direct2 = await observer.observe(base, 2000);
+    assert.equal(direct2.analysis, undefined, 'no servers scraped: no direct analysis');
+    assert.equal(asked.length, 1);
+    observer.close();
+  });
+});
