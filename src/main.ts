@@ -10,6 +10,7 @@ import { startHealthServer } from './runtime/health.ts';
 import { installSignalHandlers } from './runtime/shutdown.ts';
 import { RuntimeMetrics } from './runtime/metrics.ts';
 import { FleetObserver } from './observe/fleet.ts';
+import { PrometheusAnalysis } from './observe/prometheus-source.ts';
 import { UpgradeReconciler } from './controller/reconciler.ts';
 import { OperatorMetrics } from './controller/metrics.ts';
 import { driverFor } from './controller/driver-factory.ts';
@@ -35,7 +36,9 @@ collectDefaultMetrics({ register: registry, prefix: 'apiserver_upgrade_operator_
 const runtimeMetrics = new RuntimeMetrics(registry);
 const metrics = new OperatorMetrics(registry);
 const kube = new KubeClient(kc, { logger: log });
-const observer = new FleetObserver(kc, (path) => kube.request('GET', path), log);
+// spec.analysis.source Prometheus reads the same signals through PromQL; Direct scrapes each server.
+const prometheus = new PrometheusAnalysis({ log: log.child({ component: 'prometheus' }) });
+const observer = new FleetObserver(kc, (path) => kube.request('GET', path), log, undefined, { analysisSource: prometheus.source });
 const leaderIdentityHolder: { id: string } = { id: '' };
 const reconciler = new UpgradeReconciler({
   kube, observer, metrics, log,

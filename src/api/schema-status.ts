@@ -189,8 +189,8 @@ const driverCall: Schema = {
     result: {
       tsType: 'DriverCallResult',
       type: 'string',
-      description: 'Pending until the driver answered.',
-      enum: ['Pending', 'Succeeded', 'Failed'],
+      description: 'Pending until the driver answered; Abandoned when a resume gave up on it and retried under a new key.',
+      enum: ['Pending', 'Succeeded', 'Failed', 'Abandoned'],
     },
     message: stringField('Details from the driver.', 4096),
   },

@@ -429,7 +429,7 @@ export interface DriverCall {
   target?: string;
   /** When the call was recorded. */
   time?: string;
-  /** Pending until the driver answered. */
+  /** Pending until the driver answered; Abandoned when a resume gave up on it and retried under a new key. */
   result?: DriverCallResult;
   /** Details from the driver. */
   message?: string;
@@ -438,5 +438,5 @@ export interface DriverCall {
 /** What the call asks for. */
 export type DriverAction = 'EnableProxy' | 'Upgrade' | 'Rollback' | 'RevertProxy';
 
-/** Pending until the driver answered. */
-export type DriverCallResult = 'Pending' | 'Succeeded' | 'Failed';
+/** Pending until the driver answered; Abandoned when a resume gave up on it and retried under a new key. */
+export type DriverCallResult = 'Pending' | 'Succeeded' | 'Failed' | 'Abandoned';

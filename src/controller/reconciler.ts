@@ -139,6 +139,7 @@ function analysisSettings(u: ApiServerUpgrade): AnalysisSettings {
     latencyP99Seconds: (spec?.analysis.thresholds.latencyP99Ms ?? 1000) / 1000,
     ...(u.status?.fromVersion ? { fromVersion: u.status.fromVersion } : {}),
     targetVersion: u.spec.targetVersion,
+    ...(spec?.analysis.source === 'Prometheus' && spec.analysis.prometheus ? { prometheus: spec.analysis.prometheus } : {}),
   };
 }
 

@@ -1,13 +1,13 @@
 import type { KubeConfig, V1EndpointSliceList, V1LeaseList, V1PodList } from '@kubernetes/client-node';
 import type { Logger } from '../runtime/logger.ts';
 import type { Observation, ObservedPeer, ObservedAnalysis } from '../plan/observation.ts';
-import type { Breach as StatusBreach } from '../api/types.generated.ts';
 import { DirectClient } from './direct-client.ts';
 import { buildInventory, addressesToProbe, type Inventory, type IdentityLeaseLike, type EndpointAddresses, type ProbeResult, IDENTITY_LABEL, IDENTITY_LABEL_VALUE, HOSTNAME_LABEL, PEER_ADDRESS_ANNOTATION } from './inventory.ts';
 import { mapLimitSettled } from './map-limit.ts';
-import { SIGNAL_FAMILIES, poolWindows, windowDeltas, computeSignals, cohortSignals, evaluateThresholds, type WindowDeltas, type SignalSubject, type SignalValue } from './signals.ts';
+import { SIGNAL_FAMILIES, windowDeltas, type WindowDeltas } from './signals.ts';
 import type { ParsedMetrics } from './prom-text.ts';
 import { resourceSet, convergence, storageVersionHashes, mergeHashes, legacyDiscoveryPaths, type ServerDiscovery } from './discovery.ts';
+import { summarizeAnalysis } from './analysis-summary.ts';
 import { rollbackSafety, type ServerStorageHashes } from './rollback-safety.ts';
 import { hintsFromCertificates, hintsFromMirrorPods } from './hostname-hints.ts';
 import type { PrometheusSettings } from './prometheus-source.ts';
@@ -169,29 +169,11 @@ export class FleetObserver {
       versionOf.set(p.hostname, p.version!);
     });
     if (windows.size === 0) return this.lastAnalysis;
-    const subjects: SignalSubject[] = [...windows].map(([name, w]) => ({ scope: 'server', name, signals: computeSignals(w) }));
-    for (const [version, signals] of cohortSignals(windows, versionOf)) subjects.push({ scope: 'cohort', name: version, signals });
-    const { breaches, inconclusive } = evaluateThresholds(subjects, { proxyErrorRatio: s.proxyErrorRatio, errorRatio: s.errorRatio, latencyP99Seconds: s.latencyP99Seconds });
-    const fleet = computeSignals(poolWindows([...windows.values()]));
-    const val = (v: SignalValue): number | undefined => (v.kind === 'value' && !Number.isNaN(v.value) ? round(v.value) : undefined);
-    const signals = {
-      ...(val(fleet.proxyErrorRatio) !== undefined ? { proxyErrorRatio: val(fleet.proxyErrorRatio)! } : {}),
-      ...(val(fleet.errorRatio) !== undefined ? { errorRatio: val(fleet.errorRatio)! } : {}),
-      ...(val(fleet.latencyP99Seconds) !== undefined ? { latencyP99Seconds: val(fleet.latencyP99Seconds)! } : {}),
-    };
-    const statusBreaches: StatusBreach[] = breaches.map((b) => ({
-      signal: b.signal,
-      observed: String(round(b.value)),
-      threshold: String(b.threshold),
-      server: b.scope === 'server' ? b.name : `cohort ${b.name}`,
-      message: `${b.signal} ${round(b.value)} > ${b.threshold} over ${b.samples} requests`,
-    }));
-    const anyValue = subjects.some((sub) => Object.values(sub.signals).some((v: SignalValue) => v.kind === 'value'));
-    const verdict = breaches.length > 0 ? 'Breach' : anyValue ? 'Healthy' : 'Inconclusive';
-    this.lastAnalysis = { time: new Date(now).toISOString(), verdict, signals, breaches: statusBreaches };
+    const analysis = summarizeAnalysis(windows, versionOf, { proxyErrorRatio: s.proxyErrorRatio, errorRatio: s.errorRatio, latencyP99Seconds: s.latencyP99Seconds }, now);
+    this.lastAnalysis = analysis;
     this.lastAnalysisAt = now;
-    if (verdict !== 'Healthy') this.log.info('analysis', { verdict, breaches: statusBreaches, inconclusive: inconclusive.length });
-    return this.lastAnalysis;
+    if (analysis.verdict !== 'Healthy') this.log.info('analysis', { verdict: analysis.verdict, breaches: analysis.breaches });
+    return analysis;
   }
 
   /** Fetches each version's storage hashes once (from one up server of that version) and compares old vs new. */
@@ -222,6 +204,3 @@ export class FleetObserver {
   }
 }
 
-function round(v: number): number {
-  return Math.round(v * 1e6) / 1e6;
-}

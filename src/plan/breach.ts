@@ -1,5 +1,15 @@
 import type { PlanContext } from './context.ts';
-import type { UpgradePhase } from '../api/types.generated.ts';
+import type { DriverCall, UpgradePhase } from '../api/types.generated.ts';
+import { isUp } from './peers.ts';
+
+/** Whether the server a call was about is now where the call wanted it. */
+function callReachedGoal(ctx: PlanContext, c: DriverCall): boolean {
+  const p = ctx.observed(c.server);
+  if (!isUp(p) || p.version !== c.target) return false;
+  if (c.action === 'EnableProxy') return p.proxyGate === 'on';
+  if (c.action === 'RevertProxy') return p.proxyGate === 'off';
+  return true;
+}
 
 /**
  * Acts on a crossed threshold, a timed-out batch or a failed driver call: pause (and page a human
@@ -35,7 +45,19 @@ export function pause(ctx: PlanContext, reason: string, message: string, resumeP
 
 export function resume(ctx: PlanContext, why: string): void {
   const to = ctx.status.pause?.resumePhase ?? 'Upgrading';
+  const reason = ctx.status.pause?.reason;
   delete ctx.status.pause;
+  // After a failed or timed-out step, resuming means "try that step again": the failed call is given up
+  // and the step is re-sent under a new key. Calls still in flight (a pause for analysis) are kept.
+  if (reason === 'DriverFailed' || reason === 'BatchTimeout') {
+    for (const c of ctx.status.driverCalls ?? []) {
+      const stuck = c.result === 'Failed' || (c.result !== 'Abandoned' && !callReachedGoal(ctx, c));
+      if (stuck) {
+        c.result = 'Abandoned';
+        c.message = `${c.message ? `${c.message}; ` : ''}abandoned on resume, retried under a new key`;
+      }
+    }
+  }
   ctx.setPhase(to);
   ctx.condition({ type: 'Paused', status: 'False', reason: 'Resumed', message: why });
   ctx.condition({ type: 'Degraded', status: 'False', reason: 'Resumed', message: why });

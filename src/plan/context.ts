@@ -74,7 +74,11 @@ export class PlanContext {
    * calls, so a crash in between re-sends the same key, which the driver ignores.
    */
   callDriver(action: DriverAction, batch: number, hostname: string, target: string, featureGates: Record<string, boolean>): DriverCall {
-    const key = idempotencyKey(this.upgrade.uid, batch, hostname, action, target);
+    // Earlier attempts of the same step; a resume abandons a failed one so the step is tried again.
+    const attempts = (this.status.driverCalls ?? []).filter((c) => c.server === hostname && c.batch === batch && c.action === action && c.target === target);
+    const latest = attempts.at(-1);
+    const attempt = latest?.result === 'Abandoned' ? attempts.length : Math.max(0, attempts.length - 1);
+    const key = idempotencyKey(this.upgrade.uid, batch, hostname, action, target, attempt);
     const existing = this.findCall(key);
     const peer = this.peerRow(hostname);
     if (existing && existing.result !== 'Pending') return existing;

@@ -5,7 +5,9 @@ import type { DriverAction } from '../api/types.generated.ts';
  * The idempotency key of one driver call: the same (upgrade, batch, server, action, target) always gives the
  * same key, so a call re-sent after a crash is recognised by the driver and never replaces a server twice.
  */
-export function idempotencyKey(upgradeUid: string, batch: number, hostname: string, action: DriverAction, target: string): string {
-  const h = createHash('sha256').update([upgradeUid, batch, hostname, action, target].join('\u0000')).digest('hex');
+export function idempotencyKey(upgradeUid: string, batch: number, hostname: string, action: DriverAction, target: string, attempt = 0): string {
+  // Attempt 0 keeps the original derivation; a retry after a resume is a new request, so it gets a new key.
+  const parts = [upgradeUid, batch, hostname, action, target, ...(attempt > 0 ? [attempt] : [])];
+  const h = createHash('sha256').update(parts.join('\u0000')).digest('hex');
   return `${action.toLowerCase()}-${hostname}-${h.slice(0, 16)}`.slice(0, 253);
 }

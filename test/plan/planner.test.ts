@@ -281,3 +281,41 @@ test('an invalid spec is reported as Degraded InvalidSpec and nothing happens', 
   assert.equal(sim.condition('Degraded')?.reason, 'InvalidSpec');
   assert.equal(p.actions.filter((a) => a.kind === 'callDriver').length, 0);
 });
+
+test('resuming a DriverFailed pause retries that step under a new key; the failed call stays on record', () => {
+  const sim = new Sim(threeOld('on'));
+  sim.step();
+  sim.step();
+  const first = sim.status!.driverCalls![0]!;
+  first.result = 'Failed';
+  first.message = 'HTTP 500';
+  sim.step();
+  assert.equal(sim.status?.pause?.reason, 'DriverFailed');
+  sim.upgrade = { ...sim.upgrade, annotations: { [RESUME_ANNOTATION]: 'fixed-the-hook' } };
+  sim.step();
+  assert.equal(sim.status?.phase, 'Upgrading');
+  assert.deepEqual(sim.calls(), ['Upgrade:cp-1']);
+  const calls = sim.status!.driverCalls!;
+  assert.equal(calls.length, 2);
+  assert.equal(calls[0]!.result, 'Abandoned');
+  assert.notEqual(calls[1]!.key, calls[0]!.key);
+  sim.applyDriverCalls();
+  assert.deepEqual(runToEnd(sim), ['Upgrade:cp-2', 'Upgrade:cp-3']);
+  assert.equal(sim.status?.phase, 'Succeeded');
+});
+
+test('resuming a BatchTimeout pause re-sends the step for the server that never came back, not for the others', () => {
+  const sim = new Sim(threeOld('on'), spec({ strategy: { batchSize: 2, batchTimeout: '1m', soakDuration: '0s' } }));
+  sim.step();
+  sim.step();
+  assert.deepEqual(sim.calls(), ['Upgrade:cp-1', 'Upgrade:cp-2']);
+  // cp-1 comes back; cp-2 never does.
+  sim.status!.driverCalls!.forEach((c) => (c.result = 'Succeeded'));
+  sim.peers.find((p) => p.hostname === 'cp-1')!.version = NEW;
+  sim.step(61_000);
+  assert.equal(sim.status?.pause?.reason, 'BatchTimeout');
+  sim.upgrade = { ...sim.upgrade, annotations: { [RESUME_ANNOTATION]: '1' } };
+  sim.step();
+  assert.deepEqual(sim.calls(), ['Upgrade:cp-2']);
+  assert.deepEqual(sim.status!.driverCalls!.map((c) => `${c.server}:${c.result}`), ['cp-1:Succeeded', 'cp-2:Abandoned', 'cp-2:Pending']);
+});
