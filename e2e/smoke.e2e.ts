@@ -27,9 +27,10 @@ async function identityLeases(server: number | 'lb' = 'lb'): Promise<LeaseList['
 }
 
 test('three old servers: three distinct identity Leases, and every /version tells the old version', async () => {
-  const leases = await waitFor('3 identity leases', 30_000, async () => {
+  // A lease is written once its server runs; its peer-advertise annotation with it (gate on).
+  const leases = await waitFor('3 identity leases with their peer-advertise annotation', 30_000, async () => {
     const l = await identityLeases();
-    return l.length === 3 ? l : undefined;
+    return l.length === 3 && l.every((x) => x.metadata.annotations?.['kubernetes.io/peer-advertise-address']) ? l : undefined;
   });
   const hostnames = leases.map((l) => l.metadata.labels?.['kubernetes.io/hostname']).sort();
   assert.deepEqual(hostnames, ['cp-1', 'cp-2', 'cp-3']);
@@ -42,8 +43,14 @@ test('three old servers: three distinct identity Leases, and every /version tell
     assert.equal(v.gitVersion, OLD_VERSION, `${s.name} /version`);
   }
   // The default/kubernetes EndpointSlice lists the real (non-loopback) addresses, as in a real cluster.
-  const eps = JSON.parse((await cluster.request('lb', '/apis/discovery.k8s.io/v1/namespaces/default/endpointslices/kubernetes')).body) as { endpoints: { addresses: string[] }[] };
-  assert.deepEqual(eps.endpoints.flatMap((e) => e.addresses).sort(), cluster.servers.map((s) => s.address).sort());
+  // Each server adds itself as it starts (lease endpoint reconciler), so give the last one a moment.
+  const want = cluster.servers.map((s) => s.address).sort();
+  const got = await waitFor('the kubernetes EndpointSlice to list the 3 servers', 30_000, async () => {
+    const eps = JSON.parse((await cluster.request('lb', '/apis/discovery.k8s.io/v1/namespaces/default/endpointslices/kubernetes')).body) as { endpoints?: { addresses: string[] }[] };
+    const a = (eps.endpoints ?? []).flatMap((e) => e.addresses).sort();
+    return a.length === want.length ? a : undefined;
+  });
+  assert.deepEqual(got, want);
 });
 
 test('replace one server by the new version and find what only it serves (own discovery, profile=nopeer)', async () => {

@@ -111,6 +111,14 @@ test('the operator turns the proxy gate on, then upgrades all three servers; no 
   const bad = traffic.count((x) => x.status === 'error' || (typeof x.status === 'number' && x.status >= 500), convergedAt);
   assert.ok(bad <= traffic.count(() => true, convergedAt) * 0.02, `connection errors and 5xx stay under 2% of requests (${bad})`);
 
+  // Every step left an Event (events.k8s.io) on the upgrade, and the operator's own metrics tell the phase.
+  const evs = JSON.parse((await cluster.request('lb', '/apis/events.k8s.io/v1/namespaces/default/events')).body) as { items: { reason: string; regarding: { name: string } }[] };
+  const reasons = new Set(evs.items.filter((e) => e.regarding.name === 'to-v1-36').map((e) => e.reason));
+  for (const r of ['Started', 'PreflightPassed', 'ProxyEnabled', 'BatchStarted', 'BatchSucceeded', 'Succeeded']) assert.ok(reasons.has(r), `event ${r} recorded (${[...reasons].join(', ')})`);
+  const metrics = await (await fetch(`http://127.0.0.1:${op.healthPort}/metrics`)).text();
+  assert.match(metrics, /apiserver_upgrade_phase\{upgrade="to-v1-36",phase="Succeeded"\} 1/);
+  assert.match(metrics, /apiserver_upgrade_driver_calls_total\{action="Upgrade",outcome="accepted"\} 3/);
+
   // The operator rode through every replacement of the servers it talks to: it never exited.
   assert.deepEqual(op.exits, []);
   const restarts = op.logLines().filter((l) => String(l.message ?? '').includes('restart')).length;

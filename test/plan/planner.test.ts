@@ -319,3 +319,21 @@ test('resuming a BatchTimeout pause re-sends the step for the server that never 
   assert.deepEqual(sim.calls(), ['Upgrade:cp-2']);
   assert.deepEqual(sim.status!.driverCalls!.map((c) => `${c.server}:${c.result}`), ['cp-1:Succeeded', 'cp-2:Abandoned', 'cp-2:Pending']);
 });
+
+test('revertAfter turns the gate back off after a patch upgrade where the target still has it alpha', () => {
+  const sim = new Sim(threeOld('off'), spec({ targetVersion: 'v1.35.5', proxy: { gate: 'Enabled', revertAfter: true } }));
+  const calls = runToEnd(sim);
+  assert.deepEqual(calls, [
+    'EnableProxy:cp-1', 'EnableProxy:cp-2', 'EnableProxy:cp-3',
+    'Upgrade:cp-1', 'Upgrade:cp-2', 'Upgrade:cp-3',
+    'RevertProxy:cp-1', 'RevertProxy:cp-2', 'RevertProxy:cp-3',
+  ]);
+  assert.equal(sim.status?.phase, 'Succeeded');
+  assert.ok(sim.peers.every((p) => p.version === 'v1.35.5' && p.proxyGate === 'off'));
+});
+
+test('revertAfter does nothing where the target has the gate on by default (beta from 1.36)', () => {
+  const sim = new Sim(threeOld('off'), spec({ proxy: { gate: 'Auto', revertAfter: true } }));
+  assert.ok(runToEnd(sim).every((c) => !c.startsWith('RevertProxy')));
+  assert.equal(sim.status?.phase, 'Succeeded');
+});

@@ -1,0 +1,72 @@
+// Rollback on breach, for real: the first new server dies during its soak, the old servers' proxied requests
+// to it answer 503, the proxy error ratio crosses its threshold for failureLimit checks, and the operator
+// (onBreach: Rollback) puts that server back on the old version after checking storage versions.
+import { test, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { Cluster, ReplaceWebhook, OLD_VERSION, NEW_VERSION, PROXY_GATE, waitFor } from './cluster/index.ts';
+import { installCrd, createUpgrade, getUpgrade, startOperator } from './support/operator.ts';
+import { TrafficRecorder } from './support/traffic.ts';
+
+const NEW_ONLY = '/apis/admissionregistration.k8s.io/v1/mutatingadmissionpolicies';
+const cleanups: (() => Promise<void>)[] = [];
+after(async () => {
+  for (const c of cleanups.reverse()) await c().catch(() => undefined);
+});
+
+test('a new server that dies during its soak: proxy 503s breach the threshold and the operator rolls back', async () => {
+  const cluster = await Cluster.start({ servers: 3, version: OLD_VERSION, featureGates: { [PROXY_GATE]: true }, verbose: true });
+  cleanups.push(() => cluster.teardown());
+  await installCrd(cluster);
+  const hook = await ReplaceWebhook.start(cluster);
+  cleanups.push(() => hook.close());
+  const op = await startOperator(cluster, { healthPort: 18083 });
+  cleanups.push(() => op.stop());
+  const traffic = new TrafficRecorder(cluster, NEW_ONLY, { intervalMs: 100, maxMs: 6 * 60_000 });
+  cleanups.push(() => traffic.stop());
+  await createUpgrade(cluster, {
+    apiVersion: 'upgrade.apiserver.dev/v1alpha1',
+    kind: 'ApiServerUpgrade',
+    metadata: { name: 'rollback-on-breach' },
+    spec: {
+      targetVersion: NEW_VERSION,
+      strategy: { batchSize: 1, soakDuration: '3m', batchTimeout: '5m' },
+      driver: { webhook: { url: hook.url, caBundle: hook.caBundle, timeout: '10s' } },
+      analysis: { interval: '2s', failureLimit: 3, onBreach: 'Rollback', thresholds: { proxyErrorRatio: 0.05 } },
+    },
+  });
+
+  // Batch 1 (cp-1) is back on the new version and soaking.
+  await waitFor('batch 1 soaking', 3 * 60_000, async () => {
+    const u = await getUpgrade(cluster, 'rollback-on-breach');
+    return u?.status?.batch?.current === 1 && u.status.batch.soakUntil ? true : undefined;
+  }, 500);
+  const killedAt = Date.now();
+  await cluster.kill(0);
+
+  const final = await waitFor('the rollback to finish', 3 * 60_000, async () => {
+    const u = await getUpgrade(cluster, 'rollback-on-breach');
+    const p = u?.status?.phase;
+    return p === 'RolledBack' || p === 'Paused' || p === 'Failed' || p === 'Succeeded' ? u : undefined;
+  }, 500);
+  await hook.idle();
+  await traffic.stop();
+
+  assert.equal(final.status?.phase, 'RolledBack', JSON.stringify(final.status?.pause ?? final.status?.conditions));
+  for (const s of cluster.servers) {
+    const v = JSON.parse((await cluster.request(s.index, '/version')).body) as { gitVersion: string };
+    assert.equal(v.gitVersion, OLD_VERSION, `${s.name} is back on the old version`);
+  }
+  const breaches = final.status?.lastAnalysis?.breaches ?? [];
+  assert.ok(breaches.some((b) => b.signal === 'proxyErrorRatio'), `the breach was the proxy error ratio: ${JSON.stringify(breaches)}`);
+  assert.ok((final.status?.lastAnalysis?.consecutiveBreaches ?? 0) >= 3);
+  assert.equal(final.status?.conditions?.find((c) => c.type === 'Degraded')?.status, 'True');
+  assert.equal(final.status?.conditions?.find((c) => c.type === 'RollbackSafe')?.status, 'True', 'storage versions were compared before rolling back');
+  const calls = [...hook.calls.values()].map((c) => `${c.action}:${c.hostname}x${c.deliveries}`);
+  assert.deepEqual(calls, ['Upgrade:cp-1x1', 'Rollback:cp-1x1'], 'only the upgraded server was rolled back, once');
+  const rollbackCall = [...hook.calls.values()].find((c) => c.action === 'Rollback')!;
+  const served503 = traffic.count((x) => x.status === 503, killedAt);
+  process.stderr.write(`kill -> rollback call ${rollbackCall.at - killedAt} ms; 503s seen by the client after the kill: ${served503}; ` +
+    `breaches: ${JSON.stringify(breaches.map((b) => `${b.signal}@${b.server}=${b.observed}`))}; RollbackSafe: ${final.status?.conditions?.find((c) => c.type === 'RollbackSafe')?.message}\n`);
+  assert.ok(served503 > 0, 'the client saw the 503s that the analysis measured');
+  assert.deepEqual(op.exits, [], 'the operator never restarted');
+});
