@@ -8,7 +8,7 @@ import { Cluster, OLD_VERSION, NEW_VERSION, PROXY_GATE, waitFor, sleep } from '.
 
 const DISCOVERY = 'application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList';
 const NEW_ONLY = '/apis/admissionregistration.k8s.io/v1/mutatingadmissionpolicies';
-const LEGACY_GROUPS = ['apps/v1', 'admissionregistration.k8s.io/v1', 'coordination.k8s.io/v1', 'batch/v1'];
+const LEGACY_GROUPS = ['v1', 'apps/v1', 'admissionregistration.k8s.io/v1', 'admissionregistration.k8s.io/v1beta1', 'coordination.k8s.io/v1', 'batch/v1', 'storage.k8s.io/v1', 'storage.k8s.io/v1beta1'];
 const root = join(import.meta.dirname, '..', 'test', 'fixtures');
 
 const cluster = await Cluster.start({
@@ -40,7 +40,7 @@ try {
     await writeFile(join(dir, 'discovery-api-nopeer.json'), pretty(await get('/api', `${DISCOVERY};profile=nopeer`)));
     await writeFile(join(dir, 'version.json'), pretty(await get('/version')));
     for (const gv of LEGACY_GROUPS) {
-      const r = await cluster.request(index, `/apis/${gv}`);
+      const r = await cluster.request(index, gv === 'v1' ? '/api/v1' : `/apis/${gv}`);
       if (r.status === 200) await writeFile(join(dir, `legacy-${gv.replace(/[/.]/g, '_')}.json`), pretty(r.body));
     }
     process.stderr.write(`wrote fixtures of ${version} into ${dir}\n`);

@@ -6,7 +6,7 @@ import { buildInventory, addressesToProbe, type Inventory, type IdentityLeaseLik
 import { mapLimitSettled } from './map-limit.ts';
 import { SIGNAL_FAMILIES, windowDeltas, type WindowDeltas } from './signals.ts';
 import type { ParsedMetrics } from './prom-text.ts';
-import { resourceSet, convergence, storageVersionHashes, mergeHashes, legacyDiscoveryPaths, type ServerDiscovery } from './discovery.ts';
+import { resourceSet, convergence, storageVersionHashes, resourceKinds, mergeHashes, legacyDiscoveryPaths, type ServerDiscovery } from './discovery.ts';
 import { summarizeAnalysis } from './analysis-summary.ts';
 import { rollbackSafety, type ServerStorageHashes } from './rollback-safety.ts';
 import { hintsFromCertificates, hintsFromMirrorPods } from './hostname-hints.ts';
@@ -185,8 +185,8 @@ export class FleetObserver {
         const core = await this.direct.discovery(p.address!, { peer: false, core: true });
         const paths = [...legacyDiscoveryPaths(core), ...legacyDiscoveryPaths(own)];
         const lists = await mapLimitSettled(paths, CONCURRENCY, (path) => this.direct.resourceList(p.address!, path));
-        const maps = lists.flatMap((r) => (r.status === 'fulfilled' ? [storageVersionHashes(r.value)] : []));
-        this.hashesByVersion.set(p.version!, { server: p.hostname, hashes: mergeHashes(maps) });
+        const ok = lists.flatMap((r) => (r.status === 'fulfilled' ? [r.value] : []));
+        this.hashesByVersion.set(p.version!, { server: p.hostname, hashes: mergeHashes(ok.map(storageVersionHashes)), kinds: mergeHashes(ok.map(resourceKinds)) });
       } catch (err) {
         this.log.debug('storage hash fetch failed', { server: p.hostname, error: String(err) });
       }

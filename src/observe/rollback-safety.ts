@@ -9,10 +9,14 @@
  * the old servers simply do not serve them, and their objects stay in etcd untouched.
  */
 
+import { storageVersionHash } from './discovery.ts';
+
 /** One server's `group/version/resource` -> storageVersionHash map (see discovery.storageVersionHashes). */
 export interface ServerStorageHashes {
   server: string;
   hashes: ReadonlyMap<string, string>;
+  /** `group/version/resource` -> kind; lets a changed hash be decoded into the version it stands for. */
+  kinds?: ReadonlyMap<string, string>;
 }
 
 export interface BlockingResource {
@@ -25,7 +29,7 @@ export interface BlockingResource {
   reason: string;
 }
 
-export type RollbackWarningKind = 'orphaned' | 'inconsistentOld' | 'inconsistentNew';
+export type RollbackWarningKind = 'orphaned' | 'inconsistentOld' | 'inconsistentNew' | 'storageMoved';
 
 export interface RollbackWarning {
   resource: string;
@@ -70,6 +74,17 @@ function byGroupResource(servers: readonly ServerStorageHashes[]): Map<string, G
 
 const list = (s: Set<string>) => [...s].sort();
 
+/** The version whose storageVersionHash is `hash`, among the versions seen for `gr`, if any. */
+function decodeStorageVersion(gr: string, hash: string, servers: readonly ServerStorageHashes[], versions: ReadonlySet<string>): string | undefined {
+  const [group = '', resource = ''] = gr.split('/');
+  let kind: string | undefined;
+  for (const s of servers) {
+    for (const v of versions) kind ??= s.kinds?.get(`${group}/${v}/${resource}`);
+  }
+  if (kind === undefined) return undefined;
+  return [...versions].find((v) => storageVersionHash(group, v, kind) === hash);
+}
+
 export function rollbackSafety(oldServers: readonly ServerStorageHashes[], newServers: readonly ServerStorageHashes[]): RollbackSafety {
   const oldView = byGroupResource(oldServers);
   const newView = byGroupResource(newServers);
@@ -96,6 +111,18 @@ export function rollbackSafety(oldServers: readonly ServerStorageHashes[], newSe
     }
     const changed = list(view.hashes).filter((h) => !old.hashes.has(h));
     if (changed.length === 0) continue;
+    // A changed hash is not yet a problem: if it decodes to a version the old servers serve, they read
+    // those objects (an apiserver decodes any version it serves from storage). Only an unknown or
+    // unserved storage version blocks.
+    const decoded = changed.map((h) => decodeStorageVersion(gr, h, [...oldServers, ...newServers], new Set([...old.versions, ...view.versions])));
+    if (decoded.every((v) => v !== undefined && old.versions.has(v))) {
+      warnings.push({
+        resource: gr,
+        kind: 'storageMoved',
+        reason: `new-version servers store ${gr} as ${decoded.join(', ')}, which the old version serves and reads; objects written since stay readable after a rollback`,
+      });
+      continue;
+    }
     const oldHash = list(old.hashes).join(',');
     const newHash = changed.join(',');
     blocking.push({
