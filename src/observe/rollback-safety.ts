@@ -85,6 +85,13 @@ function decodeStorageVersion(gr: string, hash: string, servers: readonly Server
   return [...versions].find((v) => storageVersionHash(group, v, kind) === hash);
 }
 
+function safeReason(warnings: readonly RollbackWarning[]): string {
+  const moved = warnings.filter((w) => w.kind === 'storageMoved').map((w) => w.resource);
+  return moved.length === 0
+    ? 'every resource the new servers store is stored at the same version by the old servers'
+    : `the old servers can read everything the new servers store; ${moved.join(', ')} moved to a storage version the old version serves`;
+}
+
 export function rollbackSafety(oldServers: readonly ServerStorageHashes[], newServers: readonly ServerStorageHashes[]): RollbackSafety {
   const oldView = byGroupResource(oldServers);
   const newView = byGroupResource(newServers);
@@ -143,6 +150,6 @@ export function rollbackSafety(oldServers: readonly ServerStorageHashes[], newSe
     safe,
     blocking,
     warnings,
-    reason: safe ? 'every resource the new servers store is stored at the same version by the old servers' : `rollback blocked by ${blocking.map((b) => b.resource).join(', ')}`,
+    reason: safe ? safeReason(warnings) : `rollback blocked by ${blocking.map((b) => b.resource).join(', ')}`,
   };
 }
