@@ -4,37 +4,24 @@
 //   npm run demo            run it and tear everything down
 //   npm run demo -- --keep  keep the cluster and operator until Ctrl-C (prints KUBECONFIG)
 import { parseArgs } from 'node:util';
-import { Cluster, ReplaceWebhook, OLD_VERSION, NEW_VERSION, PROXY_GATE, waitFor, sleep } from './cluster/index.ts';
-import { installCrd, createUpgrade, getUpgrade, startOperator } from './support/operator.ts';
-import { TrafficRecorder } from './support/traffic.ts';
+import { OLD_VERSION, NEW_VERSION, waitFor, sleep } from './cluster/index.ts';
+import { createUpgrade, getUpgrade } from './support/operator.ts';
+import type { TrafficRecorder } from './support/traffic.ts';
+import { startRig, NEW_ONLY } from './support/rig.ts';
 import type { ApiServerUpgrade } from '../src/api/types.generated.ts';
 
 const { values } = parseArgs({ options: { keep: { type: 'boolean', default: false }, 'health-port': { type: 'string', default: '18080' } } });
-const NEW_ONLY = '/apis/admissionregistration.k8s.io/v1/mutatingadmissionpolicies';
 const say = (s: string): void => void process.stdout.write(`${s}\n`);
 
 say(`apiserver-upgrade-operator demo: ${OLD_VERSION} -> ${NEW_VERSION} on 3 real kube-apiservers behind haproxy`);
 say('(first run builds kube-apiserver and etcd from the Go module proxy: a few minutes; cached afterwards)');
 const t0 = Date.now();
-const cluster = await Cluster.start({ servers: 3, version: OLD_VERSION, featureGates: { [PROXY_GATE]: false }, verbose: true });
-let hook: ReplaceWebhook | undefined;
-let stopOperator: (() => Promise<void>) | undefined;
-let traffic: TrafficRecorder | undefined;
-const cleanup = async (): Promise<void> => {
-  await traffic?.stop();
-  await stopOperator?.();
-  await hook?.close();
-  await cluster.teardown();
-};
-process.once('SIGINT', () => void cleanup().then(() => process.exit(130)));
+const rig = await startRig({ gate: false, healthPort: Number(values['health-port']), trafficMaxMs: 15 * 60_000 });
+const { cluster, hook, op, traffic } = rig;
+process.once('SIGINT', () => void rig.teardown().then(() => process.exit(130)));
 
 try {
-  await installCrd(cluster);
-  hook = await ReplaceWebhook.start(cluster);
-  const op = await startOperator(cluster, { healthPort: Number(values['health-port']) });
-  stopOperator = op.stop;
   say(`operator running (pid ${op.child.pid}); logs: ${op.logPath}; metrics: http://127.0.0.1:${op.healthPort}/metrics`);
-  traffic = new TrafficRecorder(cluster, NEW_ONLY, { intervalMs: 100, maxMs: 15 * 60_000 });
   const manifest = {
     apiVersion: 'upgrade.apiserver.dev/v1alpha1',
     kind: 'ApiServerUpgrade',
@@ -54,7 +41,7 @@ try {
   const final = await waitFor('the upgrade to finish', 10 * 60_000, async () => {
     const u = await getUpgrade(cluster, 'demo-to-v1-36');
     if (!u) return undefined;
-    const line = render(u, traffic!);
+    const line = render(u, traffic);
     if (line !== last) say(line);
     last = line;
     const phase = u.status?.phase;
@@ -72,7 +59,7 @@ try {
     await new Promise(() => undefined);
   }
 } finally {
-  if (!values.keep) await cleanup();
+  if (!values.keep) await rig.teardown();
 }
 await sleep(0);
 

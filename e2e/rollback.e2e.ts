@@ -3,26 +3,18 @@
 // (onBreach: Rollback) puts that server back on the old version after checking storage versions.
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { Cluster, ReplaceWebhook, OLD_VERSION, NEW_VERSION, PROXY_GATE, waitFor } from './cluster/index.ts';
-import { installCrd, createUpgrade, getUpgrade, startOperator } from './support/operator.ts';
-import { TrafficRecorder } from './support/traffic.ts';
-
-const NEW_ONLY = '/apis/admissionregistration.k8s.io/v1/mutatingadmissionpolicies';
+import { OLD_VERSION, NEW_VERSION, waitFor } from './cluster/index.ts';
+import { createUpgrade, getUpgrade } from './support/operator.ts';
+import { startRig } from './support/rig.ts';
 const cleanups: (() => Promise<void>)[] = [];
 after(async () => {
   for (const c of cleanups.reverse()) await c().catch(() => undefined);
 });
 
 test('a new server that dies during its soak: proxy 503s breach the threshold and the operator rolls back', async () => {
-  const cluster = await Cluster.start({ servers: 3, version: OLD_VERSION, featureGates: { [PROXY_GATE]: true }, verbose: true });
-  cleanups.push(() => cluster.teardown());
-  await installCrd(cluster);
-  const hook = await ReplaceWebhook.start(cluster);
-  cleanups.push(() => hook.close());
-  const op = await startOperator(cluster, { healthPort: 18083 });
-  cleanups.push(() => op.stop());
-  const traffic = new TrafficRecorder(cluster, NEW_ONLY, { intervalMs: 100, maxMs: 6 * 60_000 });
-  cleanups.push(() => traffic.stop());
+  const rig = await startRig({ gate: true, healthPort: 18083, trafficMaxMs: 6 * 60_000 });
+  cleanups.push(() => rig.teardown());
+  const { cluster, hook, op, traffic } = rig;
   await createUpgrade(cluster, {
     apiVersion: 'upgrade.apiserver.dev/v1alpha1',
     kind: 'ApiServerUpgrade',

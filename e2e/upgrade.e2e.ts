@@ -3,12 +3,12 @@
 // keeps asking the balancer for a resource only v1.36 serves.
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { Cluster, ReplaceWebhook, OLD_VERSION, NEW_VERSION, PROXY_GATE, waitFor } from './cluster/index.ts';
-import { installCrd, createUpgrade, getUpgrade, startOperator, type OperatorProcess } from './support/operator.ts';
-import { TrafficRecorder } from './support/traffic.ts';
+import { NEW_VERSION, waitFor, type Cluster, type ReplaceWebhook } from './cluster/index.ts';
+import { createUpgrade, getUpgrade, type OperatorProcess } from './support/operator.ts';
+import type { TrafficRecorder } from './support/traffic.ts';
+import { startRig } from './support/rig.ts';
 import type { ApiServerUpgrade } from '../src/api/types.generated.ts';
 
-const NEW_ONLY = '/apis/admissionregistration.k8s.io/v1/mutatingadmissionpolicies';
 const cleanups: (() => Promise<void>)[] = [];
 after(async () => {
   for (const c of cleanups.reverse()) await c().catch(() => undefined);
@@ -24,15 +24,9 @@ interface RunResult {
 }
 
 async function runUpgrade(name: string, proxyGate: 'Auto' | 'Unmanaged', healthPort: number, until: 'Succeeded' | 'Paused', discoveryConvergence = '2m'): Promise<RunResult> {
-  const cluster = await Cluster.start({ servers: 3, version: OLD_VERSION, featureGates: { [PROXY_GATE]: false }, verbose: true });
-  cleanups.push(() => cluster.teardown());
-  await installCrd(cluster);
-  const hook = await ReplaceWebhook.start(cluster);
-  cleanups.push(() => hook.close());
-  const op = await startOperator(cluster, { healthPort });
-  cleanups.push(() => op.stop());
-  const traffic = new TrafficRecorder(cluster, NEW_ONLY, { intervalMs: 100, maxMs: 10 * 60_000 });
-  cleanups.push(() => traffic.stop());
+  const rig = await startRig({ gate: false, healthPort });
+  cleanups.push(() => rig.teardown());
+  const { cluster, hook, op, traffic } = rig;
   await createUpgrade(cluster, {
     apiVersion: 'upgrade.apiserver.dev/v1alpha1',
     kind: 'ApiServerUpgrade',

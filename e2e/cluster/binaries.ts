@@ -35,7 +35,8 @@ export function binary(what: 'kube-apiserver' | 'etcd', version: string): Promis
       let out = '';
       child.stdout.on('data', (d: Buffer) => (out += d.toString()));
       child.on('error', reject);
-      child.on('exit', (code) => {
+      // 'close', not 'exit': stdout may still hold the path when the process has exited.
+      child.on('close', (code) => {
         const path = out.trim().split('\n').pop() ?? '';
         if (code === 0 && existsSync(path)) resolve(path);
         else reject(new Error(`building ${key} failed (exit ${code}); see the build output above`));

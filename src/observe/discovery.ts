@@ -185,16 +185,19 @@ export interface APIResourceList {
   resources?: { name: string; storageVersionHash?: string; kind?: string; verbs?: string[]; namespaced?: boolean }[];
 }
 
+/** "apps/v1" -> apps, v1; "v1" (the core group) -> "", v1. */
+function splitGroupVersion(gv: string): { group: string; version: string } {
+  const slash = gv.indexOf('/');
+  return slash === -1 ? { group: '', version: gv } : { group: gv.slice(0, slash), version: gv.slice(slash + 1) };
+}
+
 /**
  * `group/version/resource` -> storageVersionHash of one legacy discovery document. The group and
  * version come from `groupVersion` (`v1` for the core group). Subresources and resources without
  * a hash (nothing stored, e.g. reviews) are left out.
  */
 export function storageVersionHashes(list: APIResourceList): Map<string, string> {
-  const gv = list.groupVersion ?? '';
-  const slash = gv.indexOf('/');
-  const group = slash === -1 ? '' : gv.slice(0, slash);
-  const version = slash === -1 ? gv : gv.slice(slash + 1);
+  const { group, version } = splitGroupVersion(list.groupVersion ?? '');
   const out = new Map<string, string>();
   for (const r of list.resources ?? []) {
     if (r.name.includes('/') || !r.storageVersionHash) continue;
@@ -205,10 +208,7 @@ export function storageVersionHashes(list: APIResourceList): Map<string, string>
 
 /** `group/version/resource` -> kind, from the same document: with it a storageVersionHash can be decoded. */
 export function resourceKinds(list: APIResourceList): Map<string, string> {
-  const gv = list.groupVersion ?? '';
-  const slash = gv.indexOf('/');
-  const group = slash === -1 ? '' : gv.slice(0, slash);
-  const version = slash === -1 ? gv : gv.slice(slash + 1);
+  const { group, version } = splitGroupVersion(list.groupVersion ?? '');
   const out = new Map<string, string>();
   for (const r of list.resources ?? []) if (!r.name.includes('/') && r.kind) out.set(resourceKey(group, version, r.name), r.kind);
   return out;

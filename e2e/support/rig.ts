@@ -1,0 +1,43 @@
+import { Cluster, ReplaceWebhook, OLD_VERSION, PROXY_GATE } from '../cluster/index.ts';
+import { installCrd, startOperator, type OperatorProcess } from './operator.ts';
+import { TrafficRecorder } from './traffic.ts';
+
+/** A resource only v1.36 serves: what a client asks for throughout an upgrade. */
+export const NEW_ONLY = '/apis/admissionregistration.k8s.io/v1/mutatingadmissionpolicies';
+
+export interface Rig {
+  cluster: Cluster;
+  hook: ReplaceWebhook;
+  op: OperatorProcess;
+  traffic: TrafficRecorder;
+  /** Stops the traffic, the operator and the hook, then tears the cluster down. Idempotent. */
+  teardown(): Promise<void>;
+}
+
+/**
+ * What an upgrade scenario needs: 3 servers on the old version with the proxy gate as given, the CRD, the
+ * replacement webhook, the operator as its own process through the balancer, and a client asking for NEW_ONLY.
+ */
+export async function startRig(o: { gate: boolean; healthPort: number; trafficMaxMs?: number }): Promise<Rig> {
+  const cluster = await Cluster.start({ servers: 3, version: OLD_VERSION, featureGates: { [PROXY_GATE]: o.gate }, verbose: true });
+  const parts: (() => Promise<void>)[] = [() => cluster.teardown()];
+  let done = false;
+  const teardown = async (): Promise<void> => {
+    if (done) return;
+    done = true;
+    for (const p of parts.reverse()) await p().catch(() => undefined);
+  };
+  try {
+    await installCrd(cluster);
+    const hook = await ReplaceWebhook.start(cluster);
+    parts.push(() => hook.close());
+    const op = await startOperator(cluster, { healthPort: o.healthPort });
+    parts.push(() => op.stop());
+    const traffic = new TrafficRecorder(cluster, NEW_ONLY, { intervalMs: 100, maxMs: o.trafficMaxMs ?? 10 * 60_000 });
+    parts.push(() => traffic.stop());
+    return { cluster, hook, op, traffic, teardown };
+  } catch (err) {
+    await teardown();
+    throw err;
+  }
+}
