@@ -3,7 +3,8 @@
  * the kubeadm static Pod manifest in place the way an operator would by hand: the image tag, the proxy
  * feature gate and the --peer-* flags (which must go when the gate is off: startup fails otherwise).
  * It keeps the manifest it found under the backup dir, once per idempotency key, and writes the result
- * next to the backup then moves it into place, so the kubelet never reads a half-written file and never
+ * next to the backup then moves it into place (a rename when the backup dir is on the manifests'
+ * filesystem, as by default under /etc/kubernetes), so the kubelet never reads a half-written file and never
  * sees a stray file in its manifests folder.
  * Environment: MANIFEST, BACKUP_DIR, KEY, IMAGE, VERSION, GATE (true, false, or empty: leave the gate alone),
  * PEER_CA, PEER_IP, PEER_PORT.
@@ -25,6 +26,6 @@ if [ -n "$GATE" ]; then
     sed -i -E "s#^([[:space:]]*)- kube-apiserver\$#&\n\1- --peer-ca-file=$PEER_CA\n\1- --peer-advertise-ip=$PEER_IP\n\1- --peer-advertise-port=$PEER_PORT#" "$T"
   fi
 fi
-mv "$T" "$M.auo-tmp" 2>/dev/null && mv "$M.auo-tmp" "$M" || { cat "$T" > "$M"; rm -f "$T"; }
+mv -f "$T" "$M"
 echo "manifest updated: image $IMAGE:$VERSION, gate $GATE; backup $B"
 `;
