@@ -7,7 +7,7 @@ import { parseArgs } from 'node:util';
 import { OLD_VERSION, NEW_VERSION, waitFor, sleep } from './cluster/index.ts';
 import { createUpgrade, getUpgrade } from './support/operator.ts';
 import type { TrafficRecorder } from './support/traffic.ts';
-import { startRig, NEW_ONLY } from './support/rig.ts';
+import { startRig, upgradeManifest, NEW_ONLY } from './support/rig.ts';
 import type { ApiServerUpgrade } from '../src/api/types.generated.ts';
 
 const { values } = parseArgs({ options: { keep: { type: 'boolean', default: false }, 'health-port': { type: 'string', default: '18080' } } });
@@ -22,20 +22,10 @@ process.once('SIGINT', () => void rig.teardown().then(() => process.exit(130)));
 
 try {
   say(`operator running (pid ${op.child.pid}); logs: ${op.logPath}; metrics: http://127.0.0.1:${op.healthPort}/metrics`);
-  const manifest = {
-    apiVersion: 'upgrade.apiserver.dev/v1alpha1',
-    kind: 'ApiServerUpgrade',
-    metadata: { name: 'demo-to-v1-36' },
-    spec: {
-      targetVersion: NEW_VERSION,
-      strategy: { batchSize: 1, soakDuration: '5s', batchTimeout: '3m' },
-      proxy: { gate: 'Auto' },
-      driver: { webhook: { url: hook.url, caBundle: '<the cluster CA>', timeout: '10s' } },
-      analysis: { interval: '2s', failureLimit: 3, onBreach: 'Pause' },
-    },
-  };
-  say(`\napplying:\n${JSON.stringify(manifest, null, 2)}\n`);
-  await createUpgrade(cluster, { ...manifest, spec: { ...manifest.spec, driver: { webhook: { url: hook.url, caBundle: hook.caBundle, timeout: '10s' } } } });
+  const manifest = upgradeManifest('demo-to-v1-36', hook, { proxy: { gate: 'Auto' }, analysis: { onBreach: 'Pause' } });
+  // Print it as a user would write it: the CA bundle is a long base64 blob.
+  say(`\napplying:\n${JSON.stringify(manifest, null, 2).replace(hook.caBundle, '<the cluster CA, base64>')}\n`);
+  await createUpgrade(cluster, manifest);
 
   let last = '';
   const final = await waitFor('the upgrade to finish', 10 * 60_000, async () => {

@@ -3,9 +3,9 @@
 // finishes, and no driver call is made twice.
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { NEW_VERSION, waitFor } from './cluster/index.ts';
+import { waitFor } from './cluster/index.ts';
 import { createUpgrade, getUpgrade, startOperator } from './support/operator.ts';
-import { startRig } from './support/rig.ts';
+import { startRig, upgradeManifest } from './support/rig.ts';
 
 const cleanups: (() => Promise<void>)[] = [];
 after(async () => {
@@ -24,17 +24,7 @@ test('two replicas: one acts; when the leader stops mid-upgrade the other finish
   const second = await startOperator(cluster, { healthPort: 18085 });
   cleanups.push(() => second.stop());
 
-  await createUpgrade(cluster, {
-    apiVersion: 'upgrade.apiserver.dev/v1alpha1',
-    kind: 'ApiServerUpgrade',
-    metadata: { name: 'ha' },
-    spec: {
-      targetVersion: NEW_VERSION,
-      strategy: { batchSize: 1, soakDuration: '3s', batchTimeout: '3m' },
-      driver: { webhook: { url: hook.url, caBundle: hook.caBundle, timeout: '10s' } },
-      analysis: { interval: '2s' },
-    },
-  });
+  await createUpgrade(cluster, upgradeManifest('ha', hook, { strategy: { soakDuration: '3s' } }));
   // Stop the leader once it has replaced the first server.
   await waitFor('the first upgrade call', 60_000, async () => ([...hook.calls.values()].some((c) => c.action === 'Upgrade') ? true : undefined), 200);
   const stoppedAt = Date.now();

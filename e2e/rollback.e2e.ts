@@ -3,9 +3,9 @@
 // (onBreach: Rollback) puts that server back on the old version after checking storage versions.
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { OLD_VERSION, NEW_VERSION, waitFor } from './cluster/index.ts';
+import { OLD_VERSION, waitFor } from './cluster/index.ts';
 import { createUpgrade, getUpgrade } from './support/operator.ts';
-import { startRig } from './support/rig.ts';
+import { startRig, upgradeManifest } from './support/rig.ts';
 const cleanups: (() => Promise<void>)[] = [];
 after(async () => {
   for (const c of cleanups.reverse()) await c().catch(() => undefined);
@@ -15,17 +15,7 @@ test('a new server that dies during its soak: proxy 503s breach the threshold an
   const rig = await startRig({ gate: true, healthPort: 18083, trafficMaxMs: 6 * 60_000 });
   cleanups.push(() => rig.teardown());
   const { cluster, hook, op, traffic } = rig;
-  await createUpgrade(cluster, {
-    apiVersion: 'upgrade.apiserver.dev/v1alpha1',
-    kind: 'ApiServerUpgrade',
-    metadata: { name: 'rollback-on-breach' },
-    spec: {
-      targetVersion: NEW_VERSION,
-      strategy: { batchSize: 1, soakDuration: '3m', batchTimeout: '5m' },
-      driver: { webhook: { url: hook.url, caBundle: hook.caBundle, timeout: '10s' } },
-      analysis: { interval: '2s', failureLimit: 3, onBreach: 'Rollback', thresholds: { proxyErrorRatio: 0.05 } },
-    },
-  });
+  await createUpgrade(cluster, upgradeManifest('rollback-on-breach', hook, { strategy: { soakDuration: '3m', batchTimeout: '5m' }, analysis: { onBreach: 'Rollback', thresholds: { proxyErrorRatio: 0.05 } } }));
 
   // Batch 1 (cp-1) is back on the new version and soaking.
   await waitFor('batch 1 soaking', 3 * 60_000, async () => {

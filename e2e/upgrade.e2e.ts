@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { NEW_VERSION, waitFor, type Cluster, type ReplaceWebhook } from './cluster/index.ts';
 import { createUpgrade, getUpgrade, type OperatorProcess } from './support/operator.ts';
 import type { TrafficRecorder } from './support/traffic.ts';
-import { startRig } from './support/rig.ts';
+import { startRig, upgradeManifest } from './support/rig.ts';
 import type { ApiServerUpgrade } from '../src/api/types.generated.ts';
 
 const cleanups: (() => Promise<void>)[] = [];
@@ -27,18 +27,7 @@ async function runUpgrade(name: string, proxyGate: 'Auto' | 'Unmanaged', healthP
   const rig = await startRig({ gate: false, healthPort });
   cleanups.push(() => rig.teardown());
   const { cluster, hook, op, traffic } = rig;
-  await createUpgrade(cluster, {
-    apiVersion: 'upgrade.apiserver.dev/v1alpha1',
-    kind: 'ApiServerUpgrade',
-    metadata: { name },
-    spec: {
-      targetVersion: NEW_VERSION,
-      strategy: { batchSize: 1, soakDuration: '5s', batchTimeout: '3m' },
-      proxy: { gate: proxyGate },
-      driver: { webhook: { url: hook.url, caBundle: hook.caBundle, timeout: '10s' } },
-      analysis: { interval: '2s', failureLimit: 3, onBreach: 'Pause', thresholds: { discoveryConvergence } },
-    },
-  });
+  await createUpgrade(cluster, upgradeManifest(name, hook, { proxy: { gate: proxyGate }, analysis: { onBreach: 'Pause', thresholds: { discoveryConvergence } } }));
   const phases: string[] = [];
   const final = await waitFor(`${name} to finish`, 8 * 60_000, async () => {
     const u = await getUpgrade(cluster, name);

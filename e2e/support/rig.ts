@@ -1,4 +1,4 @@
-import { Cluster, ReplaceWebhook, OLD_VERSION, PROXY_GATE } from '../cluster/index.ts';
+import { Cluster, ReplaceWebhook, OLD_VERSION, NEW_VERSION, PROXY_GATE } from '../cluster/index.ts';
 import { installCrd, startOperator, type OperatorProcess } from './operator.ts';
 import { TrafficRecorder } from './traffic.ts';
 
@@ -40,4 +40,23 @@ export async function startRig(o: { gate: boolean; healthPort: number; trafficMa
     await teardown();
     throw err;
   }
+}
+
+/**
+ * An ApiServerUpgrade to NEW_VERSION through the rig's webhook, one server per batch: `spec` adds to or
+ * overrides the strategy, proxy and analysis of each scenario.
+ */
+export function upgradeManifest(name: string, hook: ReplaceWebhook, spec: { strategy?: object; proxy?: object; analysis?: object } = {}): Record<string, unknown> {
+  return {
+    apiVersion: 'upgrade.apiserver.dev/v1alpha1',
+    kind: 'ApiServerUpgrade',
+    metadata: { name },
+    spec: {
+      targetVersion: NEW_VERSION,
+      strategy: { batchSize: 1, soakDuration: '5s', batchTimeout: '3m', ...spec.strategy },
+      ...(spec.proxy ? { proxy: spec.proxy } : {}),
+      driver: { webhook: { url: hook.url, caBundle: hook.caBundle, timeout: '10s' } },
+      analysis: { interval: '2s', failureLimit: 3, ...spec.analysis },
+    },
+  };
 }
