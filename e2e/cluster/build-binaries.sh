@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Builds kube-apiserver (k8s.io/kubernetes at a version) and etcd (go.etcd.io/etcd/server/v3)
+# Builds kube-apiserver or kubectl (k8s.io/kubernetes at a version) and etcd (go.etcd.io/etcd/server/v3)
 # from the Go module proxy into a cache outside the repo, keyed by version.
-# Usage: build-binaries.sh kube-apiserver v1.35.4 | build-binaries.sh etcd v3.6.16
+# Usage: build-binaries.sh kube-apiserver v1.35.4 | build-binaries.sh kubectl v1.35.4 | build-binaries.sh etcd v3.6.16
 # Prints the path of the built binary on stdout; progress goes to stderr.
 set -euo pipefail
 what="$1"; version="$2"
@@ -15,7 +15,7 @@ trap 'rm -rf "$work"' EXIT
 cd "$work"
 log() { echo "[build $what $version] $(date +%T) $*" >&2; }
 case "$what" in
-  kube-apiserver)
+  kube-apiserver|kubectl)
     [[ "$version" =~ ^v1\.([0-9]+)\.([0-9]+)$ ]] || { echo "bad kubernetes version: $version" >&2; exit 2; }
     minor="${BASH_REMATCH[1]}"; patch="${BASH_REMATCH[2]}"
     log "fetching k8s.io/kubernetes@$version go.mod"
@@ -30,12 +30,12 @@ case "$what" in
       for m in $staging; do echo "replace $m => $m v0.$minor.$patch"; done
     } > go.mod
     log "resolving dependencies ($(echo "$staging" | wc -l) staging modules)"
-    go get "k8s.io/kubernetes/cmd/kube-apiserver@$version" >&2
+    go get "k8s.io/kubernetes/cmd/$what@$version" >&2
     pkg=k8s.io/component-base/version
     ldflags="-s -w -X $pkg.gitVersion=$version -X $pkg.gitMajor=1 -X $pkg.gitMinor=$minor -X $pkg.gitTreeState=clean -X $pkg.buildDate=1970-01-01T00:00:00Z"
     ldflags="$ldflags -X k8s.io/client-go/pkg/version.gitVersion=$version -X k8s.io/client-go/pkg/version.gitMajor=1 -X k8s.io/client-go/pkg/version.gitMinor=$minor"
     log "compiling (minutes on a cold cache)"
-    go build -trimpath -ldflags "$ldflags" -o "$work/out" k8s.io/kubernetes/cmd/kube-apiserver >&2
+    go build -trimpath -ldflags "$ldflags" -o "$work/out" "k8s.io/kubernetes/cmd/$what" >&2
     ;;
   etcd)
     [[ "$version" =~ ^v3\.[0-9]+\.[0-9]+$ ]] || { echo "bad etcd version: $version" >&2; exit 2; }
@@ -45,7 +45,7 @@ case "$what" in
     log "compiling"
     go build -trimpath -ldflags "-s -w" -o "$work/out" go.etcd.io/etcd/server/v3 >&2
     ;;
-  *) echo "unknown binary: $what (kube-apiserver|etcd)" >&2; exit 2 ;;
+  *) echo "unknown binary: $what (kube-apiserver|kubectl|etcd)" >&2; exit 2 ;;
 esac
 mv "$work/out" "$out"
 log "built $out"

@@ -105,11 +105,15 @@ export class FleetObserver {
     const [leases, endpoints] = await Promise.all([this.leases(), this.endpoints()]);
     const hostnameAddresses = await this.hostnameHints(leases, endpoints);
     const addresses = addressesToProbe({ leases, endpoints, hostnameAddresses });
-    const probed = await mapLimitSettled(addresses, CONCURRENCY, (a) => this.direct.probe(a));
-    const probes = new Map<string, ProbeResult>(addresses.map((a, i) => {
+    // One /metrics scrape per server serves both the gate state and, when due, the analysis window.
+    const probed = await mapLimitSettled(addresses, CONCURRENCY, (a) => this.direct.probeWithMetrics(a, SIGNAL_FAMILIES));
+    const probes = new Map<string, ProbeResult>();
+    const pages = new Map<string, ParsedMetrics>();
+    addresses.forEach((a, i) => {
       const r = probed[i]!;
-      return [a, r.status === 'fulfilled' ? r.value : { error: String(r.reason) }];
-    }));
+      probes.set(a, r.status === 'fulfilled' ? r.value.probe : { error: String(r.reason) });
+      if (r.status === 'fulfilled' && r.value.metrics) pages.set(a, r.value.metrics);
+    });
     this.inventory = buildInventory({ leases, endpoints, probes, hostnameAddresses, ...(this.inventory ? { previous: this.inventory } : {}), now });
     const peers: ObservedPeer[] = this.inventory.servers.filter((s) => s.identity !== '').map((s) => ({
       identity: s.identity,
@@ -125,7 +129,7 @@ export class FleetObserver {
     const up = peers.filter((p) => p.ready && !p.stale && p.address && p.version);
     const [discovery, analysis, rollback] = await Promise.all([
       this.discovery(up),
-      settings.prometheus && this.analysisSource ? this.analysisSource(up, settings, now) : this.analysis(up, settings, now),
+      settings.prometheus && this.analysisSource ? this.analysisSource(up, settings, now) : Promise.resolve(this.analysis(up, pages, settings, now)),
       this.rollback(up, settings),
     ]);
     return { peers, ...(discovery ? { discovery } : {}), ...(analysis ? { analysis } : {}), ...(rollback ? { rollback } : {}) };
@@ -153,19 +157,18 @@ export class FleetObserver {
     return { converged: c.converged, message };
   }
 
-  /** Scrapes every up server; computes signals once per interval, from deltas since the previous scrape. */
-  private async analysis(up: ObservedPeer[], s: AnalysisSettings, now: number): Promise<ObservedAnalysis | undefined> {
+  /** Computes signals once per interval, from deltas between this observation's pages and the last window's. */
+  private analysis(up: ObservedPeer[], pages: ReadonlyMap<string, ParsedMetrics>, s: AnalysisSettings, now: number): ObservedAnalysis | undefined {
     if (this.lastAnalysis && now - this.lastAnalysisAt < s.intervalMs) return this.lastAnalysis;
-    const scraped = await mapLimitSettled(up, CONCURRENCY, (p) => this.direct.metrics(p.address!, SIGNAL_FAMILIES));
     const windows = new Map<string, WindowDeltas>();
     const versionOf = new Map<string, string>();
-    up.forEach((p, i) => {
-      const r = scraped[i]!;
-      if (r.status !== 'fulfilled') return;
+    up.forEach((p) => {
+      const page = pages.get(p.address!);
+      if (!page) return;
       const prev = this.scrapes.get(p.hostname);
-      this.scrapes.set(p.hostname, { at: now, metrics: r.value });
+      this.scrapes.set(p.hostname, { at: now, metrics: page });
       if (!prev) return;
-      windows.set(p.hostname, windowDeltas(prev.metrics, r.value));
+      windows.set(p.hostname, windowDeltas(prev.metrics, page));
       versionOf.set(p.hostname, p.version!);
     });
     if (windows.size === 0) return this.lastAnalysis;
