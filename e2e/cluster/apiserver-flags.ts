@@ -1,24 +1,17 @@
 import type { Pki, ServingCert } from './pki.ts';
+import { PROXY_GATE } from '../../src/api/constants.ts';
+import { parseVersion, proxyGateOnByDefault } from '../../src/plan/version.ts';
 
-export const PROXY_GATE = 'UnknownVersionInteroperabilityProxy';
+export { PROXY_GATE };
 export const SERVICE_CIDR = '10.96.0.0/16';
 export const SERVICE_IP = '10.96.0.1';
 export const SECURE_PORT = 6443;
 
-/** Minor version of "v1.36.3" -> 36. */
-export function minorOf(version: string): number {
-  const m = /^v1\.(\d+)\.\d+/.exec(version);
-  if (!m) throw new Error(`not a Kubernetes version: ${version}`);
-  return Number(m[1]);
-}
-
-/** The gate is alpha (off by default) through 1.35 and beta (on) from 1.36. */
-export function proxyGateDefault(version: string): boolean {
-  return minorOf(version) >= 36;
-}
-
+/** The gate as a server of `version` runs it: explicit --feature-gates, else the version's default. */
 export function proxyGateEnabled(version: string, featureGates: Record<string, boolean>): boolean {
-  return featureGates[PROXY_GATE] ?? proxyGateDefault(version);
+  const v = parseVersion(version);
+  if (!v) throw new Error(`not a Kubernetes version: ${version}`);
+  return featureGates[PROXY_GATE] ?? proxyGateOnByDefault(v);
 }
 
 export interface ApiServerFlagInput {

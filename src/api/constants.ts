@@ -9,3 +9,6 @@ export const SINGULAR = 'apiserverupgrade';
 export const SHORT_NAMES: readonly string[] = ['asu'];
 export const CATEGORIES: readonly string[] = ['upgrade'];
 export const CRD_NAME = `${PLURAL}.${GROUP}`;
+
+/** The Mixed Version Proxy's feature gate (KEP-4020). */
+export const PROXY_GATE = 'UnknownVersionInteroperabilityProxy';

@@ -1,11 +1,11 @@
 import { dirname } from 'node:path';
 import type { StaticPodDriver as StaticPodSpec } from '../api/types.generated.ts';
 import type { DriverRequest } from '../plan/actions.ts';
+import { PROXY_GATE } from '../api/constants.ts';
 import { KubeApiError, type KubeClient } from '../runtime/kube.ts';
 import type { Driver, DriverOutcome } from './driver.ts';
 import { AGENT_SCRIPT } from './static-pod-script.ts';
 
-const PROXY_GATE = 'UnknownVersionInteroperabilityProxy';
 
 /**
  * The kubeadm driver: one plain, inspectable Job per call (as Rancher's system-upgrade-controller does),

@@ -1,5 +1,6 @@
 import { request as httpsRequest } from 'node:https';
 import type { DriverRequest } from '../plan/actions.ts';
+import { PROXY_GATE } from '../api/constants.ts';
 import { TransientDriverError, type Driver, type DriverOutcome } from './driver.ts';
 
 export interface WebhookConfig {
@@ -32,7 +33,7 @@ export function caFromBundle(bundle: string | undefined): string | undefined {
 }
 
 export function webhookPayload(r: DriverRequest): WebhookPayload {
-  const gateOn = Object.entries(r.featureGates).some(([k, v]) => k === 'UnknownVersionInteroperabilityProxy' && v);
+  const gateOn = r.featureGates[PROXY_GATE] === true;
   const [ip, port] = (r.server.address ?? '').split(':');
   const flags = gateOn && ip ? [`--peer-advertise-ip=${ip}`, `--peer-advertise-port=${port ?? '6443'}`] : [];
   return { apiVersion: 'upgrade.apiserver.dev/v1alpha1', kind: 'ReplaceServerRequest', idempotencyKey: r.idempotencyKey, action: r.action, upgrade: r.upgrade, batch: r.batch, server: r.server, targetVersion: r.targetVersion, featureGates: r.featureGates, flags };

@@ -8,6 +8,7 @@
 import { counterDeltas, histogramDeltas } from './deltas.ts';
 import type { CounterDelta, HistogramDelta } from './deltas.ts';
 import type { HistogramBucket, ParsedMetrics } from './prom-text.ts';
+import { PROXY_GATE } from '../api/constants.ts';
 
 export const FAMILIES = {
   /** {code} in 1.35; 1.36 adds group, version, resource. Counted on the server that forwarded. */
@@ -22,7 +23,7 @@ export const FAMILIES = {
 /** The families to ask the parser for. */
 export const SIGNAL_FAMILIES: ReadonlySet<string> = new Set(Object.values(FAMILIES));
 
-export const PROXY_GATE = 'UnknownVersionInteroperabilityProxy';
+export { PROXY_GATE };
 
 /** The counter and histogram deltas the signals need; `undefined` when the family is absent now. */
 export interface WindowDeltas {

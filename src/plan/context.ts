@@ -5,7 +5,7 @@ import type { Action, DriverRequest } from './actions.ts';
 import type { Observation, ObservedPeer } from './observation.ts';
 import { idempotencyKey } from './keys.ts';
 
-export const PROXY_GATE = 'UnknownVersionInteroperabilityProxy';
+export { PROXY_GATE } from '../api/constants.ts';
 
 /** The upgrade object as the planner needs it. */
 export interface UpgradeInput {

@@ -1,6 +1,6 @@
 import { compareVersions, parseVersion } from './version.ts';
 import { isUp, peerRowFrom } from './peers.ts';
-import type { PlanContext } from './context.ts';
+import { PROXY_GATE, type PlanContext } from './context.ts';
 import { resolveBatchSize, batchCount } from '../api/batch-size.ts';
 
 /** Preflight failures that retrying cannot fix: the plan itself is wrong for this fleet. */
@@ -47,7 +47,7 @@ export function checkPreflight(ctx: PlanContext): PreflightVerdict {
   const mode = ctx.spec.proxy.gate;
   const proxyMatters = mode === 'Enabled' || (mode === 'Auto' && minorChange);
   if (proxyMatters && gateUnknown.length > 0) {
-    return { ok: false, reason: 'ProxyGateUnknown', message: `cannot tell whether ${gateUnknown.join(', ')} run the ${'UnknownVersionInteroperabilityProxy'} gate (kubernetes_feature_enabled missing from /metrics)` };
+    return { ok: false, reason: 'ProxyGateUnknown', message: `cannot tell whether ${gateUnknown.join(', ')} run the ${PROXY_GATE} gate (kubernetes_feature_enabled missing from /metrics)` };
   }
   const needsProxyPass = proxyMatters && gateOff.length > 0;
   let message = `${peers.length} servers on ${fromVersion}; ${minorChange ? 'minor upgrade' : 'patch upgrade'} to ${ctx.spec.targetVersion}`;
