@@ -8,13 +8,25 @@ export interface HttpResult {
   body: string;
 }
 
+const loaded = new WeakMap<Pki, { ca: Buffer; cert: Buffer; key: Buffer }>();
+
+/** The PKI's files, read once per cluster rather than on every request (the traffic client sends 10 a second). */
+function material(pki: Pki): { ca: Buffer; cert: Buffer; key: Buffer } {
+  let m = loaded.get(pki);
+  if (!m) {
+    m = { ca: readFileSync(pki.caCert), cert: readFileSync(pki.adminCert), key: readFileSync(pki.adminKey) };
+    loaded.set(pki, m);
+  }
+  return m;
+}
+
 /**
  * One HTTPS request as the cluster admin, straight to an address (a server or the balancer).
  * node:https rather than fetch: fetch ignores TLS agents, and tests must verify the real serving certs.
  */
 export function adminRequest(pki: Pki, url: string, opts: { method?: string; headers?: Record<string, string>; body?: string; timeoutMs?: number; anonymous?: boolean; newConnection?: boolean } = {}): Promise<HttpResult> {
-  const ca = readFileSync(pki.caCert);
-  const cred = opts.anonymous ? {} : { cert: readFileSync(pki.adminCert), key: readFileSync(pki.adminKey) };
+  const { ca, cert, key } = material(pki);
+  const cred = opts.anonymous ? {} : { cert, key };
   return new Promise((resolve, reject) => {
     const req = request(url, { method: opts.method ?? 'GET', headers: opts.headers, ca, ...cred, servername: 'kubernetes.default.svc', timeout: opts.timeoutMs ?? 10_000, ...(opts.newConnection ? { agent: false } : {}) }, (res) => {
       const chunks: Buffer[] = [];

@@ -1,6 +1,8 @@
 import { Counter, Gauge, type Registry } from 'prom-client';
 import type { ApiServerUpgrade, UpgradePhase } from '../api/types.generated.ts';
 
+type Labels = Record<string, string>;
+
 const PHASES: UpgradePhase[] = ['Pending', 'Preflight', 'EnablingProxy', 'Upgrading', 'Paused', 'RollingBack', 'Succeeded', 'RolledBack', 'Failed'];
 
 /**
@@ -30,27 +32,49 @@ export class OperatorMetrics {
   }
 
   /** Mirrors one upgrade's status into the gauges. */
+  /**
+   * Series whose labels carry more than the upgrade's name (reason, server, version), per upgrade, so that
+   * one upgrade's stale series can be removed without wiping another's.
+   */
+  private readonly detailSeries = new Map<string, { paused: Labels[]; servers: Labels[]; signals: Labels[] }>();
+
   observe(u: ApiServerUpgrade): void {
     const name = u.metadata?.name ?? '';
     const s = u.status ?? {};
+    this.removeDetail(name);
+    const detail = { paused: [] as Labels[], servers: [] as Labels[], signals: [] as Labels[] };
     for (const p of PHASES) this.phase.set({ upgrade: name, phase: p }, s.phase === p ? 1 : 0);
-    this.paused.reset();
-    if (s.phase === 'Paused') this.paused.set({ upgrade: name, reason: s.pause?.reason ?? 'Unknown' }, 1);
+    if (s.phase === 'Paused') detail.paused.push({ upgrade: name, reason: s.pause?.reason ?? 'Unknown' });
+    for (const l of detail.paused) this.paused.set(l, 1);
     this.batchCurrent.set({ upgrade: name }, s.batch?.current ?? 0);
     this.batchTotal.set({ upgrade: name }, s.batch?.total ?? 0);
-    this.serverVersion.reset();
     for (const p of s.peers ?? []) {
-      this.serverVersion.set({ upgrade: name, server: p.hostname, version: p.version ?? 'unknown', proxy_gate: p.proxyGate ?? 'Unknown', ready: String(p.ready === true) }, 1);
+      const l = { upgrade: name, server: p.hostname, version: p.version ?? 'unknown', proxy_gate: p.proxyGate ?? 'Unknown', ready: String(p.ready === true) };
+      detail.servers.push(l);
+      this.serverVersion.set(l, 1);
     }
-    const sig = s.lastAnalysis?.signals ?? {};
-    for (const [k, v] of Object.entries(sig)) if (typeof v === 'number') this.signal.set({ upgrade: name, signal: k }, v);
+    for (const [k, v] of Object.entries(s.lastAnalysis?.signals ?? {})) {
+      if (typeof v !== 'number') continue;
+      const l = { upgrade: name, signal: k };
+      detail.signals.push(l);
+      this.signal.set(l, v);
+    }
+    this.detailSeries.set(name, detail);
     this.consecutiveBreaches.set({ upgrade: name }, s.lastAnalysis?.consecutiveBreaches ?? 0);
   }
 
   forget(name: string): void {
     for (const p of PHASES) this.phase.remove({ upgrade: name, phase: p });
     for (const g of [this.batchCurrent, this.batchTotal, this.consecutiveBreaches]) g.remove({ upgrade: name });
-    // Series with more labels than the name cannot be removed by name alone; they are rebuilt on the next observe().
-    for (const g of [this.paused, this.serverVersion, this.signal]) g.reset();
+    this.removeDetail(name);
+  }
+
+  private removeDetail(name: string): void {
+    const d = this.detailSeries.get(name);
+    if (!d) return;
+    for (const l of d.paused) this.paused.remove(l);
+    for (const l of d.servers) this.serverVersion.remove(l);
+    for (const l of d.signals) this.signal.remove(l);
+    this.detailSeries.delete(name);
   }
 }

@@ -9,7 +9,7 @@ import type { ParsedMetrics } from './prom-text.ts';
 import { resourceSet, convergence, storageVersionHashes, resourceKinds, mergeHashes, legacyDiscoveryPaths, type ServerDiscovery } from './discovery.ts';
 import { summarizeAnalysis } from './analysis-summary.ts';
 import { rollbackSafety, type ServerStorageHashes } from './rollback-safety.ts';
-import { hintsFromCertificates, hintsFromMirrorPods } from './hostname-hints.ts';
+import { cachedCertificateDnsNames, hintsFromCertificates, hintsFromMirrorPods } from './hostname-hints.ts';
 import type { PrometheusSettings } from './prometheus-source.ts';
 
 /** GET of a list through the balancer, with the caller's retries; injected so observation shares the operator's client. */
@@ -60,6 +60,7 @@ export class FleetObserver {
   private lastAnalysis: ObservedAnalysis | undefined;
   private lastAnalysisAt = 0;
   private readonly hashesByVersion = new Map<string, ServerStorageHashes>();
+  private readonly certificateNames = cachedCertificateDnsNames();
   private readonly analysisSource: AnalysisSource | undefined;
 
   constructor(kc: KubeConfig, list: ListFn, log: Logger, direct?: DirectClient, options: FleetObserverOptions = {}) {
@@ -96,7 +97,7 @@ export class FleetObserver {
     const still = missing.filter((h) => !hints.has(h));
     if (still.length > 0) {
       const addrs = endpoints.flatMap((e) => e.addresses.map((a) => `${a}:${e.port}`));
-      for (const [h, a] of await hintsFromCertificates(addrs, still)) hints.set(h, a);
+      for (const [h, a] of await hintsFromCertificates(addrs, still, this.certificateNames)) hints.set(h, a);
     }
     return hints;
   }

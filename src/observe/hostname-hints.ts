@@ -40,8 +40,8 @@ export function certificateDnsNames(address: string, timeoutMs = 3000): Promise<
 }
 
 /** Maps each wanted hostname to the one address whose certificate names it (ambiguous matches are dropped). */
-export async function hintsFromCertificates(addresses: readonly string[], hostnames: readonly string[]): Promise<Map<string, string>> {
-  const names = await mapLimitSettled(addresses, 4, (a) => certificateDnsNames(a));
+export async function hintsFromCertificates(addresses: readonly string[], hostnames: readonly string[], dnsNames: (address: string) => Promise<string[]> = certificateDnsNames): Promise<Map<string, string>> {
+  const names = await mapLimitSettled(addresses, 4, dnsNames);
   const matches = new Map<string, string[]>();
   addresses.forEach((address, i) => {
     const r = names[i];
@@ -51,4 +51,19 @@ export async function hintsFromCertificates(addresses: readonly string[], hostna
   const out = new Map<string, string>();
   for (const [h, list] of matches) if (list.length === 1) out.set(h, list[0]!);
   return out;
+}
+
+/**
+ * certificateDnsNames with memory: with the gate off every observation needs the hints, but a server's
+ * certificate names change only when it is re-issued, so each address is asked once per `ttlMs`.
+ */
+export function cachedCertificateDnsNames(ttlMs = 5 * 60_000, now: () => number = Date.now): (address: string) => Promise<string[]> {
+  const seen = new Map<string, { names: string[]; at: number }>();
+  return async (address) => {
+    const hit = seen.get(address);
+    if (hit && now() - hit.at < ttlMs) return hit.names;
+    const names = await certificateDnsNames(address);
+    seen.set(address, { names, at: now() });
+    return names;
+  };
 }
