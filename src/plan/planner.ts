@@ -1,5 +1,6 @@
 import type { ApiServerUpgradeSpec, ApiServerUpgradeStatus, UpgradePhase } from '../api/types.generated.ts';
-import { resolveSpec, SpecError } from '../api/defaults.ts';
+import { resolveSpec, SpecError, type ResolvedSpec } from '../api/defaults.ts';
+import { setCondition } from '../api/conditions.ts';
 import { PlanContext, type UpgradeInput } from './context.ts';
 import type { Action } from './actions.ts';
 import type { Observation } from './observation.ts';
@@ -26,15 +27,14 @@ const TERMINAL: ReadonlySet<UpgradePhase> = new Set(['Succeeded', 'RolledBack', 
  * Pure: it reads nothing but its arguments, so every transition is a row in a unit-test table.
  */
 export function plan(upgrade: UpgradeInput, specIn: ApiServerUpgradeSpec, statusIn: ApiServerUpgradeStatus | undefined, obs: Observation, now: Date): Plan {
-  let spec;
+  let spec: ResolvedSpec;
   try {
     spec = resolveSpec(specIn);
   } catch (err) {
     if (!(err instanceof SpecError)) throw err;
-    const ctx = new PlanContext(upgrade, undefined as never, statusIn ?? {}, obs, now);
-    ctx.status.observedGeneration = upgrade.generation;
-    ctx.condition({ type: 'Degraded', status: 'True', reason: 'InvalidSpec', message: err.message });
-    return { status: ctx.status, actions: [{ kind: 'event', type: 'Warning', reason: 'InvalidSpec', note: err.message }], requeueAfterMs: undefined };
+    const status = { ...structuredClone(statusIn ?? {}), observedGeneration: upgrade.generation };
+    status.conditions = setCondition(status.conditions, { type: 'Degraded', status: 'True', reason: 'InvalidSpec', message: err.message, observedGeneration: upgrade.generation }, now);
+    return { status, actions: [{ kind: 'event', type: 'Warning', reason: 'InvalidSpec', note: err.message }], requeueAfterMs: undefined };
   }
   const ctx = new PlanContext(upgrade, spec, statusIn ?? {}, obs, now);
   ctx.status.observedGeneration = upgrade.generation;
@@ -107,6 +107,6 @@ function done(ctx: PlanContext): Plan {
     ctx.condition({ type: 'Paused', status: 'False', reason: 'NotPaused', message: 'not paused' });
   }
   // While work is under way, look again at least every analysis interval even without events.
-  if (active && ctx.requeueAfterMs === undefined) ctx.requeue(ctx.spec?.analysis.intervalMs ?? 10_000);
+  if (active && ctx.requeueAfterMs === undefined) ctx.requeue(ctx.spec.analysis.intervalMs);
   return { status: ctx.status, actions: ctx.actions, requeueAfterMs: ctx.requeueAfterMs };
 }
