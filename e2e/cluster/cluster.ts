@@ -8,6 +8,7 @@ import { createNetns, addHostAddress, type Netns } from './netns.ts';
 import { ManagedProcess } from './process.ts';
 import { writeKubeconfig } from './kubeconfig.ts';
 import { writeHaproxyConfig } from './haproxy.ts';
+import { writePrometheusConfig } from './prometheus.ts';
 import { apiServerFlags, proxyGateEnabled, SECURE_PORT } from './apiserver-flags.ts';
 import { registerTeardown, unregisterTeardown, destroySync, sweepStale, stateDir, writeState, STATE_ROOT, type ClusterState } from './cleanup.ts';
 import { adminRequest, type HttpResult } from './http.ts';
@@ -77,6 +78,7 @@ export class Cluster {
   private slots: ServerSlot[];
   private etcd?: ManagedProcess;
   private haproxy?: ManagedProcess;
+  private prometheus?: { proc: ManagedProcess; url: string };
   private state: ClusterState;
   private log: (msg: string) => void;
   private tornDown = false;
@@ -194,6 +196,34 @@ export class Cluster {
     });
   }
 
+  /**
+   * Starts a real Prometheus (Debian's `prometheus` binary, or AUO_PROMETHEUS) that scrapes every
+   * server, and answers its base URL once all targets are up. Torn down with the cluster.
+   */
+  async startPrometheus(o: { scrapeIntervalSeconds?: number } = {}): Promise<string> {
+    if (this.prometheus && !this.prometheus.proc.exited) return this.prometheus.url;
+    const interval = o.scrapeIntervalSeconds ?? 1;
+    const cfg = await writePrometheusConfig(this.dir, this.pki, this.slots.map((s) => ({ address: s.info.address, port: s.info.port })), interval);
+    const port = await freePort();
+    const url = `http://127.0.0.1:${port}`;
+    const proc = new ManagedProcess(process.env.AUO_PROMETHEUS ?? 'prometheus', [
+      `--config.file=${cfg}`, `--storage.tsdb.path=${join(this.dir, 'prometheus')}`, `--web.listen-address=127.0.0.1:${port}`,
+      '--storage.tsdb.retention.time=1h', '--log.level=warn',
+    ], join(this.dir, 'prometheus.log'));
+    this.state.rootPids.push(proc.pid);
+    writeState(this.state);
+    this.prometheus = { proc, url };
+    const want = this.slots.filter((s) => s.proc && !s.proc.exited).length;
+    await waitFor(`prometheus to scrape ${want} apiservers`, 60_000, async () => {
+      if (proc.exited) throw new Error(`prometheus exited (${proc.exitCode ?? proc.signal}); see ${proc.logPath}`);
+      const res = await fetch(`${url}/api/v1/query?query=${encodeURIComponent('sum(up{job="apiserver"})')}`);
+      const doc = (await res.json()) as { data?: { result?: { value: [number, string] }[] } };
+      return Number(doc.data?.result?.[0]?.value[1] ?? 0) >= want ? true : undefined;
+    }, 500);
+    this.log(`prometheus scraping ${want} apiservers every ${interval}s at ${url}`);
+    return url;
+  }
+
   /** Starts server i with its current config (same hostname and address as before) and waits for /readyz. */
   async start(i: number): Promise<void> {
     const slot = this.slots[i]!;
@@ -267,7 +297,7 @@ export class Cluster {
     this.tornDown = true;
     const artifacts = process.env.AUO_E2E_ARTIFACTS;
     await Promise.all(this.slots.map((s) => s.proc?.kill()));
-    await Promise.all([this.haproxy?.kill(), this.etcd?.kill()]);
+    await Promise.all([this.haproxy?.kill(), this.etcd?.kill(), this.prometheus?.proc.kill()]);
     if (artifacts) {
       await cp(this.dir, join(artifacts, this.runId), { recursive: true, filter: (src) => !src.includes('/etcd/') && !src.includes('/pki') }).catch(() => undefined);
     }

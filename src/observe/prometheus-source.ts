@@ -3,7 +3,7 @@
  * scrapes (proxy error ratio, 5xx ratio, p99 latency), from PromQL over the Prometheus HTTP API
  * (`/api/v1/query`), returned in the same `ObservedAnalysis` shape.
  *
- * The queries ask for `increase(...)` over the window, grouped by `instance` (and `code` or `le`),
+ * The queries ask for the increase over the window (`windowIncrease`), grouped by `instance` (and `code` or `le`),
  * and the answers become the same `WindowDeltas` the direct scrapes produce. So ratios, the p99
  * (histogram_quantile interpolation over summed buckets), cohorts, thresholds and "no data" all come
  * from `signals.ts` and match Direct exactly. An empty answer means the family is absent, which is
@@ -64,15 +64,31 @@ export function windowSeconds(intervalMs: number, minWindowSeconds = 60): number
   return Math.max(minWindowSeconds, Math.ceil(intervalMs / 1000));
 }
 
+/**
+ * How much the counters `series` grew over the window `w`, per series. `increase()` alone misses a
+ * series born inside the window: kube-apiserver creates a labelled series on its first increment (the
+ * first `code="503"` of `apiserver_rerouted_request_total` arrives with the first failed proxy), so a
+ * burst of errors shows up as a new series already at its final value, and `increase()` over samples
+ * that never change says 0. Found against a real Prometheus: 30 proxied 503s gave no breach.
+ *
+ * So a series with no sample at the window's start is counted from zero (its current value), as the
+ * direct scrapes count a series absent from the previous scrape — but only when Prometheus already
+ * scraped its target then (`up offset w`): a target new to Prometheus would otherwise bring its whole
+ * history into one window. Every other series keeps `increase()`, which handles counter resets.
+ */
+export function windowIncrease(series: string, w: string): string {
+  return `((${series} unless ${series} offset ${w}) and on (instance) (up offset ${w})) or increase(${series}[${w}])`;
+}
+
 /** The queries of one check. Every result is an instant vector. */
 export function buildQueries(selector: string, windowSecs: number): Record<QueryName, string> {
   const w = promDuration(windowSecs);
   const sel = matchers(selector);
   return {
-    rerouted: `sum by (instance, code) (increase(${FAMILIES.rerouted}${sel}[${w}]))`,
-    peerProxyErrors: `sum by (instance) (increase(${FAMILIES.peerProxyErrors}${sel}[${w}]))`,
-    requests: `sum by (instance, code) (increase(${FAMILIES.requests}${sel}[${w}]))`,
-    durationBuckets: `sum by (instance, le) (increase(${FAMILIES.requestDuration}_bucket${matchers(selector, LONG_RUNNING_MATCHERS)}[${w}]))`,
+    rerouted: `sum by (instance, code) (${windowIncrease(`${FAMILIES.rerouted}${sel}`, w)})`,
+    peerProxyErrors: `sum by (instance) (${windowIncrease(`${FAMILIES.peerProxyErrors}${sel}`, w)})`,
+    requests: `sum by (instance, code) (${windowIncrease(`${FAMILIES.requests}${sel}`, w)})`,
+    durationBuckets: `sum by (instance, le) (${windowIncrease(`${FAMILIES.requestDuration}_bucket${matchers(selector, LONG_RUNNING_MATCHERS)}`, w)})`,
     buildInfo: `max by (instance, git_version) (kubernetes_build_info${sel})`,
   };
 }

@@ -51,12 +51,13 @@ describe('PromQL building', () => {
 
   it('asks for increases by instance (and code or le), long-running requests left out of latency', () => {
     const q = buildQueries('job="apiserver"', 120);
-    assert.equal(q.rerouted, 'sum by (instance, code) (increase(apiserver_rerouted_request_total{job="apiserver"}[2m]))');
-    assert.equal(q.peerProxyErrors, 'sum by (instance) (increase(apiserver_peer_proxy_errors_total{job="apiserver"}[2m]))');
-    assert.equal(q.requests, 'sum by (instance, code) (increase(apiserver_request_total{job="apiserver"}[2m]))');
+    const inc = (sel: string) => `((${sel} unless ${sel} offset 2m) and on (instance) (up offset 2m)) or increase(${sel}[2m])`;
+    assert.equal(q.rerouted, `sum by (instance, code) (${inc('apiserver_rerouted_request_total{job="apiserver"}')})`);
+    assert.equal(q.peerProxyErrors, `sum by (instance) (${inc('apiserver_peer_proxy_errors_total{job="apiserver"}')})`);
+    assert.equal(q.requests, `sum by (instance, code) (${inc('apiserver_request_total{job="apiserver"}')})`);
     assert.equal(
       q.durationBuckets,
-      'sum by (instance, le) (increase(apiserver_request_duration_seconds_bucket{job="apiserver",verb!~"WATCH|WATCHLIST|CONNECT",subresource!~"log|exec|attach|portforward|proxy"}[2m]))',
+      `sum by (instance, le) (${inc('apiserver_request_duration_seconds_bucket{job="apiserver",verb!~"WATCH|WATCHLIST|CONNECT",subresource!~"log|exec|attach|portforward|proxy"}')})`,
     );
     assert.equal(q.buildInfo, 'max by (instance, git_version) (kubernetes_build_info{job="apiserver"})');
   });

@@ -1,0 +1,35 @@
+import { writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { Pki } from './pki.ts';
+
+export interface ScrapeTarget {
+  address: string;
+  port: number;
+}
+
+/**
+ * A Prometheus that scrapes every apiserver's /metrics directly (job `apiserver`, `instance` = the
+ * server's address:port, as the kube-prometheus ServiceMonitor labels them), over TLS with the
+ * cluster CA and the admin client certificate. A short scrape interval lets `increase()` over a
+ * window of seconds see the two samples it needs.
+ */
+export async function writePrometheusConfig(dir: string, pki: Pki, targets: ScrapeTarget[], scrapeIntervalSeconds: number): Promise<string> {
+  const path = join(dir, 'prometheus.yml');
+  const cfg = [
+    'global:',
+    `  scrape_interval: ${scrapeIntervalSeconds}s`,
+    `  scrape_timeout: ${scrapeIntervalSeconds}s`,
+    'scrape_configs:',
+    '  - job_name: apiserver',
+    '    scheme: https',
+    '    tls_config:',
+    `      ca_file: ${pki.caCert}`,
+    `      cert_file: ${pki.adminCert}`,
+    `      key_file: ${pki.adminKey}`,
+    '    static_configs:',
+    `      - targets: [${targets.map((t) => `'${t.address}:${t.port}'`).join(', ')}]`,
+    '',
+  ].join('\n');
+  await writeFile(path, cfg);
+  return path;
+}
