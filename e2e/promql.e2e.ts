@@ -30,6 +30,11 @@ const SERIES = [
   // extrapolated by half a scrape interval to 3.5), and a series born there counts as 0, not as 50.
   { series: 'apiserver_rerouted_request_total{job="apiserver",instance="c:6443",code="200"}', values: '_ _ _ _ _ _ _ 1000 1001 1002 1003' },
   { series: 'apiserver_rerouted_request_total{job="apiserver",instance="c:6443",code="503"}', values: '_ _ _ _ _ _ _ _ 50 50 50' },
+  // Health probes answered 500 while a server starts are not errors; a 500 on a status subresource is.
+  { series: 'apiserver_request_total{job="apiserver",instance="a:6443",code="500",subresource="/readyz"}', values: '0 10 20 30 40 50 60 70 80 90 100' },
+  { series: 'apiserver_request_total{job="apiserver",instance="a:6443",code="500",subresource="/livez/etcd"}', values: '0 10 20 30 40 50 60 70 80 90 100' },
+  { series: 'apiserver_request_total{job="apiserver",instance="a:6443",code="500",subresource="status"}', values: '0 1 2 3 4 5 6 7 8 9 10' },
+  { series: 'apiserver_request_total{job="apiserver",instance="a:6443",code="200",subresource=""}', values: '0 1 2 3 4 5 6 7 8 9 10' },
   // Another job's series are not asked for.
   { series: 'apiserver_rerouted_request_total{job="other",instance="a:6443",code="503"}', values: '_ _ _ _ _ _ _ 99 99 99 99' },
   // Latency buckets: GET grows by one, a LIST label set is born at 8m with 3, WATCH is long-running and left out.
@@ -40,7 +45,7 @@ const SERIES = [
   { series: 'apiserver_request_duration_seconds_bucket{job="apiserver",instance="a:6443",verb="WATCH",le="+Inf"}', values: '0 100 200 300 400 500 600 700 800 900 1000' },
 ];
 
-test('the window increase counts a series born in the window, survives a counter reset, keeps a new target\'s history out, and keeps to the selector', async () => {
+test('the window increase counts a series born in the window, survives a counter reset, keeps a new target\'s history out, leaves health probes out, and keeps to the selector', async () => {
   const promtool = tool('promtool');
   const q = buildQueries('job="apiserver"', 300);
   const spec = {
@@ -60,6 +65,14 @@ test('the window increase counts a series born in the window, survives a counter
             { labels: '{instance="c:6443",code="200"}', value: 3.5 },
             { labels: '{instance="c:6443",code="503"}', value: 0 },
             { labels: '{instance="d:6443",code="200"}', value: 4 },
+          ],
+        },
+        {
+          expr: q.requests,
+          eval_time: '10m',
+          exp_samples: [
+            { labels: '{instance="a:6443",code="200"}', value: 5 },
+            { labels: '{instance="a:6443",code="500"}', value: 5 },
           ],
         },
         {

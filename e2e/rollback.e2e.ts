@@ -1,6 +1,7 @@
 // Rollback on breach, for real: the first new server dies during its soak, the old servers' proxied requests
 // to it answer 503, the proxy error ratio crosses its threshold for failureLimit checks, and the operator
-// (onBreach: Rollback) puts that server back on the old version after checking storage versions.
+// (onBreach: Rollback) puts that server back on the old version after checking storage versions. Once with
+// the signals from the operator's own scrapes (source Direct), once from a real Prometheus (source Prometheus).
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { OLD_VERSION, waitFor } from './cluster/index.ts';
@@ -11,22 +12,24 @@ after(async () => {
   for (const c of cleanups.reverse()) await c().catch(() => undefined);
 });
 
-test('a new server that dies during its soak: proxy 503s breach the threshold and the operator rolls back', async () => {
-  const rig = await startRig({ gate: true, healthPort: 18083, trafficMaxMs: 6 * 60_000 });
+async function rollbackOnBreach(name: string, source: 'Direct' | 'Prometheus', healthPort: number): Promise<void> {
+  const rig = await startRig({ gate: true, healthPort, trafficMaxMs: 6 * 60_000 });
   cleanups.push(() => rig.teardown());
   const { cluster, hook, op, traffic } = rig;
-  await createUpgrade(cluster, upgradeManifest('rollback-on-breach', hook, { strategy: { soakDuration: '3m', batchTimeout: '5m' }, analysis: { onBreach: 'Rollback', thresholds: { proxyErrorRatio: 0.05 } } }));
+  const analysis = { onBreach: 'Rollback', thresholds: { proxyErrorRatio: 0.05 } };
+  const sourced = source === 'Prometheus' ? { ...analysis, source, prometheus: { address: await cluster.startPrometheus() } } : analysis;
+  await createUpgrade(cluster, upgradeManifest(name, hook, { strategy: { soakDuration: '3m', batchTimeout: '5m' }, analysis: sourced }));
 
   // Batch 1 (cp-1) is back on the new version and soaking.
   await waitFor('batch 1 soaking', 3 * 60_000, async () => {
-    const u = await getUpgrade(cluster, 'rollback-on-breach');
+    const u = await getUpgrade(cluster, name);
     return u?.status?.batch?.current === 1 && u.status.batch.soakUntil ? true : undefined;
   }, 500);
   const killedAt = Date.now();
   await cluster.kill(0);
 
   const final = await waitFor('the rollback to finish', 3 * 60_000, async () => {
-    const u = await getUpgrade(cluster, 'rollback-on-breach');
+    const u = await getUpgrade(cluster, name);
     const p = u?.status?.phase;
     return p === 'RolledBack' || p === 'Paused' || p === 'Failed' || p === 'Succeeded' ? u : undefined;
   }, 500);
@@ -47,8 +50,22 @@ test('a new server that dies during its soak: proxy 503s breach the threshold an
   assert.deepEqual(calls, ['Upgrade:cp-1x1', 'Rollback:cp-1x1'], 'only the upgraded server was rolled back, once');
   const rollbackCall = [...hook.calls.values()].find((c) => c.action === 'Rollback')!;
   const served503 = traffic.count((x) => x.status === 503, killedAt);
-  process.stderr.write(`kill -> rollback call ${rollbackCall.at - killedAt} ms; 503s seen by the client after the kill: ${served503}; ` +
+  process.stderr.write(`[${source}] kill -> rollback call ${rollbackCall.at - killedAt} ms; 503s seen by the client after the kill: ${served503}; ` +
     `breaches: ${JSON.stringify(breaches.map((b) => `${b.signal}@${b.server}=${b.observed}`))}; RollbackSafe: ${final.status?.conditions?.find((c) => c.type === 'RollbackSafe')?.message}\n`);
   assert.ok(served503 > 0, 'the client saw the 503s that the analysis measured');
   assert.deepEqual(op.exits, [], 'the operator never restarted');
+  // The replacement of cp-1 itself (a server stopping, starting, answering its balancer's /readyz with 500
+  // until ready) was no breach: only the kill was.
+  const breachLines = op.logLines().filter((l) => l.message === 'analysis' && l.verdict === 'Breach');
+  const early = breachLines.filter((l) => Date.parse(String(l.timestamp)) < killedAt);
+  assert.deepEqual(early.map((l) => JSON.stringify(l.breaches)), [], 'no breach before the kill');
+  if (source === 'Prometheus') assert.ok(breachLines.some((l) => l.source === 'Prometheus'), 'the breach came from the Prometheus source');
+}
+
+test('a new server that dies during its soak: proxy 503s breach the threshold and the operator rolls back', async () => {
+  await rollbackOnBreach('rollback-on-breach', 'Direct', 18083);
+});
+
+test('the same with analysis.source Prometheus: a real Prometheus scraping the servers sees the breach', async () => {
+  await rollbackOnBreach('rollback-via-prometheus', 'Prometheus', 18086);
 });

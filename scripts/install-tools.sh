@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs the Kubernetes ecosystem's own tools that the tests use, cached by version outside the repo:
-# helm built from the Go module proxy, promtool from Debian's prometheus package. Rendered manifests are
+# helm built from the Go module proxy; promtool and the prometheus server from Debian's prometheus package. Rendered manifests are
 # validated by the real apiservers (server-side dry run), not by kubeconform, which needs schemas from the internet.
 # Prints the folder that holds the tools.
 set -euo pipefail
@@ -20,11 +20,11 @@ build() { # name module version
   ln -sf "$out" "$cache/$1"
 }
 build helm helm.sh/helm/v3/cmd/helm "$HELM_VERSION"
-if ! command -v promtool >/dev/null; then
-  echo "[tools] installing promtool (Debian package prometheus)" >&2
+if ! command -v promtool >/dev/null || ! command -v prometheus >/dev/null; then
+  echo "[tools] installing promtool and prometheus (Debian package prometheus)" >&2
   apt-get update -qq
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus >/dev/null
-  # The package starts a Prometheus daemon where an init system runs; the tests only need promtool.
+  # The package starts a Prometheus daemon where an init system runs; the tests start their own.
   (systemctl stop prometheus 2>/dev/null || service prometheus stop 2>/dev/null || true) >/dev/null
 fi
 ln -sf "$(command -v promtool)" "$cache/promtool"

@@ -21,7 +21,7 @@ function executable(path: string): boolean {
 
 const HOW: Record<string, string> = {
   helm: 'run `bash scripts/install-tools.sh` (builds helm from the Go module proxy into the tool cache)',
-  promtool: 'run `bash scripts/install-tools.sh` (installs Debian\'s prometheus package for promtool)',
+  promtool: 'run `bash scripts/install-tools.sh` (installs Debian\'s prometheus package: promtool and the prometheus server)',
   kubectl: 'install kubectl 1.32+ on PATH',
 };
 

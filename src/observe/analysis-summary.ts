@@ -25,7 +25,8 @@ export function summarizeAnalysis(windows: ReadonlyMap<string, WindowDeltas>, ve
     observed: String(round(b.value)),
     threshold: String(b.threshold),
     server: b.scope === 'server' ? b.name : `cohort ${b.name}`,
-    message: `${b.signal} ${round(b.value)} > ${b.threshold} over ${round(b.samples)} requests`,
+    // Prometheus' increase() extrapolates, so its counts are fractional; a request count reads as a whole number.
+    message: `${b.signal} ${round(b.value)} > ${b.threshold} over ${Math.round(b.samples)} requests`,
   }));
   const anyValue = subjects.some((sub) => Object.values(sub.signals).some((v: SignalValue) => v.kind === 'value'));
   const verdict = breaches.length > 0 ? 'Breach' : anyValue ? 'Healthy' : 'Inconclusive';

@@ -40,7 +40,9 @@ export interface PrometheusAnalysisSettings extends Thresholds {
 
 export type QueryName = 'rerouted' | 'peerProxyErrors' | 'requests' | 'durationBuckets' | 'buildInfo';
 
-const LONG_RUNNING_MATCHERS = 'verb!~"WATCH|WATCHLIST|CONNECT",subresource!~"log|exec|attach|portforward|proxy"';
+/** The same requests signals.ts leaves out: health probes everywhere, long-running requests from latency. */
+const NOT_HEALTH_PROBES = 'subresource!~"/(readyz|livez|healthz)(/.*)?"';
+const LONG_RUNNING_MATCHERS = 'verb!~"WATCH|WATCHLIST|CONNECT",subresource!~"log|exec|attach|portforward|proxy|/(readyz|livez|healthz)(/.*)?"';
 
 /** `{<selector>,<extra>}`; the selector may come with or without its braces. */
 export function matchers(selector: string, extra = ''): string {
@@ -87,7 +89,7 @@ export function buildQueries(selector: string, windowSecs: number): Record<Query
   return {
     rerouted: `sum by (instance, code) (${windowIncrease(`${FAMILIES.rerouted}${sel}`, w)})`,
     peerProxyErrors: `sum by (instance) (${windowIncrease(`${FAMILIES.peerProxyErrors}${sel}`, w)})`,
-    requests: `sum by (instance, code) (${windowIncrease(`${FAMILIES.requests}${sel}`, w)})`,
+    requests: `sum by (instance, code) (${windowIncrease(`${FAMILIES.requests}${matchers(selector, NOT_HEALTH_PROBES)}`, w)})`,
     durationBuckets: `sum by (instance, le) (${windowIncrease(`${FAMILIES.requestDuration}_bucket${matchers(selector, LONG_RUNNING_MATCHERS)}`, w)})`,
     buildInfo: `max by (instance, git_version) (kubernetes_build_info${sel})`,
   };
@@ -199,8 +201,11 @@ export function windowsFromResults(results: QueryResults): { windows: Map<string
 
 /**
  * Names each Prometheus `instance` after the server it scrapes: the up peer with the same IP (the
- * peer-advertise port can differ from the scraped port). Instances that match no peer keep their
- * own name. A matched peer's version wins over `kubernetes_build_info`.
+ * peer-advertise port can differ from the scraped port). Instances that match no up peer are left
+ * out, as the direct scrapes leave out servers that are not up: a server being replaced is down or
+ * starting, and its window would land in an `unknown` cohort. If no instance matches any up peer,
+ * Prometheus scrapes other addresses than the servers advertise; then every instance keeps its own
+ * name, and `kubernetes_build_info` gives the versions. A matched peer's version wins over it.
  */
 export function nameInstances(
   windows: ReadonlyMap<string, WindowDeltas>,
@@ -208,10 +213,12 @@ export function nameInstances(
   up: readonly Pick<ObservedPeer, 'hostname' | 'address' | 'version'>[],
 ): { windows: Map<string, WindowDeltas>; versionOf: Map<string, string> } {
   const byHost = new Map(up.filter((p) => p.address).map((p) => [hostOf(p.address!), p]));
+  const anyMatch = [...windows.keys()].some((instance) => byHost.has(hostOf(instance)));
   const outWindows = new Map<string, WindowDeltas>();
   const outVersions = new Map<string, string>();
   for (const [instance, w] of windows) {
     const peer = byHost.get(hostOf(instance));
+    if (!peer && anyMatch) continue;
     const name = peer?.hostname ?? instance;
     // Two instances (e.g. two jobs) scraping one server would be counted twice; keep the first, sorted.
     if (outWindows.has(name)) continue;

@@ -88,12 +88,25 @@ export function proxyErrorRatio(w: WindowDeltas): SignalValue {
   return { kind: 'value', value: failed / attempts, samples: attempts };
 }
 
-/** 5xx responses over all requests. */
+/**
+ * Health probes (`/readyz`, `/livez`, `/healthz` and their checks, labelled `subresource="/readyz"` and so
+ * on). A server that starts or stops answers its balancer's /readyz checks with 500 by design: the
+ * v1.35.4 servers here counted 30 of them during one start-up. They say "not ready", not "failing
+ * clients", and counting them made every replacement look like an error burst.
+ */
+export const HEALTH_PROBE_SUBRESOURCE = /^\/(readyz|livez|healthz)(\/|$)/;
+
+export function isHealthProbe(labels: Record<string, string>): boolean {
+  return HEALTH_PROBE_SUBRESOURCE.test(labels.subresource ?? '');
+}
+
+/** 5xx responses over all requests, health probes left out. */
 export function errorRatio(w: WindowDeltas): SignalValue {
   if (!w.requests) return { kind: 'noData', reason: `${FAMILIES.requests} absent` };
-  const all = total(w.requests);
+  const served = w.requests.filter((d) => !isHealthProbe(d.labels));
+  const all = total(served);
   if (all <= 0) return { kind: 'noData', reason: 'no requests in the window' };
-  return { kind: 'value', value: total(w.requests.filter((d) => is5xx(d.labels.code))) / all, samples: all };
+  return { kind: 'value', value: total(served.filter((d) => is5xx(d.labels.code))) / all, samples: all };
 }
 
 /** Requests whose duration is the length of a stream or session, not of the work. */
@@ -104,14 +117,14 @@ export function isLongRunning(labels: Record<string, string>): boolean {
   return LONG_RUNNING_VERBS.has(labels.verb ?? '') || LONG_RUNNING_SUBRESOURCES.has(labels.subresource ?? '');
 }
 
-/** p99 of request latency over the window, long-running requests left out. */
+/** p99 of request latency over the window, long-running requests and health probes left out. */
 export function latencyP99Seconds(w: WindowDeltas): SignalValue {
   return latencyQuantile(w, 0.99);
 }
 
 export function latencyQuantile(w: WindowDeltas, q: number): SignalValue {
   if (!w.requestDuration) return { kind: 'noData', reason: `${FAMILIES.requestDuration} absent` };
-  const buckets = sumBuckets(w.requestDuration.filter((h) => !isLongRunning(h.labels)).map((h) => h.buckets));
+  const buckets = sumBuckets(w.requestDuration.filter((h) => !isLongRunning(h.labels) && !isHealthProbe(h.labels)).map((h) => h.buckets));
   const count = buckets.at(-1)?.count ?? 0;
   if (count <= 0) return { kind: 'noData', reason: 'no short-running requests in the window' };
   return { kind: 'value', value: histogramQuantile(q, buckets), samples: count };

@@ -4,7 +4,7 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { Readable } from 'node:stream';
 import { countFamiliesAndSeries, histograms, parsePromStream, parsePromText } from '../../src/observe/prom-text.ts';
-import { SIGNAL_FAMILIES } from '../../src/observe/signals.ts';
+import { computeSignals, isHealthProbe, SIGNAL_FAMILIES, windowDeltas } from '../../src/observe/signals.ts';
 import { fixtureFiles, fixtureVersions, grepCount, readFixture } from './fixtures.ts';
 
 const versions = fixtureVersions().filter((v) => fixtureFiles(v, /^metrics\.txt$/).length > 0);
@@ -45,6 +45,18 @@ describe('prom-text over captured /metrics pages', () => {
         assert.equal(series.buckets.at(-1)?.le, Infinity);
         assert.equal(series.buckets.at(-1)?.count, series.count);
       }
+    });
+
+    it(`${version}: the /readyz 500s a starting server answers its balancer are not errors`, () => {
+      // The page was captured soon after start-up: the balancer's /readyz checks got 500 until the server was ready.
+      const families = parsePromText(text, SIGNAL_FAMILIES);
+      const requests = families.get('apiserver_request_total')?.samples ?? [];
+      const probe500s = requests.filter((x) => isHealthProbe(x.labels) && x.labels.code === '500').reduce((a, x) => a + x.value, 0);
+      const other5xx = requests.filter((x) => !isHealthProbe(x.labels) && /^5/.test(x.labels.code ?? '')).reduce((a, x) => a + x.value, 0);
+      assert.ok(probe500s > 0, 'the capture holds start-up /readyz 500s');
+      const s = computeSignals(windowDeltas(new Map(), families));
+      assert.equal(s.errorRatio.kind, 'value');
+      if (s.errorRatio.kind === 'value') assert.equal(s.errorRatio.value * s.errorRatio.samples, other5xx);
     });
   }
 });

@@ -54,10 +54,10 @@ describe('PromQL building', () => {
     const inc = (sel: string) => `((${sel} unless ${sel} offset 2m) and on (instance) (up offset 2m)) or increase(${sel}[2m])`;
     assert.equal(q.rerouted, `sum by (instance, code) (${inc('apiserver_rerouted_request_total{job="apiserver"}')})`);
     assert.equal(q.peerProxyErrors, `sum by (instance) (${inc('apiserver_peer_proxy_errors_total{job="apiserver"}')})`);
-    assert.equal(q.requests, `sum by (instance, code) (${inc('apiserver_request_total{job="apiserver"}')})`);
+    assert.equal(q.requests, `sum by (instance, code) (${inc('apiserver_request_total{job="apiserver",subresource!~"/(readyz|livez|healthz)(/.*)?"}')})`);
     assert.equal(
       q.durationBuckets,
-      `sum by (instance, le) (${inc('apiserver_request_duration_seconds_bucket{job="apiserver",verb!~"WATCH|WATCHLIST|CONNECT",subresource!~"log|exec|attach|portforward|proxy"}')})`,
+      `sum by (instance, le) (${inc('apiserver_request_duration_seconds_bucket{job="apiserver",verb!~"WATCH|WATCHLIST|CONNECT",subresource!~"log|exec|attach|portforward|proxy|/(readyz|livez|healthz)(/.*)?"}')})`,
     );
     assert.equal(q.buildInfo, 'max by (instance, git_version) (kubernetes_build_info{job="apiserver"})');
   });
@@ -145,15 +145,22 @@ describe('windowsFromResults', () => {
 });
 
 describe('nameInstances', () => {
-  it('names instances after the peer with the same IP (ports may differ) and prefers its version', () => {
-    const { windows, versionOf } = windowsFromResults({
-      ...NONE,
-      requests: [s({ instance: '10.0.0.1:6443', code: '200' }, 1), s({ instance: '10.0.0.9:6443', code: '200' }, 1)],
-      buildInfo: [s({ instance: '10.0.0.1:6443', git_version: 'v0' }, 1), s({ instance: '10.0.0.9:6443', git_version: 'v1.36.3' }, 1)],
-    });
+  const { windows, versionOf } = windowsFromResults({
+    ...NONE,
+    requests: [s({ instance: '10.0.0.1:6443', code: '200' }, 1), s({ instance: '10.0.0.9:6443', code: '200' }, 1)],
+    buildInfo: [s({ instance: '10.0.0.1:6443', git_version: 'v0' }, 1), s({ instance: '10.0.0.9:6443', git_version: 'v1.36.3' }, 1)],
+  });
+
+  it('names instances after the up peer with the same IP (ports may differ), prefers its version, and leaves out servers that are not up', () => {
     const named = nameInstances(windows, versionOf, [{ hostname: 'cp-1', address: '10.0.0.1:16443', version: 'v1.35.4' }]);
-    assert.deepEqual([...named.windows.keys()], ['cp-1', '10.0.0.9:6443']);
-    assert.deepEqual(Object.fromEntries(named.versionOf), { 'cp-1': 'v1.35.4', '10.0.0.9:6443': 'v1.36.3' });
+    assert.deepEqual([...named.windows.keys()], ['cp-1']);
+    assert.deepEqual(Object.fromEntries(named.versionOf), { 'cp-1': 'v1.35.4' });
+  });
+
+  it('keeps every instance under its own name when none matches a peer (Prometheus scrapes other addresses)', () => {
+    const named = nameInstances(windows, versionOf, [{ hostname: 'cp-1', address: '192.168.0.1:6443', version: 'v1.35.4' }]);
+    assert.deepEqual([...named.windows.keys()], ['10.0.0.1:6443', '10.0.0.9:6443']);
+    assert.deepEqual(Object.fromEntries(named.versionOf), { '10.0.0.1:6443': 'v0', '10.0.0.9:6443': 'v1.36.3' });
   });
 });
 

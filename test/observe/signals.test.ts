@@ -70,7 +70,13 @@ describe('signals of one server (synthetic)', () => {
     'apiserver_request_total{code="200",verb="GET"} 190',
     'apiserver_request_total{code="500",verb="GET"} 6',
     'apiserver_request_total{code="503",verb="WATCH"} 5',
+    'apiserver_request_total{code="500",verb="GET",subresource="/readyz"} 30',
+    'apiserver_request_total{code="200",verb="GET",subresource="/livez/etcd"} 7',
     '# TYPE apiserver_request_duration_seconds histogram',
+    'apiserver_request_duration_seconds_bucket{verb="GET",subresource="/readyz",le="0.1"} 0',
+    'apiserver_request_duration_seconds_bucket{verb="GET",subresource="/readyz",le="1"} 0',
+    'apiserver_request_duration_seconds_bucket{verb="GET",subresource="/readyz",le="+Inf"} 30',
+    'apiserver_request_duration_seconds_count{verb="GET",subresource="/readyz"} 30',
     'apiserver_request_duration_seconds_bucket{verb="GET",subresource="",le="0.1"} 90',
     'apiserver_request_duration_seconds_bucket{verb="GET",subresource="",le="1"} 100',
     'apiserver_request_duration_seconds_bucket{verb="GET",subresource="",le="+Inf"} 100',
@@ -87,7 +93,7 @@ describe('signals of one server (synthetic)', () => {
     'kubernetes_feature_enabled{name="UnknownVersionInteroperabilityProxy",stage="BETA"} 1',
   ]);
 
-  it('computes proxy error ratio, 5xx ratio and p99 without long-running requests', () => {
+  it('computes proxy error ratio, 5xx ratio and p99 without long-running requests and health probes', () => {
     const s = computeSignals(windowDeltas(prev, curr));
     // 1 rerouted 503 + 1 proxy error over 19 rerouted + 1 proxy error
     assert.deepEqual(s.proxyErrorRatio, { kind: 'value', value: 2 / 20, samples: 20 });
