@@ -108,6 +108,25 @@ test('discovery answers 304 to If-None-Match with its last ETag', async () => {
   }
 });
 
+test('an old server in graceful shutdown still serves its own resources but answers what it would proxy with 503', async () => {
+  // Why Cluster.replace() drains a server at the balancer before stopping it: from SIGTERM on, a v1.35.4
+  // server cannot look up its peers' addresses any more (its storage client is closing), and it keeps
+  // accepting requests for --shutdown-delay-duration (3 s here), so whatever it would proxy fails.
+  await waitFor(`cp-2 to proxy ${newOnly}`, 60_000, async () => ((await cluster.request(1, listPath(newOnly))).status === 200 ? true : undefined));
+  const stopping = cluster.stop(1);
+  await sleep(200);
+  const own = await cluster.request(1, '/api/v1/namespaces/default', { newConnection: true });
+  const t0 = Date.now();
+  const proxied = await cluster.request(1, listPath(newOnly), { newConnection: true, timeoutMs: 10_000 });
+  const took = Date.now() - t0;
+  await stopping;
+  process.stderr.write(`during shutdown: own resource ${own.status}; proxied ${proxied.status} after ${took} ms: ${proxied.body.slice(0, 160)}\n`);
+  assert.equal(own.status, 200, 'a stopping server still serves what it serves itself');
+  assert.equal(proxied.status, 503);
+  assert.match(proxied.body, /Error getting ip and port info of the remote server/);
+  await cluster.start(1);
+});
+
 test('SIGKILL the new server: proxied requests through an old server answer 503 while its identity Lease lingers', async () => {
   await waitFor(`cp-2 to proxy ${newOnly}`, 60_000, async () => ((await cluster.request(1, listPath(newOnly))).status === 200 ? true : undefined));
   await cluster.kill(2);

@@ -84,15 +84,18 @@ test('the operator turns the proxy gate on, then upgrades all three servers; no 
     `after convergence ${JSON.stringify(traffic.summary(convergedAt))}\n`);
   assert.equal(traffic.count((x) => x.status === 404, convergedAt), 0, 'no 404 for the new resource after the first batch converged');
   assert.ok(traffic.count((x) => x.status === 200, convergedAt) > 50, 'the client kept being served');
-  // Not 404s, and not what this test is about, but worth seeing: a connection cut or a 503 from a peer
-  // that is shutting down shows up here, with its time relative to the replacements.
+  // Each replacement drains its server at haproxy before the stop (the webhook's Cluster.replace), so no
+  // request lands on an old server that, shutting down, answers what it would proxy with 503. Anything that
+  // still fails is listed with its time relative to the replacements.
   const calls0 = [...hook.calls.values()];
   for (const x of traffic.samples.filter((y) => y.at >= convergedAt && (y.status === 'error' || (typeof y.status === 'number' && y.status >= 500)))) {
     const near = calls0.map((c) => `${c.action}:${c.hostname} call${x.at - c.at >= 0 ? '+' : ''}${x.at - c.at}ms done${x.at - (c.doneAt ?? 0) >= 0 ? '+' : ''}${x.at - (c.doneAt ?? 0)}ms`).filter((t) => /call\+\d{1,4}ms/.test(t));
     process.stderr.write(`  ${x.status} ${x.error ?? ''} near ${near.join('; ') || 'no replacement'}\n`);
   }
-  const bad = traffic.count((x) => x.status === 'error' || (typeof x.status === 'number' && x.status >= 500), convergedAt);
-  assert.ok(bad <= traffic.count(() => true, convergedAt) * 0.02, `connection errors and 5xx stay under 2% of requests (${bad})`);
+  const served5xx = traffic.count((x) => typeof x.status === 'number' && x.status >= 500, convergedAt);
+  assert.equal(served5xx, 0, 'no 5xx once the first batch converged');
+  const errors = traffic.count((x) => x.status === 'error', convergedAt);
+  assert.ok(errors <= traffic.count(() => true, convergedAt) * 0.01, `connection errors stay under 1% of requests (${errors})`);
 
   // Every step left an Event (events.k8s.io) on the upgrade, and the operator's own metrics tell the phase.
   const evs = JSON.parse((await cluster.request('lb', '/apis/events.k8s.io/v1/namespaces/default/events')).body) as { items: { reason: string; regarding: { name: string } }[] };

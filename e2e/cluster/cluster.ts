@@ -7,12 +7,12 @@ import { createPki, createServingCert, type Pki, type ServingCert } from './pki.
 import { createNetns, addHostAddress, type Netns } from './netns.ts';
 import { ManagedProcess } from './process.ts';
 import { writeKubeconfig } from './kubeconfig.ts';
-import { writeHaproxyConfig } from './haproxy.ts';
+import { currentSessions, haproxyCommand, haproxySocket, writeHaproxyConfig } from './haproxy.ts';
 import { writePrometheusConfig } from './prometheus.ts';
 import { apiServerFlags, proxyGateEnabled, SECURE_PORT } from './apiserver-flags.ts';
 import { registerTeardown, unregisterTeardown, destroySync, sweepStale, stateDir, writeState, STATE_ROOT, type ClusterState } from './cleanup.ts';
 import { adminRequest, type HttpResult } from './http.ts';
-import { waitFor } from './exec.ts';
+import { sleep, waitFor } from './exec.ts';
 
 export interface ServerConfig {
   version: string;
@@ -262,17 +262,45 @@ export class Cluster {
     this.log(`${this.slots[i]!.info.name} killed`);
   }
 
-  /** Replaces server i in place: graceful stop, then start with the new version/gates/flags, same hostname and address. */
-  async replace(i: number, next: Partial<ServerConfig>): Promise<ServerInfo> {
+  /**
+   * Replaces server i in place: drain it at the balancer, graceful stop, start with the new
+   * version/gates/flags (same hostname and address), and put it back in rotation once ready.
+   * `drain: false` skips the balancer steps, leaving haproxy to notice the stop through /readyz.
+   */
+  async replace(i: number, next: Partial<ServerConfig> & { drain?: boolean }): Promise<ServerInfo> {
     const slot = this.slots[i]!;
     slot.info.config = {
       version: next.version ?? slot.info.config.version,
       featureGates: next.featureGates ?? slot.info.config.featureGates,
       extraFlags: next.extraFlags ?? slot.info.config.extraFlags,
     };
+    const drain = next.drain !== false && this.haproxy !== undefined;
+    if (drain) await this.drain(i);
     await this.stop(i);
     await this.start(i);
+    if (drain) await this.undrain(i);
     return this.server(i);
+  }
+
+  /**
+   * Takes server i out of the balancer's rotation for new connections, and waits (at most 2 s) for the
+   * connections it has to finish; long-lived ones (watches, kept-alive clients) end when the server stops.
+   * Why before SIGTERM: a v1.35.4 server in graceful shutdown can no longer look up its peers' addresses
+   * (its storage client is closed at once), so every request it would proxy hangs ~2.5 s and answers 503
+   * for the whole --shutdown-delay-duration — measured, see docs/e2e-cluster.md.
+   */
+  async drain(i: number): Promise<void> {
+    const name = this.slots[i]!.info.name;
+    const socket = haproxySocket(this.dir);
+    await haproxyCommand(socket, `set server apiservers/${name} state drain`);
+    const deadline = Date.now() + 2000;
+    while (Date.now() < deadline && (currentSessions(await haproxyCommand(socket, 'show stat'), 'apiservers').get(name) ?? 0) > 0) await sleep(50);
+    this.log(`${name} drained at the balancer (${2000 - Math.max(0, deadline - Date.now())} ms)`);
+  }
+
+  /** Puts server i back in the balancer's rotation (haproxy still requires its /readyz checks to pass). */
+  async undrain(i: number): Promise<void> {
+    await haproxyCommand(haproxySocket(this.dir), `set server apiservers/${this.slots[i]!.info.name} state ready`);
   }
 
   async logTail(i: number, lines = 50): Promise<string> {

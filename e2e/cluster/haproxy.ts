@@ -1,4 +1,5 @@
 import { writeFile } from 'node:fs/promises';
+import { connect } from 'node:net';
 import { join } from 'node:path';
 
 export interface Backend {
@@ -16,6 +17,8 @@ export async function writeHaproxyConfig(dir: string, listen: string, backends: 
   const cfg = [
     'global',
     '  maxconn 4000',
+    // The runtime API: a replacement drains its server here before stopping it (see Cluster.replace).
+    `  stats socket ${haproxySocket(dir)} mode 600 level admin`,
     'defaults',
     '  mode tcp',
     '  timeout connect 3s',
@@ -36,4 +39,41 @@ export async function writeHaproxyConfig(dir: string, listen: string, backends: 
   ].join('\n');
   await writeFile(path, cfg);
   return path;
+}
+
+export function haproxySocket(dir: string): string {
+  return join(dir, 'haproxy.sock');
+}
+
+/** One command on haproxy's runtime API (the stats socket); answers its output. */
+export function haproxyCommand(socket: string, command: string, timeoutMs = 2000): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const c = connect({ path: socket });
+    let out = '';
+    const timer = setTimeout(() => c.destroy(new Error(`haproxy runtime API: no answer to "${command}" within ${timeoutMs} ms`)), timeoutMs);
+    c.setEncoding('utf8');
+    c.on('connect', () => c.end(`${command}\n`));
+    c.on('data', (d: string) => (out += d));
+    c.on('error', (err) => {
+      clearTimeout(timer);
+      reject(err);
+    });
+    c.on('close', () => {
+      clearTimeout(timer);
+      resolve(out);
+    });
+  });
+}
+
+/** Current sessions per server of a backend, from `show stat` (CSV: pxname,svname,qcur,qmax,scur,...). */
+export function currentSessions(showStat: string, backend: string): Map<string, number> {
+  const out = new Map<string, number>();
+  const lines = showStat.split('\n');
+  const header = (lines[0] ?? '').replace(/^# /, '').split(',');
+  const scur = header.indexOf('scur');
+  for (const line of lines.slice(1)) {
+    const f = line.split(',');
+    if (f[0] === backend && f[1] && f[1] !== 'BACKEND' && f[1] !== 'FRONTEND') out.set(f[1], Number(f[scur] ?? 0));
+  }
+  return out;
 }
