@@ -293,9 +293,9 @@ export class Cluster {
     const name = this.slots[i]!.info.name;
     const socket = haproxySocket(this.dir);
     await haproxyCommand(socket, `set server apiservers/${name} state drain`);
-    const deadline = Date.now() + 2000;
-    while (Date.now() < deadline && (currentSessions(await haproxyCommand(socket, 'show stat'), 'apiservers').get(name) ?? 0) > 0) await sleep(50);
-    this.log(`${name} drained at the balancer (${2000 - Math.max(0, deadline - Date.now())} ms)`);
+    const t0 = Date.now();
+    while (Date.now() - t0 < 2000 && (currentSessions(await haproxyCommand(socket, 'show stat'), 'apiservers').get(name) ?? 0) > 0) await sleep(50);
+    this.log(`${name} drained at the balancer (${Date.now() - t0} ms)`);
   }
 
   /** Puts server i back in the balancer's rotation (haproxy still requires its /readyz checks to pass). */

@@ -20,7 +20,7 @@ import type { CounterDelta, HistogramDelta } from './deltas.ts';
 import { hostOf } from './inventory.ts';
 import { summarizeAnalysis } from './analysis-summary.ts';
 import { parsePromNumber, type HistogramBucket, type Labels } from './prom-text.ts';
-import { FAMILIES, type Thresholds, type WindowDeltas } from './signals.ts';
+import { FAMILIES, HEALTH_PROBE_SUBRESOURCE_RE, LONG_RUNNING_SUBRESOURCES, LONG_RUNNING_VERBS, type Thresholds, type WindowDeltas } from './signals.ts';
 
 /** `spec.analysis.prometheus`, resolved (the CRD defaults the selector to `job="apiserver"`). */
 export interface PrometheusSettings {
@@ -41,8 +41,8 @@ export interface PrometheusAnalysisSettings extends Thresholds {
 export type QueryName = 'rerouted' | 'peerProxyErrors' | 'requests' | 'durationBuckets' | 'buildInfo';
 
 /** The same requests signals.ts leaves out: health probes everywhere, long-running requests from latency. */
-const NOT_HEALTH_PROBES = 'subresource!~"/(readyz|livez|healthz)(/.*)?"';
-const LONG_RUNNING_MATCHERS = 'verb!~"WATCH|WATCHLIST|CONNECT",subresource!~"log|exec|attach|portforward|proxy|/(readyz|livez|healthz)(/.*)?"';
+const NOT_HEALTH_PROBES = `subresource!~"${HEALTH_PROBE_SUBRESOURCE_RE}"`;
+const LONG_RUNNING_MATCHERS = `verb!~"${[...LONG_RUNNING_VERBS].join('|')}",subresource!~"${[...LONG_RUNNING_SUBRESOURCES, HEALTH_PROBE_SUBRESOURCE_RE].join('|')}"`;
 
 /** `{<selector>,<extra>}`; the selector may come with or without its braces. */
 export function matchers(selector: string, extra = ''): string {

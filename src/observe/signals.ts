@@ -94,7 +94,10 @@ export function proxyErrorRatio(w: WindowDeltas): SignalValue {
  * v1.35.4 servers here counted 30 of them during one start-up. They say "not ready", not "failing
  * clients", and counting them made every replacement look like an error burst.
  */
-export const HEALTH_PROBE_SUBRESOURCE = /^\/(readyz|livez|healthz)(\/|$)/;
+export const HEALTH_PROBES: readonly string[] = ['readyz', 'livez', 'healthz'];
+/** The `subresource` label of a health probe, as a regular expression body (PromQL anchors it; so does isHealthProbe). */
+export const HEALTH_PROBE_SUBRESOURCE_RE = `/(${HEALTH_PROBES.join('|')})(/.*)?`;
+const HEALTH_PROBE_SUBRESOURCE = new RegExp(`^${HEALTH_PROBE_SUBRESOURCE_RE}$`);
 
 export function isHealthProbe(labels: Record<string, string>): boolean {
   return HEALTH_PROBE_SUBRESOURCE.test(labels.subresource ?? '');
@@ -110,8 +113,8 @@ export function errorRatio(w: WindowDeltas): SignalValue {
 }
 
 /** Requests whose duration is the length of a stream or session, not of the work. */
-const LONG_RUNNING_VERBS: ReadonlySet<string> = new Set(['WATCH', 'WATCHLIST', 'CONNECT']);
-const LONG_RUNNING_SUBRESOURCES: ReadonlySet<string> = new Set(['log', 'exec', 'attach', 'portforward', 'proxy']);
+export const LONG_RUNNING_VERBS: ReadonlySet<string> = new Set(['WATCH', 'WATCHLIST', 'CONNECT']);
+export const LONG_RUNNING_SUBRESOURCES: ReadonlySet<string> = new Set(['log', 'exec', 'attach', 'portforward', 'proxy']);
 
 export function isLongRunning(labels: Record<string, string>): boolean {
   return LONG_RUNNING_VERBS.has(labels.verb ?? '') || LONG_RUNNING_SUBRESOURCES.has(labels.subresource ?? '');
