@@ -17,7 +17,8 @@ async function rollbackOnBreach(name: string, source: 'Direct' | 'Prometheus', h
   cleanups.push(() => rig.teardown());
   const { cluster, hook, op, traffic } = rig;
   const analysis = { onBreach: 'Rollback', thresholds: { proxyErrorRatio: 0.05 } };
-  const sourced = source === 'Prometheus' ? { ...analysis, source, prometheus: { address: await cluster.startPrometheus() } } : analysis;
+  // The harness's Prometheus scrapes every second, so a 5 s window holds enough samples (the default is 1m).
+  const sourced = source === 'Prometheus' ? { ...analysis, source, prometheus: { address: await cluster.startPrometheus(), window: '5s' } } : analysis;
   await createUpgrade(cluster, upgradeManifest(name, hook, { strategy: { soakDuration: '3m', batchTimeout: '5m' }, analysis: sourced }));
 
   // Batch 1 (cp-1) is back on the new version and soaking.

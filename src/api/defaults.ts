@@ -33,7 +33,7 @@ export interface ResolvedSpec {
     onBreach: BreachAction;
     thresholds: { proxyErrorRatio: number; errorRatio: number; latencyP99Ms: number; discoveryConvergenceMs: number };
     source: SignalSource;
-    prometheus?: { address: string; selector: string; caBundle?: string };
+    prometheus?: { address: string; selector: string; caBundle?: string; windowMs: number };
   };
 }
 
@@ -115,7 +115,12 @@ function resolveDriver(s: ApiServerUpgradeSpec): ResolvedDriver {
 
 function resolvePrometheus(p: AnalysisPolicy['prometheus']): NonNullable<ResolvedSpec['analysis']['prometheus']> {
   if (p?.address === undefined) throw new SpecError('spec.analysis.prometheus.address is required when source is Prometheus');
-  return { address: p.address, selector: p.selector ?? 'job="apiserver"', ...(p.caBundle === undefined ? {} : { caBundle: p.caBundle }) };
+  return {
+    address: p.address,
+    selector: p.selector ?? 'job="apiserver"',
+    ...(p.caBundle === undefined ? {} : { caBundle: p.caBundle }),
+    windowMs: duration(p.window, 'spec.analysis.prometheus.window'),
+  };
 }
 
 function duration(value: string | undefined, field: string): number {

@@ -180,6 +180,12 @@ const prometheus: Schema = {
     }),
     selector: stringField('Label matchers that select the kube-apiserver series.', 1024, { default: 'job="apiserver"' }),
     caBundle: stringField('PEM bundle (base64-encoded) to verify an https address.', 65536, { format: 'byte' }),
+    window: durationField(
+      'Range of each check (the increase over this much time): at least twice the scrape interval of this Prometheus. A check covers max(window, interval) and checks never overlap, so failureLimit counts consecutive breached windows, as with Direct.',
+      '1m',
+      '2s',
+      '1h',
+    ),
   },
 };
 

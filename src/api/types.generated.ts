@@ -225,6 +225,13 @@ export interface PrometheusSource {
   selector?: string;
   /** PEM bundle (base64-encoded) to verify an https address. */
   caBundle?: string;
+  /**
+   * Range of each check (the increase over this much time): at least twice the scrape interval of this
+   * Prometheus. A check covers max(window, interval) and checks never overlap, so failureLimit counts
+   * consecutive breached windows, as with Direct. A Go duration (10s, 2m, 1h30m) between 2s and 1h. Default:
+   * `"1m"`.
+   */
+  window?: string;
 }
 
 /** What the operator observed and did. Written only by the operator. */

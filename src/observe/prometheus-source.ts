@@ -30,6 +30,8 @@ export interface PrometheusSettings {
   selector: string;
   /** Base64 of a PEM bundle that verifies an https address. */
   caBundle?: string;
+  /** `spec.analysis.prometheus.window`: the range of one check (default 60 s). */
+  windowMs?: number;
 }
 
 /** What the analysis needs from the caller: window length and thresholds (FleetObserver's AnalysisSettings fits). */
@@ -57,13 +59,17 @@ export function promDuration(seconds: number): string {
   return s % 60 === 0 ? `${s / 60}m` : `${s}s`;
 }
 
+/** The CRD's default `window`: `increase()` needs two samples in range, and 30 s scrape intervals are common. */
+export const DEFAULT_WINDOW_MS = 60_000;
+
 /**
- * The analysis window: at least `minWindowSeconds`, because `increase()` needs two samples of a
- * series inside the range (twice the scrape interval, which is commonly 30 s). Consecutive checks
- * overlap when the window is longer than the check interval. That makes the signal smoother, not wrong.
+ * The range of one check, in whole seconds: the window, or the check interval when that is longer. A
+ * check is made once per range and answered from memory until the next, so checks never overlap: an
+ * error burst counts in one check (or two, when it straddles them), as with the direct scrapes, and
+ * `failureLimit` counts consecutive breached windows rather than the same burst seen again and again.
  */
-export function windowSeconds(intervalMs: number, minWindowSeconds = 60): number {
-  return Math.max(minWindowSeconds, Math.ceil(intervalMs / 1000));
+export function windowSeconds(intervalMs: number, windowMs = DEFAULT_WINDOW_MS): number {
+  return Math.max(1, Math.ceil(Math.max(windowMs, intervalMs) / 1000));
 }
 
 /**
@@ -266,24 +272,21 @@ export interface PrometheusAnalysisOptions {
   log: Logger;
   /** Defaults to `httpQuery()`. */
   query?: QueryFn;
-  minWindowSeconds?: number;
 }
 
 /**
- * The shell: one check per interval (like the direct scrapes), five queries in parallel. When
+ * The shell: one check per window (see `windowSeconds`), five queries in parallel. When
  * Prometheus can't be asked (unreachable, bad query, bad answer), the check is `Inconclusive`:
  * the planner then neither counts it towards the failure limit nor resets the count.
  */
 export class PrometheusAnalysis {
   private readonly log: Logger;
   private readonly query: QueryFn;
-  private readonly minWindowSeconds: number;
   private last: { at: number; key: string; analysis: ObservedAnalysis } | undefined;
 
   constructor(o: PrometheusAnalysisOptions) {
     this.log = o.log;
     this.query = o.query ?? httpQuery();
-    this.minWindowSeconds = o.minWindowSeconds ?? 60;
   }
 
   /** Matches FleetObserver's `AnalysisSource`; answers undefined when the settings name no Prometheus. */
@@ -292,9 +295,10 @@ export class PrometheusAnalysis {
   async analysis(up: readonly ObservedPeer[], settings: PrometheusAnalysisSettings, now: number): Promise<ObservedAnalysis | undefined> {
     const prom = settings.prometheus;
     if (!prom) return undefined;
-    const key = `${prom.address} ${prom.selector}`;
-    if (this.last && this.last.key === key && now - this.last.at < settings.intervalMs) return this.last.analysis;
-    const queries = buildQueries(prom.selector, windowSeconds(settings.intervalMs, this.minWindowSeconds));
+    const window = windowSeconds(settings.intervalMs, prom.windowMs);
+    const key = `${prom.address} ${prom.selector} ${window}`;
+    if (this.last && this.last.key === key && now - this.last.at < window * 1000) return this.last.analysis;
+    const queries = buildQueries(prom.selector, window);
     const thresholds: Thresholds = {
       ...(settings.proxyErrorRatio !== undefined ? { proxyErrorRatio: settings.proxyErrorRatio } : {}),
       ...(settings.errorRatio !== undefined ? { errorRatio: settings.errorRatio } : {}),

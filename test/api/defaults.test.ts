@@ -84,4 +84,6 @@ test('every example resolves', () => {
   }
   const rollback = examples.find((e) => e.file === 'rollback-on-breach.yaml');
   assert.equal(rollback && resolveSpec(rollback.object.spec).analysis.prometheus?.address, 'http://prometheus-operated.monitoring.svc:9090');
+  // The window defaults from the schema, as the API server would default it.
+  assert.equal(rollback && resolveSpec(rollback.object.spec).analysis.prometheus?.windowMs, 60_000);
 });

@@ -106,6 +106,10 @@ export const invalidSpecs: readonly InvalidSpecCase[] = [
   c('prometheus-with-direct', 'spec.analysis', 'cel', 'analysis.prometheus may only be set when source is Prometheus', (s) => {
     s.analysis.prometheus = { address: 'http://prometheus.monitoring:9090' };
   }),
+  c('prometheus-window-too-short', 'spec.analysis.prometheus.window', 'cel', 'must be between 2s and 1h', (s) => {
+    s.analysis.source = 'Prometheus';
+    s.analysis.prometheus = { address: 'http://prometheus.monitoring:9090', window: '1s' };
+  }),
   {
     name: 'target-version-changed',
     field: 'spec.targetVersion',

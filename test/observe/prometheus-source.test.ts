@@ -39,10 +39,12 @@ describe('PromQL building', () => {
     assert.equal(matchers(''), '{}');
   });
 
-  it('windows: at least the minimum, else the interval, as a PromQL duration', () => {
+  it('windows: the window, or the interval when longer, in whole seconds, as a PromQL duration', () => {
     assert.equal(windowSeconds(10_000), 60);
     assert.equal(windowSeconds(300_000), 300);
-    assert.equal(windowSeconds(90_500, 30), 91);
+    assert.equal(windowSeconds(90_500, 30_000), 91);
+    assert.equal(windowSeconds(2_000, 5_000), 5);
+    assert.equal(windowSeconds(1, 1), 1);
     assert.equal(promDuration(60), '1m');
     assert.equal(promDuration(300), '5m');
     assert.equal(promDuration(91), '91s');
@@ -198,9 +200,27 @@ describe('PrometheusAnalysis (fake HTTP)', () => {
       ['cp-1', 'proxyErrorRatio', '0.566667', '0.01'],
       ['cohort v1.35.4', 'proxyErrorRatio', '0.566667', '0.01'],
     ]);
-    // Within the interval the same check is answered again, without asking.
+    // Within the window (the default 60 s here) the same check is answered again, without asking:
+    // checks never overlap, so one burst is not counted again at every interval.
     assert.equal(await pa.source(up, settings, 1_764_400_005_000), a);
+    assert.equal(await pa.source(up, settings, 1_764_400_059_000), a);
     assert.equal(calls.length, 5);
+    const next = await pa.source(up, settings, 1_764_400_060_000);
+    assert.notEqual(next, a);
+    assert.equal(calls.length, 10);
+    assert.ok(calls.slice(5).filter((c) => !c.includes('build_info')).every((c) => c.includes('[1m]') && c.includes('offset 1m')));
+  });
+
+  it('a shorter window from the spec: shorter ranges and checks as often as the window allows', async () => {
+    const calls: string[] = [];
+    const pa = new PrometheusAnalysis({ log: silentLogger(), query: fake(calls) });
+    const short = { ...settings, intervalMs: 2_000, prometheus: { ...prom, windowMs: 5_000 } };
+    await pa.source(up, short, 0);
+    await pa.source(up, short, 4_000);
+    assert.equal(calls.length, 5);
+    await pa.source(up, short, 5_000);
+    assert.equal(calls.length, 10);
+    assert.ok(calls.filter((c) => !c.includes('build_info')).every((c) => c.includes('[5s]') && c.includes('offset 5s')));
   });
 
   it('no Prometheus in the settings: no answer (the observer scrapes directly)', async () => {
