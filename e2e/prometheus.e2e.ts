@@ -71,8 +71,8 @@ async function queryAll(windowSecs: number): Promise<QueryResults> {
 }
 
 test('every PromQL query the operator sends is valid on a real Prometheus, and its answers name every server', async () => {
-  // Let Prometheus hold a full window first: in a window longer than its own history every series is
-  // new to it and counts from zero, which would fold the servers' start-up traffic into this window.
+  // Let Prometheus hold a full window first: in a window longer than its own history every target is new
+  // to it, and windowIncrease then misses the first increment of each series born in the window.
   await sleep((WINDOW_SECONDS + 1) * 1000);
   const before = await direct.observe(directSettings);
   await proxiedRequests(20);
