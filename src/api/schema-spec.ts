@@ -34,7 +34,7 @@ const strategy: Schema = {
       ],
     },
     soakDuration: durationField(
-      'How long to watch a batch after it converged before starting the next one; analysis keeps running meanwhile.',
+      'How long to watch a batch after it converged before starting the next one; analysis keeps running meanwhile. A soak that runs out while the latest checks breach goes on until a healthy check, or until failureLimit applies onBreach.',
       '2m',
       '0s',
       '24h',

@@ -52,7 +52,8 @@ export interface UpgradeStrategy {
   batchSize?: number | string;
   /**
    * How long to watch a batch after it converged before starting the next one; analysis keeps running
-   * meanwhile. A Go duration (10s, 2m, 1h30m) between 0s and 24h. Default: `"2m"`.
+   * meanwhile. A soak that runs out while the latest checks breach goes on until a healthy check, or until
+   * failureLimit applies onBreach. A Go duration (10s, 2m, 1h30m) between 0s and 24h. Default: `"2m"`.
    */
   soakDuration?: string;
   /**

@@ -1,5 +1,11 @@
 import type { PlanContext } from './context.ts';
+import type { Breach } from '../api/types.generated.ts';
 import { onBreach } from './breach.ts';
+
+/** `proxyErrorRatio@cp-2 0.4 > 0.01; ...`, for pause messages and events. */
+export function describeBreaches(breaches: readonly Breach[]): string {
+  return breaches.map((b) => `${b.signal}${b.server ? `@${b.server}` : ''} ${b.observed ?? '?'} > ${b.threshold ?? '?'}`).join('; ');
+}
 
 /**
  * Counts consecutive breaching checks. A check is one new analysis (a new time); an inconclusive check
@@ -14,8 +20,7 @@ export function applyAnalysis(ctx: PlanContext): boolean {
   const consecutive = a.verdict === 'Breach' ? before + 1 : a.verdict === 'Healthy' ? 0 : before;
   ctx.status.lastAnalysis = { time: a.time, verdict: a.verdict, consecutiveBreaches: consecutive, signals: a.signals, breaches: a.breaches };
   if (a.verdict === 'Breach' && consecutive >= ctx.spec.analysis.failureLimit) {
-    const what = a.breaches.map((b) => `${b.signal}${b.server ? `@${b.server}` : ''} ${b.observed ?? '?'} > ${b.threshold ?? '?'}`).join('; ');
-    onBreach(ctx, 'AnalysisBreach', `${consecutive} consecutive breaching checks (failureLimit ${ctx.spec.analysis.failureLimit}): ${what}`);
+    onBreach(ctx, 'AnalysisBreach', `${consecutive} consecutive breaching checks (failureLimit ${ctx.spec.analysis.failureLimit}): ${describeBreaches(a.breaches)}`);
     return true;
   }
   return false;

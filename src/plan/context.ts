@@ -27,6 +27,8 @@ export class PlanContext {
   status: ApiServerUpgradeStatus;
   readonly actions: Action[] = [];
   requeueAfterMs: number | undefined;
+  /** What the active phase is doing right now, for the Progressing condition's message (default: the phase). */
+  progressMessage: string | undefined;
 
   constructor(upgrade: UpgradeInput, spec: ResolvedSpec, status: ApiServerUpgradeStatus, obs: Observation, now: Date) {
     this.upgrade = upgrade;

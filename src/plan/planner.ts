@@ -102,7 +102,7 @@ function handlePause(ctx: PlanContext): boolean {
 function done(ctx: PlanContext): Plan {
   const phase = ctx.phase;
   const active = !TERMINAL.has(phase) && phase !== 'Paused';
-  if (active && phase !== 'Pending') ctx.condition({ type: 'Progressing', status: 'True', reason: phase, message: `phase ${phase}` });
+  if (active && phase !== 'Pending') ctx.condition({ type: 'Progressing', status: 'True', reason: phase, message: ctx.progressMessage ?? `phase ${phase}` });
   if (phase !== 'Paused' && ctx.status.conditions?.some((c) => c.type === 'Paused' && c.status === 'True')) {
     ctx.condition({ type: 'Paused', status: 'False', reason: 'NotPaused', message: 'not paused' });
   }

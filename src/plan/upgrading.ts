@@ -2,7 +2,7 @@ import type { PlanContext } from './context.ts';
 import { PROXY_GATE } from './context.ts';
 import { driveServer, atGoal } from './driver-wait.ts';
 import { onBreach } from './breach.ts';
-import { applyAnalysis } from './analysis.ts';
+import { applyAnalysis, describeBreaches } from './analysis.ts';
 import { gatePass } from './gate-pass.ts';
 import { resolveBatchSize } from '../api/batch-size.ts';
 import { getCondition } from '../api/conditions.ts';
@@ -47,7 +47,9 @@ export function runUpgrading(ctx: PlanContext): void {
   const k = ctx.status.batch!.current!;
   const servers = ctx.status.batch!.servers ?? batchServers(ctx, k);
 
+  const checkBefore = ctx.status.lastAnalysis?.time;
   if (applyAnalysis(ctx)) return;
+  const newCheck = ctx.status.lastAnalysis !== undefined && ctx.status.lastAnalysis.time !== checkBefore;
 
   let waiting = false;
   for (const h of servers) {
@@ -73,6 +75,7 @@ export function runUpgrading(ctx: PlanContext): void {
     ctx.requeue(Math.min(left, ctx.spec.analysis.intervalMs));
     return;
   }
+  if (soakHeldByBreach(ctx, k, newCheck)) return;
   finishBatch(ctx, k);
   if (k < (bs.total ?? k)) {
     startBatch(ctx, k + 1);
@@ -81,6 +84,27 @@ export function runUpgrading(ctx: PlanContext): void {
     return;
   }
   finishUpgrade(ctx);
+}
+
+/**
+ * A batch never ends on a breaching signal. When the soak runs out while the latest checks breach (a
+ * streak below failureLimit, or inconclusive checks since), it goes on until a healthy check ends the
+ * streak or the streak reaches failureLimit and onBreach applies. Otherwise a soak shorter than
+ * failureLimit checks would widen the upgrade to the next batch while this one misbehaves.
+ */
+function soakHeldByBreach(ctx: PlanContext, k: number, newCheck: boolean): boolean {
+  const last = ctx.status.lastAnalysis;
+  const streak = last?.consecutiveBreaches ?? 0;
+  if (!last || streak === 0) return false;
+  const what = describeBreaches(last.breaches ?? []);
+  const prefix = `soak of batch ${k} extended`;
+  const message = `${prefix}: ${streak} of ${ctx.spec.analysis.failureLimit} breaching checks${what ? ` (${what})` : ''}; waiting for a healthy check or failureLimit`;
+  // An event when the hold starts and at each further breaching check (at most failureLimit of them).
+  const wasHeld = getCondition(ctx.status.conditions, 'Progressing')?.message.startsWith(prefix) === true;
+  if (!wasHeld || (newCheck && last.verdict === 'Breach')) ctx.event('Warning', 'SoakExtended', message);
+  ctx.progressMessage = message;
+  ctx.requeue(ctx.spec.analysis.intervalMs);
+  return true;
 }
 
 function discoveryConverged(ctx: PlanContext): boolean {

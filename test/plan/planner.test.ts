@@ -154,6 +154,52 @@ test('analysis: failureLimit consecutive breaches pause; inconclusive neither co
   assert.deepEqual(sim.calls(), []);
 });
 
+test('a soak that runs out while checks breach is extended until a healthy check, and never widens the upgrade', () => {
+  const sim = new Sim(threeOld('on'), spec({ strategy: { batchSize: 1, soakDuration: '30s', batchTimeout: '10m' }, analysis: { interval: '10s', failureLimit: 3, onBreach: 'Pause' } }));
+  sim.step();
+  sim.step();
+  sim.applyDriverCalls(); // cp-1 is back on the target and soaks
+  sim.step();
+  assert.ok(sim.status?.batch?.soakUntil);
+  breach(sim, 1);
+  sim.step(31_000); // the soak has run out, one breaching check in
+  assert.equal(sim.status?.batch?.current, 1, 'batch 1 holds');
+  assert.deepEqual(sim.calls(), [], 'no call for batch 2');
+  assert.match(sim.condition('Progressing')?.message ?? '', /soak of batch 1 extended: 1 of 3 breaching checks \(proxyErrorRatio@cp-2 0.4 > 0.01\)/);
+  const extended = () => sim.last.actions.filter((a) => a.kind === 'event' && a.reason === 'SoakExtended').length;
+  assert.equal(extended(), 1, 'an event when the hold starts');
+  sim.step(10_000); // the same check again: no new event
+  assert.equal(extended(), 0);
+  breach(sim, 2, 'Inconclusive'); // no data: the streak stands, the hold too
+  sim.step(10_000);
+  assert.equal(sim.status?.batch?.current, 1);
+  assert.equal(extended(), 0);
+  breach(sim, 3);
+  sim.step(10_000);
+  assert.equal(sim.status?.lastAnalysis?.consecutiveBreaches, 2);
+  assert.equal(extended(), 1, 'an event per further breaching check');
+  breach(sim, 4, 'Healthy'); // the streak ends: batch 1 finishes and batch 2 starts
+  sim.step(10_000);
+  assert.equal(sim.status?.batch?.current, 2);
+  assert.deepEqual(sim.calls(), ['Upgrade:cp-2']);
+  assert.equal(sim.condition('Progressing')?.message, 'phase Upgrading');
+});
+
+test('a held soak ends in onBreach when the streak reaches failureLimit', () => {
+  const sim = new Sim(threeOld('on'), spec({ strategy: { batchSize: 1, soakDuration: '0s', batchTimeout: '10m' }, analysis: { interval: '10s', failureLimit: 2, onBreach: 'Pause' } }));
+  sim.step();
+  sim.step();
+  sim.applyDriverCalls();
+  breach(sim, 1);
+  sim.step();
+  assert.equal(sim.status?.batch?.current, 1);
+  breach(sim, 2);
+  sim.step(10_000);
+  assert.equal(sim.status?.phase, 'Paused');
+  assert.equal(sim.status?.pause?.reason, 'AnalysisBreach');
+  assert.deepEqual(sim.calls(), []);
+});
+
 test('an automatic pause ends only when the resume annotation takes a new value', () => {
   const sim = new Sim(threeOld('on'), spec({ analysis: { failureLimit: 1, onBreach: 'Pause' } }));
   sim.step();
