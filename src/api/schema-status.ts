@@ -1,6 +1,7 @@
 import type { Schema } from './schema-types.ts';
 import { CONDITION_REASON_PATTERN, CONDITION_TYPE_PATTERN } from './patterns.ts';
 import { stringField, timeField } from './schema-builders.ts';
+import { CALL_RESULTS, PAUSE_REASONS, PEER_STATES, PHASES } from './vocabulary.ts';
 
 /**
  * The observed state of an ApiServerUpgrade, as data (see schema-spec.ts for why).
@@ -8,7 +9,6 @@ import { stringField, timeField } from './schema-builders.ts';
  * server-side apply and strategic merges address entries by key.
  */
 
-const PHASES = ['Pending', 'Preflight', 'EnablingProxy', 'Upgrading', 'Paused', 'RollingBack', 'Succeeded', 'RolledBack', 'Failed'];
 // One schema object for every phase field: the type generator maps one tsType to one schema.
 const phaseSchema: Schema = { tsType: 'UpgradePhase', type: 'string', description: 'A phase of the upgrade.', enum: PHASES };
 
@@ -56,7 +56,7 @@ const peer: Schema = {
       tsType: 'PeerState',
       type: 'string',
       description: 'Where the server is in the upgrade.',
-      enum: ['Pending', 'EnablingProxy', 'Replacing', 'Converging', 'Upgraded', 'RollingBack', 'RolledBack', 'Failed', 'Unreachable'],
+      enum: PEER_STATES,
     },
     ready: { type: 'boolean', description: 'Whether /readyz answered ok at the last observation.' },
     batch: { type: 'integer', format: 'int32', description: 'Batch (1-based) that replaces this server.' },
@@ -159,9 +159,7 @@ const pause: Schema = {
   description: 'Why the upgrade is paused; absent when it is not.',
   required: ['reason'],
   properties: {
-    reason: stringField('CamelCase reason, such as PausedBySpec, AnalysisBreach, BatchTimeout, RollbackUnsafe.', 1024, {
-      pattern: CONDITION_REASON_PATTERN,
-    }),
+    reason: { tsType: 'PauseReasonName', type: 'string', description: 'Why the upgrade paused.', enum: PAUSE_REASONS },
     message: stringField('Details, naming the servers, signals or resources involved.', 32768),
     since: timeField('When the pause began.'),
     /** The phase the upgrade returns to when the pause ends. */
@@ -172,12 +170,13 @@ const pause: Schema = {
 const driverCall: Schema = {
   tsType: 'DriverCall',
   type: 'object',
-  description: 'One driver call, recorded before it is made so it is never retried blindly.',
+  description: 'One driver call: a replacement is asynchronous, so each call has a lifecycle (docs/lifecycle.md).',
   required: ['key', 'server', 'action'],
   properties: {
-    key: stringField('Idempotency key: derived from the upgrade UID, batch, server, action and target.', 253),
-    server: stringField('Identity of the server.', 253),
-    batch: { type: 'integer', format: 'int32', description: 'Batch number (0 for the proxy-gate pass).' },
+    key: stringField('Idempotency key: derived from the upgrade UID, batch, server, action, target and attempt.', 253),
+    server: stringField('Hostname of the server.', 253),
+    identity: stringField('Identity (Lease name) of the server when the call was recorded.', 253),
+    batch: { type: 'integer', format: 'int32', description: 'Batch number (0 for the proxy-gate pass, -1 for rollback).' },
     action: {
       tsType: 'DriverAction',
       type: 'string',
@@ -185,14 +184,71 @@ const driverCall: Schema = {
       enum: ['EnableProxy', 'Upgrade', 'Rollback', 'RevertProxy'],
     },
     target: stringField('The version the server should run after the call.', 64),
-    time: timeField('When the call was recorded.'),
+    gate: { type: 'boolean', description: 'The proxy gate the server should run with after the call; absent when the call leaves it alone.' },
+    time: timeField('When the call was recorded (its batchTimeout counts from here).'),
+    holderBefore: stringField('holderIdentity of the server\'s identity Lease when the call was recorded: a new holder proves a restart.', 253),
+    acceptedAt: timeField('When the driver accepted the call.'),
+    completedAt: timeField('When the call reached Done, Rejected, TimedOut or Abandoned.'),
+    attempts: { type: 'integer', format: 'int32', minimum: 0, description: 'Deliveries tried (the same key each time).' },
     result: {
       tsType: 'DriverCallResult',
       type: 'string',
-      description: 'Pending until the driver answered; Abandoned when a resume gave up on it and retried under a new key.',
-      enum: ['Pending', 'Succeeded', 'Failed', 'Abandoned'],
+      description:
+        'Requested (recorded, not yet confirmed delivered) -> Accepted (in flight) -> Done (observed back at the goal) | TimedOut | Rejected; Abandoned: never accepted and given up by a resume.',
+      enum: CALL_RESULTS,
     },
-    message: stringField('Details from the driver.', 4096),
+    message: stringField('The driver\'s answer, or the last delivery error.', 4096),
+  },
+};
+
+const storageHash: Schema = {
+  tsType: 'StorageHash',
+  type: 'object',
+  description: 'The storage version hash of one group/version/resource.',
+  required: ['resource', 'hash'],
+  properties: {
+    resource: stringField('group/version/resource (core group empty: /v1/pods).', 316),
+    hash: stringField('storageVersionHash from legacy discovery.', 64),
+    kind: stringField('Kind, so a changed hash can be decoded into a version.', 253),
+  },
+};
+
+const frozenBatch: Schema = {
+  tsType: 'PlannedBatch',
+  type: 'object',
+  description: 'One batch of the frozen plan.',
+  required: ['index', 'servers'],
+  properties: {
+    index: { type: 'integer', format: 'int32', minimum: 1, description: 'Batch number, 1-based.' },
+    servers: { type: 'array', description: 'Hostnames of the servers the batch replaces.', maxItems: 256, 'x-kubernetes-list-type': 'atomic', items: stringField('Hostname.', 253) },
+  },
+};
+
+const frozenPlan: Schema = {
+  tsType: 'FrozenPlan',
+  type: 'object',
+  description:
+    'The plan fixed when the upgrade started, and the facts later decisions need after a restart or a leader change. Only batches not yet started change, on a resume after a membership change or a strategy edit.',
+  properties: {
+    fromVersion: stringField('The version every server ran at preflight.', 64),
+    members: { type: 'array', description: 'Hostnames of the servers the plan covers.', maxItems: 256, 'x-kubernetes-list-type': 'atomic', items: stringField('Hostname.', 253) },
+    batches: { type: 'array', description: 'The batches, in order.', maxItems: 256, 'x-kubernetes-list-type': 'atomic', items: frozenBatch },
+    batchSize: stringField('The strategy.batchSize the batches were computed with.', 8),
+    gateTurnedOn: {
+      type: 'array',
+      description: 'Hostnames where the operator turned the proxy gate on (the only servers revertAfter turns it off on).',
+      maxItems: 256,
+      'x-kubernetes-list-type': 'atomic',
+      items: stringField('Hostname.', 253),
+    },
+    fromStorageServer: stringField('The server the from-version storage hashes were read from.', 253),
+    fromStorage: {
+      type: 'array',
+      description: 'Storage version hashes of the from-version, read at preflight: rollback safety is judged against them after the old servers are gone.',
+      maxItems: 2048,
+      'x-kubernetes-list-type': 'atomic',
+      items: storageHash,
+    },
   },
 };
 
@@ -223,6 +279,7 @@ export const statusSchema: Schema = {
       'x-kubernetes-list-map-keys': ['identity'],
       items: peer,
     },
+    plan: frozenPlan,
     batch,
     lastAnalysis,
     pause,

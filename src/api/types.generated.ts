@@ -253,6 +253,11 @@ export interface ApiServerUpgradeStatus {
   conditions?: Condition[];
   /** Every kube-apiserver, by identity. */
   peers?: PeerStatus[];
+  /**
+   * The plan fixed when the upgrade started, and the facts later decisions need after a restart or a leader
+   * change. Only batches not yet started change, on a resume after a membership change or a strategy edit.
+   */
+  plan?: FrozenPlan;
   /** Progress of the batches. */
   batch?: BatchStatus;
   /** The last analysis check. */
@@ -326,6 +331,48 @@ export type ProxyGateState = 'Enabled' | 'Disabled' | 'Unknown';
 
 /** Where the server is in the upgrade. */
 export type PeerState = 'Pending' | 'EnablingProxy' | 'Replacing' | 'Converging' | 'Upgraded' | 'RollingBack' | 'RolledBack' | 'Failed' | 'Unreachable';
+
+/**
+ * The plan fixed when the upgrade started, and the facts later decisions need after a restart or a leader
+ * change. Only batches not yet started change, on a resume after a membership change or a strategy edit.
+ */
+export interface FrozenPlan {
+  /** The version every server ran at preflight. */
+  fromVersion?: string;
+  /** Hostnames of the servers the plan covers. */
+  members?: string[];
+  /** The batches, in order. */
+  batches?: PlannedBatch[];
+  /** The strategy.batchSize the batches were computed with. */
+  batchSize?: string;
+  /** Hostnames where the operator turned the proxy gate on (the only servers revertAfter turns it off on). */
+  gateTurnedOn?: string[];
+  /** The server the from-version storage hashes were read from. */
+  fromStorageServer?: string;
+  /**
+   * Storage version hashes of the from-version, read at preflight: rollback safety is judged against them
+   * after the old servers are gone.
+   */
+  fromStorage?: StorageHash[];
+}
+
+/** One batch of the frozen plan. */
+export interface PlannedBatch {
+  /** Batch number, 1-based. Range: 1 to ∞. */
+  index: number;
+  /** Hostnames of the servers the batch replaces. */
+  servers: string[];
+}
+
+/** The storage version hash of one group/version/resource. */
+export interface StorageHash {
+  /** group/version/resource (core group empty: /v1/pods). */
+  resource: string;
+  /** storageVersionHash from legacy discovery. */
+  hash: string;
+  /** Kind, so a changed hash can be decoded into a version. */
+  kind?: string;
+}
 
 /** Progress of the batches. */
 export interface BatchStatus {
@@ -413,8 +460,8 @@ export interface Breach {
 
 /** Why the upgrade is paused; absent when it is not. */
 export interface PauseStatus {
-  /** CamelCase reason, such as PausedBySpec, AnalysisBreach, BatchTimeout, RollbackUnsafe. */
-  reason: string;
+  /** Why the upgrade paused. */
+  reason: PauseReasonName;
   /** Details, naming the servers, signals or resources involved. */
   message?: string;
   /** When the pause began. */
@@ -423,28 +470,51 @@ export interface PauseStatus {
   resumePhase?: UpgradePhase;
 }
 
-/** One driver call, recorded before it is made so it is never retried blindly. */
+/** Why the upgrade paused. */
+export type PauseReasonName = 'PausedBySpec' | 'AnalysisBreach' | 'BatchTimeout' | 'DriverFailed' | 'DiscoveryNotConverged' | 'RollbackUnsafe' | 'RollbackSafetyUnknown' | 'MembershipChanged';
+
+/** One driver call: a replacement is asynchronous, so each call has a lifecycle (docs/lifecycle.md). */
 export interface DriverCall {
-  /** Idempotency key: derived from the upgrade UID, batch, server, action and target. */
+  /** Idempotency key: derived from the upgrade UID, batch, server, action, target and attempt. */
   key: string;
-  /** Identity of the server. */
+  /** Hostname of the server. */
   server: string;
-  /** Batch number (0 for the proxy-gate pass). */
+  /** Identity (Lease name) of the server when the call was recorded. */
+  identity?: string;
+  /** Batch number (0 for the proxy-gate pass, -1 for rollback). */
   batch?: number;
   /** What the call asks for. */
   action: DriverAction;
   /** The version the server should run after the call. */
   target?: string;
-  /** When the call was recorded. */
+  /** The proxy gate the server should run with after the call; absent when the call leaves it alone. */
+  gate?: boolean;
+  /** When the call was recorded (its batchTimeout counts from here). */
   time?: string;
-  /** Pending until the driver answered; Abandoned when a resume gave up on it and retried under a new key. */
+  /**
+   * holderIdentity of the server's identity Lease when the call was recorded: a new holder proves a restart.
+   */
+  holderBefore?: string;
+  /** When the driver accepted the call. */
+  acceptedAt?: string;
+  /** When the call reached Done, Rejected, TimedOut or Abandoned. */
+  completedAt?: string;
+  /** Deliveries tried (the same key each time). Range: 0 to ∞. */
+  attempts?: number;
+  /**
+   * Requested (recorded, not yet confirmed delivered) -> Accepted (in flight) -> Done (observed back at the
+   * goal) | TimedOut | Rejected; Abandoned: never accepted and given up by a resume.
+   */
   result?: DriverCallResult;
-  /** Details from the driver. */
+  /** The driver's answer, or the last delivery error. */
   message?: string;
 }
 
 /** What the call asks for. */
 export type DriverAction = 'EnableProxy' | 'Upgrade' | 'Rollback' | 'RevertProxy';
 
-/** Pending until the driver answered; Abandoned when a resume gave up on it and retried under a new key. */
-export type DriverCallResult = 'Pending' | 'Succeeded' | 'Failed' | 'Abandoned';
+/**
+ * Requested (recorded, not yet confirmed delivered) -> Accepted (in flight) -> Done (observed back at the
+ * goal) | TimedOut | Rejected; Abandoned: never accepted and given up by a resume.
+ */
+export type DriverCallResult = 'Requested' | 'Accepted' | 'Done' | 'Rejected' | 'TimedOut' | 'Abandoned';

@@ -8,7 +8,7 @@ import { SIGNAL_FAMILIES, windowDeltas, type WindowDeltas } from './signals.ts';
 import type { ParsedMetrics } from './prom-text.ts';
 import { resourceSet, convergence, storageVersionHashes, resourceKinds, mergeHashes, legacyDiscoveryPaths, type ServerDiscovery } from './discovery.ts';
 import { summarizeAnalysis } from './analysis-summary.ts';
-import { rollbackSafety, type ServerStorageHashes } from './rollback-safety.ts';
+import { rollbackSafety, type ServerStorageHashes } from '../plan/rollback-safety.ts';
 import { cachedCertificateDnsNames, hintsFromCertificates, hintsFromMirrorPods } from './hostname-hints.ts';
 import type { PrometheusSettings } from './prometheus-source.ts';
 

@@ -26,10 +26,25 @@ export interface ObservedAnalysis {
   breaches: Breach[];
 }
 
+/** The storage version hashes of one version, read completely from one up server of it. */
+export interface ObservedStorage {
+  version: string;
+  server: string;
+  /** `group/version/resource` -> storageVersionHash. */
+  hashes: Record<string, string>;
+  /** `group/version/resource` -> kind. */
+  kinds: Record<string, string>;
+}
+
 export interface Observation {
   peers: ObservedPeer[];
   discovery?: { converged: boolean; message: string };
   analysis?: ObservedAnalysis;
-  /** Whether going back from the new version to the old is safe, from storageVersionHash. */
+  /** Whether going back from the new version to the old is safe, from storageVersionHash. Deprecated: the planner judges it from `storage`. */
   rollback?: { safe: boolean; blocking: string[]; message: string };
+  /**
+   * Storage hashes per version of the servers up now; a version appears only when every legacy discovery
+   * document of one of its servers was read (a partial read is no verdict).
+   */
+  storage?: ObservedStorage[];
 }

@@ -1,7 +1,7 @@
 // Rollback safety over synthetic hash maps (the hashes are made-up strings).
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { rollbackSafety } from '../../src/observe/rollback-safety.ts';
+import { rollbackSafety } from '../../src/plan/rollback-safety.ts';
 
 const hashes = (entries: Record<string, string>) => new Map(Object.entries(entries));
 

@@ -1,9 +1,9 @@
 // Rollback safety on legacy discovery captured from the real v1.35.4 and v1.36.3 servers.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { fixtureFiles, readFixture } from './fixtures.ts';
+import { fixtureFiles, readFixture } from '../observe/fixtures.ts';
 import { storageVersionHashes, resourceKinds, mergeHashes, storageVersionHash, type APIResourceList } from '../../src/observe/discovery.ts';
-import { rollbackSafety, type ServerStorageHashes } from '../../src/observe/rollback-safety.ts';
+import { rollbackSafety, type ServerStorageHashes } from '../../src/plan/rollback-safety.ts';
 
 function server(version: string): ServerStorageHashes {
   const lists = fixtureFiles(version, /^legacy-.*\.json$/).map((f) => JSON.parse(readFixture(version, f)) as APIResourceList);
