@@ -1,7 +1,10 @@
+import type { ClientRequest, IncomingMessage } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import type { DriverRequest } from '../plan/actions.ts';
 import { PROXY_GATE } from '../api/constants.ts';
-import { TransientDriverError, type Driver, type DriverOutcome } from './driver.ts';
+import type { CallOutcome } from '../plan/call-outcome.ts';
+import type { Driver } from './driver.ts';
+import { classifyNetworkError, classifyStatus, statusHint, statusText } from './webhook-outcome.ts';
 
 export interface WebhookConfig {
   url: string;
@@ -39,9 +42,17 @@ export function webhookPayload(r: DriverRequest): WebhookPayload {
   return { apiVersion: 'upgrade.apiserver.dev/v1alpha1', kind: 'ReplaceServerRequest', idempotencyKey: r.idempotencyKey, action: r.action, upgrade: r.upgrade, batch: r.batch, server: r.server, targetVersion: r.targetVersion, featureGates: r.featureGates, flags };
 }
 
+/** The most of a response body the driver reads; beyond it the connection is closed. */
+export const RESPONSE_BODY_CAP = 64 * 1024;
+/** The most of the body that goes into the call's message (status.driverCalls[].message and the event). */
+export const MESSAGE_BODY_CHARS = 512;
+
 /**
- * POSTs the replacement request. 2xx (and 409 for a key the hook already holds) is accepted; other 4xx is
- * a refusal; 5xx, 429, timeouts and connection errors are transient and the same key is sent again later.
+ * POSTs the replacement request and reads the answer by the table in docs/drivers.md ("Response"; the
+ * classification is src/drivers/webhook-outcome.ts). `timeoutMs` is a deadline for the whole exchange —
+ * DNS, connect, TLS, request and the complete response — enforced by a timer, so a hook that trickles bytes
+ * cannot hold the reconcile. At most RESPONSE_BODY_CAP bytes of the body are read. Redirects are not
+ * followed. Never rejects: every failure is an outcome.
  */
 export class WebhookDriver implements Driver {
   private readonly cfg: WebhookConfig;
@@ -51,36 +62,84 @@ export class WebhookDriver implements Driver {
     this.cfg = cfg;
   }
 
-  call(r: DriverRequest): Promise<DriverOutcome> {
-    const body = JSON.stringify(webhookPayload(r));
-    const ca = caFromBundle(this.cfg.caBundle);
-    return new Promise((resolve, reject) => {
-      const req = httpsRequest(this.cfg.url, {
-        method: 'POST',
-        timeout: this.cfg.timeoutMs,
-        ...(ca ? { ca } : {}),
-        headers: {
-          'Content-Type': 'application/json',
-          'Content-Length': Buffer.byteLength(body),
-          'Idempotency-Key': r.idempotencyKey,
-          ...(this.cfg.token ? { Authorization: `Bearer ${this.cfg.token}` } : {}),
-        },
-      }, (res) => {
-        let text = '';
-        res.setEncoding('utf8');
-        res.on('data', (c: string) => {
-          if (text.length < 4096) text += c;
+  call(r: DriverRequest): Promise<CallOutcome> {
+    const { url, timeoutMs, token } = this.cfg;
+    const where = `POST ${url}`;
+    const started = performance.now();
+    const after = (): string => `after ${Math.round(performance.now() - started)} ms`;
+    return new Promise<CallOutcome>((resolve) => {
+      let settled = false;
+      let status: number | undefined;
+      let received = 0;
+      const chunks: Buffer[] = [];
+      // Declared before use by settle(); assigned right below.
+      let req: ClientRequest | undefined;
+      const settle = (outcome: CallOutcome, destroy: boolean): void => {
+        if (settled) return;
+        settled = true;
+        clearTimeout(deadline);
+        if (destroy) req?.destroy();
+        resolve(outcome);
+      };
+      const deadline = setTimeout(() => {
+        const got = status === undefined ? 'no response headers' : `${statusText(status)} and ${received} bytes of body, not the end`;
+        settle({ kind: 'transient', message: `${where}: no complete answer within the ${timeoutMs} ms deadline (spec.driver.webhook.timeout): ${got}` }, true);
+      }, timeoutMs);
+      const answered = (res: IncomingMessage, truncated: boolean): void => {
+        const code = res.statusCode ?? 0;
+        const kind = classifyStatus(code);
+        const location = res.headers.location;
+        const hint = statusHint(code, location);
+        const text = new TextDecoder().decode(Buffer.concat(chunks)).trim();
+        const shown = text.length > MESSAGE_BODY_CHARS ? `${text.slice(0, MESSAGE_BODY_CHARS)}…` : text;
+        const parts = [`${where}: ${statusText(code)} ${after()}`, ...(hint ? [` (${hint})`] : []), ...(shown ? [`: ${shown}`] : []), ...(truncated ? [` [response body truncated: read the first ${RESPONSE_BODY_CAP} bytes]`] : [])];
+        settle({ kind, message: parts.join('') }, truncated);
+      };
+      const failed = (err: Error & { code?: string }): void => {
+        const v = classifyNetworkError(err.code, err.message);
+        settle({ kind: v.kind, message: `${where}: ${v.reason} ${after()}` }, true);
+      };
+      let body: string;
+      let ca: string | undefined;
+      try {
+        body = JSON.stringify(webhookPayload(r));
+        ca = caFromBundle(this.cfg.caBundle);
+        req = httpsRequest(url, {
+          method: 'POST',
+          // One connection per call, closed after it: nothing pooled for a socket destroyed mid-answer to poison.
+          agent: false,
+          ...(ca ? { ca } : {}),
+          headers: {
+            'Content-Type': 'application/json',
+            'Content-Length': Buffer.byteLength(body),
+            'Idempotency-Key': r.idempotencyKey,
+            ...(token ? { Authorization: `Bearer ${token}` } : {}),
+          },
+        }, (res) => {
+          status = res.statusCode;
+          res.on('data', (c: Buffer) => {
+            if (settled) return;
+            const room = RESPONSE_BODY_CAP - received;
+            if (c.length > room) {
+              chunks.push(c.subarray(0, room));
+              received = RESPONSE_BODY_CAP;
+              answered(res, true);
+              return;
+            }
+            chunks.push(c);
+            received += c.length;
+          });
+          res.on('end', () => answered(res, false));
+          res.on('error', failed);
+          // Closed before the end (after 'end' the call is settled and this does nothing).
+          res.on('close', () => failed(Object.assign(new Error('the hook closed the connection mid-answer'), { code: 'ECONNRESET' })));
         });
-        res.on('end', () => {
-          const status = res.statusCode ?? 0;
-          const msg = `HTTP ${status}${text ? `: ${text.trim().slice(0, 512)}` : ''}`;
-          if ((status >= 200 && status < 300) || status === 409) resolve({ kind: 'accepted', message: msg });
-          else if (status >= 400 && status < 500 && status !== 429 && status !== 408) resolve({ kind: 'rejected', message: msg });
-          else reject(new TransientDriverError(`webhook ${this.cfg.url}: ${msg}`));
-        });
-      });
-      req.on('timeout', () => req.destroy(new TransientDriverError(`webhook ${this.cfg.url}: no answer within ${this.cfg.timeoutMs} ms`)));
-      req.on('error', (err) => reject(err instanceof TransientDriverError ? err : new TransientDriverError(`webhook ${this.cfg.url}: ${err.message}`)));
+      } catch (err) {
+        // A URL or CA Node refuses before any I/O: permanent, the spec must change.
+        settle({ kind: 'rejected', message: `${where}: cannot send: ${(err as Error).message}; check spec.driver.webhook.url and caBundle` }, true);
+        return;
+      }
+      req.on('error', failed);
       req.end(body);
     });
   }
