@@ -96,6 +96,20 @@ const TRANSIENT_REASONS: Readonly<Record<string, string>> = {
   ECONNABORTED: 'connection aborted',
 };
 
+/**
+ * The code to classify an error by. Node reports some TLS protocol failures as `EPROTO` with OpenSSL's reason
+ * only in the message (`…:SSL routines:tls_validate_record_header:wrong version number:…`); those get the
+ * `ERR_SSL_<REASON>` code Node gives the same failure elsewhere (`ERR_SSL_WRONG_VERSION_NUMBER`).
+ */
+export function errorCode(err: { code?: unknown; message?: unknown }): string | undefined {
+  const code = typeof err.code === 'string' ? err.code : undefined;
+  if (code === 'EPROTO' || code === undefined) {
+    const reason = /:SSL routines:[^:]*:([^:]+):/.exec(typeof err.message === 'string' ? err.message : '')?.[1];
+    if (reason) return `ERR_SSL_${reason.trim().toUpperCase().replace(/[^A-Z0-9]+/g, '_')}`;
+  }
+  return code;
+}
+
 export interface NetworkVerdict {
   kind: 'rejected' | 'transient';
   /** What went wrong, for people: names the TLS problem and where to fix it. */
@@ -107,7 +121,8 @@ export interface NetworkVerdict {
  * succeed are permanent (rejected); connection refused/reset, DNS failures and anything unknown are transient.
  */
 export function classifyNetworkError(code: string | undefined, detail = ''): NetworkVerdict {
-  const suffix = detail ? `: ${detail}` : '';
+  const oneLine = detail.replace(/\s+/g, ' ').trim();
+  const suffix = oneLine ? `: ${oneLine}` : '';
   if (code !== undefined && code in CERT_PROBLEMS) {
     return {
       kind: 'rejected',

@@ -4,7 +4,7 @@ import type { DriverRequest } from '../plan/actions.ts';
 import { PROXY_GATE } from '../api/constants.ts';
 import type { CallOutcome } from '../plan/call-outcome.ts';
 import type { Driver } from './driver.ts';
-import { classifyNetworkError, classifyStatus, statusHint, statusText } from './webhook-outcome.ts';
+import { classifyNetworkError, classifyStatus, errorCode, statusHint, statusText } from './webhook-outcome.ts';
 
 export interface WebhookConfig {
   url: string;
@@ -95,8 +95,8 @@ export class WebhookDriver implements Driver {
         const parts = [`${where}: ${statusText(code)} ${after()}`, ...(hint ? [` (${hint})`] : []), ...(shown ? [`: ${shown}`] : []), ...(truncated ? [` [response body truncated: read the first ${RESPONSE_BODY_CAP} bytes]`] : [])];
         settle({ kind, message: parts.join('') }, truncated);
       };
-      const failed = (err: Error & { code?: string }): void => {
-        const v = classifyNetworkError(err.code, err.message);
+      const failed = (err: Error): void => {
+        const v = classifyNetworkError(errorCode(err), err.message);
         settle({ kind: v.kind, message: `${where}: ${v.reason} ${after()}` }, true);
       };
       let body: string;
