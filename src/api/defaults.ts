@@ -24,6 +24,7 @@ import { BatchSizeError, resolveBatchSize } from './batch-size.ts';
 export interface ResolvedSpec {
   targetVersion: string;
   paused: boolean;
+  allowPrerelease: boolean;
   strategy: { batchSize: number | string; soakMs: number; batchTimeoutMs: number };
   proxy: { gate: ProxyGateMode; revertAfter: boolean };
   driver: ResolvedDriver;
@@ -64,6 +65,7 @@ export function resolveSpec(spec: ApiServerUpgradeSpec): ResolvedSpec {
   return {
     targetVersion: s.targetVersion,
     paused: s.paused === true,
+    allowPrerelease: s.allowPrerelease === true,
     strategy: {
       batchSize: batchSize(strategy.batchSize),
       soakMs: duration(strategy.soakDuration, 'spec.strategy.soakDuration'),

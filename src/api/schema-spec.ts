@@ -257,6 +257,12 @@ export const specSchema: Schema = {
         'Declarative pause: when true, no new driver call is started (a call in flight completes). An automatic pause lives in status and is resumed without editing the spec.',
       default: false,
     },
+    allowPrerelease: {
+      type: 'boolean',
+      description:
+        'Allow a pre-release targetVersion (alpha, beta, rc). Off by default: a pre-release is refused at preflight with reason PrereleaseTarget (docs/versions.md).',
+      default: false,
+    },
     strategy,
     proxy,
     driver,

@@ -73,7 +73,7 @@ const batchRecord: Schema = {
   required: ['index'],
   properties: {
     index: { type: 'integer', format: 'int32', description: 'Batch number, 1-based.' },
-    servers: { type: 'array', description: 'Identities of the servers in the batch.', maxItems: 256, items: stringField('Identity.', 253) },
+    servers: { type: 'array', description: 'Hostnames of the servers in the batch (a server\'s identity is derived from its hostname).', maxItems: 256, items: stringField('Hostname.', 253) },
     startedAt: timeField('When the first driver call of the batch was made.'),
     completedAt: timeField('When the batch finished.'),
     result: {
@@ -94,9 +94,11 @@ const batch: Schema = {
     current: { type: 'integer', format: 'int32', minimum: 0, description: 'The batch in progress (1-based); 0 before the first.' },
     total: { type: 'integer', format: 'int32', minimum: 0, description: 'Number of batches in the plan.' },
     progress: stringField('current/total, for kubectl get.', 32),
-    servers: { type: 'array', description: 'Identities of the servers in the current batch.', maxItems: 256, items: stringField('Identity.', 253) },
+    servers: { type: 'array', description: 'Hostnames of the servers in the current batch.', maxItems: 256, items: stringField('Hostname.', 253) },
     startedAt: timeField('When the current batch started.'),
     soakUntil: timeField('When the current batch\'s soak ends.'),
+    discoveryPendingSince: timeField('Since when discovery has not converged in this batch (restarts on resume).'),
+    checkAfter: timeField('The batch ends only on a check newer than this: set on resume, so a batch never ends on the breaching check it was paused for.'),
     history: {
       type: 'array',
       description: 'Finished batches, oldest first.',
@@ -130,7 +132,7 @@ const breach: Schema = {
     signal: stringField('Name of the threshold (proxyErrorRatio, errorRatio, latencyP99, discoveryConvergence, ...).', 64),
     observed: stringField('The observed value.', 64),
     threshold: stringField('The threshold it crossed.', 64),
-    server: stringField('Identity of the server, when the breach is per server.', 253),
+    server: stringField('Hostname of the server, when the breach is per server.', 253),
     message: stringField('Details.', 4096),
   },
 };
@@ -249,6 +251,14 @@ const frozenPlan: Schema = {
       'x-kubernetes-list-type': 'atomic',
       items: storageHash,
     },
+    targetStorageServer: stringField('The server the target-version storage hashes were read from.', 253),
+    targetStorage: {
+      type: 'array',
+      description: 'Storage version hashes of the target version, kept once read, so a rollback is judged after a leader change even when no new server is up.',
+      maxItems: 2048,
+      'x-kubernetes-list-type': 'atomic',
+      items: storageHash,
+    },
   },
 };
 
@@ -283,6 +293,8 @@ export const statusSchema: Schema = {
     batch,
     lastAnalysis,
     pause,
+    rollbackStartedAt: timeField('When the upgrade went RollingBack.'),
+    resumedAt: timeField('When the upgrade was last resumed: calls that failed before it are retried under a new key, not paused on again.'),
     observedResume: stringField(
       'The last value of the upgrade.apiserver.dev/resume annotation acted on. An automatic pause ends when the annotation is set to a new value, so resuming needs no spec edit (Git does not drift).',
       253,

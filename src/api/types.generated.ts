@@ -30,6 +30,11 @@ export interface ApiServerUpgradeSpec {
    * pause lives in status and is resumed without editing the spec. Default: `false`.
    */
   paused?: boolean;
+  /**
+   * Allow a pre-release targetVersion (alpha, beta, rc). Off by default: a pre-release is refused at
+   * preflight with reason PrereleaseTarget (docs/versions.md). Default: `false`.
+   */
+  allowPrerelease?: boolean;
   /** How servers are replaced: how many at a time, and how long to watch each batch. */
   strategy?: UpgradeStrategy;
   /**
@@ -264,6 +269,13 @@ export interface ApiServerUpgradeStatus {
   lastAnalysis?: AnalysisStatus;
   /** Why the upgrade is paused; absent when it is not. */
   pause?: PauseStatus;
+  /** When the upgrade went RollingBack. */
+  rollbackStartedAt?: string;
+  /**
+   * When the upgrade was last resumed: calls that failed before it are retried under a new key, not paused on
+   * again.
+   */
+  resumedAt?: string;
   /**
    * The last value of the upgrade.apiserver.dev/resume annotation acted on. An automatic pause ends when the
    * annotation is set to a new value, so resuming needs no spec edit (Git does not drift).
@@ -354,6 +366,13 @@ export interface FrozenPlan {
    * after the old servers are gone.
    */
   fromStorage?: StorageHash[];
+  /** The server the target-version storage hashes were read from. */
+  targetStorageServer?: string;
+  /**
+   * Storage version hashes of the target version, kept once read, so a rollback is judged after a leader
+   * change even when no new server is up.
+   */
+  targetStorage?: StorageHash[];
 }
 
 /** One batch of the frozen plan. */
@@ -382,12 +401,19 @@ export interface BatchStatus {
   total?: number;
   /** current/total, for kubectl get. */
   progress?: string;
-  /** Identities of the servers in the current batch. */
+  /** Hostnames of the servers in the current batch. */
   servers?: string[];
   /** When the current batch started. */
   startedAt?: string;
   /** When the current batch's soak ends. */
   soakUntil?: string;
+  /** Since when discovery has not converged in this batch (restarts on resume). */
+  discoveryPendingSince?: string;
+  /**
+   * The batch ends only on a check newer than this: set on resume, so a batch never ends on the breaching
+   * check it was paused for.
+   */
+  checkAfter?: string;
   /** Finished batches, oldest first. */
   history?: BatchRecord[];
 }
@@ -396,7 +422,7 @@ export interface BatchStatus {
 export interface BatchRecord {
   /** Batch number, 1-based. */
   index: number;
-  /** Identities of the servers in the batch. */
+  /** Hostnames of the servers in the batch (a server's identity is derived from its hostname). */
   servers?: string[];
   /** When the first driver call of the batch was made. */
   startedAt?: string;
@@ -452,7 +478,7 @@ export interface Breach {
   observed?: string;
   /** The threshold it crossed. */
   threshold?: string;
-  /** Identity of the server, when the breach is per server. */
+  /** Hostname of the server, when the breach is per server. */
   server?: string;
   /** Details. */
   message?: string;

@@ -1,6 +1,9 @@
 import type { ApiServerUpgrade, ApiServerUpgradeStatus } from '../api/types.generated.ts';
 import { resolveSpec, SpecError, type ResolvedSpec } from '../api/defaults.ts';
-import { plan, type Action, type Observation } from '../plan/index.ts';
+import { plan, type Action, type Observation, type Plan } from '../plan/index.ts';
+import { blockingUpgrade, isFinished } from '../plan/admission.ts';
+import { analysisDue } from '../plan/analysis.ts';
+import { recordCallOutcome, type CallOutcome } from '../plan/call-outcome.ts';
 import type { FleetObserver, AnalysisSettings } from '../observe/fleet.ts';
 import { KubeApiError, upgradeRef, type KubeClient, type EventSource } from '../runtime/kube.ts';
 import type { ReconcileResult } from '../runtime/workqueue.ts';
@@ -9,6 +12,7 @@ import type { Driver } from '../drivers/driver.ts';
 import { createMergePatch } from './merge-patch.ts';
 import { setCondition } from '../api/conditions.ts';
 import type { OperatorMetrics } from './metrics.ts';
+import { faultPoint } from './fault-injection.ts';
 
 export interface ReconcilerDeps {
   kube: KubeClient;
@@ -20,12 +24,13 @@ export interface ReconcilerDeps {
   now?: () => Date;
 }
 
-const TERMINAL = new Set(['Succeeded', 'RolledBack', 'Failed']);
+type CallAction = Extract<Action, { kind: 'callDriver' }>;
 
 /**
- * The imperative shell around the pure planner: read the upgrade, observe the fleet, plan, write the
- * status (recording driver calls before making them), make the calls, record their outcome, emit events.
- * Errors are thrown to the work queue, whose one error policy requeues with per-key backoff.
+ * The imperative shell around the pure planner: get -> observe -> plan -> apply. Apply writes the status
+ * (recording each call as Requested before it is made), emits the step's events, then makes the calls,
+ * recording each outcome with recordCallOutcome. Errors are thrown to the work queue, whose one error policy
+ * requeues with per-key backoff; a write conflict (409) is such an error, and the next reconcile re-plans.
  */
 export class UpgradeReconciler {
   private readonly d: ReconcilerDeps;
@@ -41,34 +46,27 @@ export class UpgradeReconciler {
       this.d.metrics.forget(name);
       return {};
     }
-    if (TERMINAL.has(u.status?.phase ?? '') && u.status?.observedGeneration === u.metadata?.generation) {
+    if (isFinished(u)) {
       this.d.metrics.observe(u);
       return {};
     }
-    const blocker = await this.otherActiveUpgrade(u);
     const now = (this.d.now ?? (() => new Date()))();
-    const obs: Observation = blocker ? { peers: [] } : await this.d.observer.observe(analysisSettings(u), now.getTime());
-    const p = blocker
-      ? blockedPlan(u, blocker, now)
-      : plan({ name, uid: u.metadata?.uid ?? name, generation: u.metadata?.generation ?? 0, annotations: u.metadata?.annotations ?? {} }, u.spec, u.status, obs, now);
-
+    const blocker = blockingUpgrade(u, (await this.d.kube.listUpgrades()).items);
+    let p: Plan;
+    if (blocker) {
+      p = blockedPlan(u, blocker, now);
+    } else {
+      const obs: Observation = await this.d.observer.observe(analysisSettings(u, now), now.getTime());
+      p = plan({ name, uid: u.metadata?.uid ?? name, generation: u.metadata?.generation ?? 0, annotations: u.metadata?.annotations ?? {} }, u.spec, u.status, obs, now);
+    }
     let current = await this.writeStatus(u, p.status, log);
-    const calls = p.actions.filter((a): a is Extract<Action, { kind: 'callDriver' }> => a.kind === 'callDriver');
-    if (calls.length > 0) current = await this.makeCalls(current, calls, log);
+    // Events before the calls: a call that fails must not lose what this step decided and announced.
     for (const a of p.actions) if (a.kind === 'event') await this.event(current, a, log);
+    const calls = p.actions.filter((a): a is CallAction => a.kind === 'callDriver');
+    if (calls.length > 0) current = await this.makeCalls(current, calls, now, log);
     this.d.metrics.observe(current);
-    const batch = current.status?.batch;
-    log.debug('reconciled', { phase: current.status?.phase, batch: batch?.current, requeueAfterMs: p.requeueAfterMs });
+    log.debug('reconciled', { phase: current.status?.phase, batch: current.status?.batch?.current, requeueAfterMs: p.requeueAfterMs });
     return p.requeueAfterMs === undefined ? {} : { requeueAfterMs: p.requeueAfterMs };
-  }
-
-  /** Two upgrades acting on one fleet would fight: one that is under way, or else the oldest, goes first. */
-  private async otherActiveUpgrade(u: ApiServerUpgrade): Promise<string | undefined> {
-    if (!waitingToStart(u)) return undefined;
-    const { items } = await this.d.kube.listUpgrades();
-    const order = (x: ApiServerUpgrade): string => `${x.metadata?.creationTimestamp ?? ''}/${x.metadata?.name ?? ''}`;
-    const other = items.find((o) => o.metadata?.name !== u.metadata?.name && !TERMINAL.has(o.status?.phase ?? '') && (!waitingToStart(o) || order(o) < order(u)));
-    return other?.metadata?.name;
   }
 
   /** Writes the status when it changed, as a merge patch guarded by resourceVersion (409 -> re-read and re-plan). */
@@ -81,35 +79,20 @@ export class UpgradeReconciler {
     return updated;
   }
 
-  /** The calls are already recorded as Pending in the written status; make each and record its outcome. */
-  private async makeCalls(u: ApiServerUpgrade, calls: Extract<Action, { kind: 'callDriver' }>[], log: Logger): Promise<ApiServerUpgrade> {
-    const spec = resolveSpec(u.spec);
-    const driver = await this.d.driverFor(spec, u.metadata!.name!);
+  /** The calls are recorded as Requested in the written status; deliver each and record what came of it. */
+  private async makeCalls(u: ApiServerUpgrade, calls: CallAction[], now: Date, log: Logger): Promise<ApiServerUpgrade> {
+    const driver = await this.d.driverFor(resolveSpec(u.spec), u.metadata!.name!);
     let current = u;
     for (const { request } of calls) {
       const clog = log.child({ batch: request.batch, server: request.server.hostname, key: request.idempotencyKey, action: request.action });
-      let result: 'Succeeded' | 'Failed';
-      let message: string;
-      try {
-        clog.info('calling driver', { target: request.targetVersion });
-        const out = await driver.call(request);
-        result = out.kind === 'accepted' ? 'Succeeded' : 'Failed';
-        message = out.message;
-        this.d.metrics.driverCalls.inc({ action: request.action, outcome: out.kind });
-      } catch (err) {
-        // Transient: the call stays Pending and is sent again, with the same key, on the next reconcile.
-        this.d.metrics.driverCalls.inc({ action: request.action, outcome: 'transientError' });
-        clog.warn('driver call failed, will retry with the same key', { err: (err as Error).message });
-        throw err;
-      }
-      clog.info('driver answered', { result, message });
-      const next = structuredClone(current.status ?? {});
-      const call = next.driverCalls?.find((c) => c.key === request.idempotencyKey);
-      if (call) {
-        call.result = result;
-        call.message = message.slice(0, 4000);
-      }
-      current = await this.writeStatus(current, next, clog);
+      faultPoint('before-call', clog);
+      clog.info('calling driver', { target: request.targetVersion });
+      const outcome: CallOutcome = await driver.call(request);
+      this.d.metrics.driverCalls.inc({ action: request.action, outcome: outcome.kind });
+      faultPoint('after-call', clog);
+      if (outcome.kind === 'transient') clog.warn('driver call not delivered, the same key is sent again on the next reconcile', { message: outcome.message });
+      else clog.info('driver answered', { outcome: outcome.kind, message: outcome.message });
+      current = await this.writeStatus(current, recordCallOutcome(current.status ?? {}, request.idempotencyKey, outcome, now), clog);
     }
     return current;
   }
@@ -125,15 +108,17 @@ export class UpgradeReconciler {
   }
 }
 
-function analysisSettings(u: ApiServerUpgrade): AnalysisSettings {
+function analysisSettings(u: ApiServerUpgrade, now: Date): AnalysisSettings {
   let spec: ResolvedSpec | undefined;
   try {
     spec = resolveSpec(u.spec);
   } catch (err) {
     if (!(err instanceof SpecError)) throw err;
   }
+  const intervalMs = spec?.analysis.intervalMs ?? 10_000;
   return {
-    intervalMs: spec?.analysis.intervalMs ?? 10_000,
+    intervalMs,
+    due: analysisDue(u.status?.lastAnalysis?.time, intervalMs, now),
     proxyErrorRatio: spec?.analysis.thresholds.proxyErrorRatio ?? 0.01,
     errorRatio: spec?.analysis.thresholds.errorRatio ?? 0.05,
     latencyP99Seconds: (spec?.analysis.thresholds.latencyP99Ms ?? 1000) / 1000,
@@ -143,12 +128,7 @@ function analysisSettings(u: ApiServerUpgrade): AnalysisSettings {
   };
 }
 
-function waitingToStart(u: ApiServerUpgrade): boolean {
-  const phase = u.status?.phase;
-  return phase === undefined || phase === 'Pending' || phase === 'Preflight';
-}
-
-function blockedPlan(u: ApiServerUpgrade, other: string, now: Date): { status: ApiServerUpgradeStatus; actions: Action[]; requeueAfterMs: number } {
+function blockedPlan(u: ApiServerUpgrade, other: string, now: Date): Plan {
   const status = structuredClone(u.status ?? {});
   status.phase = status.phase ?? 'Pending';
   const message = `waiting: ApiServerUpgrade ${other} is acting on the same fleet; upgrades run one at a time`;

@@ -1,6 +1,8 @@
 import type { PlanContext } from './context.ts';
-import type { Breach } from '../api/types.generated.ts';
+import type { AnalysisStatus, Breach } from '../api/types.generated.ts';
 import { onBreach } from './breach.ts';
+import { callInFlight } from './calls.ts';
+import { isUp } from './peers.ts';
 
 /** `proxyErrorRatio@cp-2 0.4 > 0.01; ...`, for pause messages and events. */
 export function describeBreaches(breaches: readonly Breach[]): string {
@@ -8,19 +10,49 @@ export function describeBreaches(breaches: readonly Breach[]): string {
 }
 
 /**
- * Counts consecutive breaching checks. A check is one new analysis (a new time); an inconclusive check
- * (no data) neither counts towards the limit nor resets it. Returns true when it acted on a breach.
+ * Whether a new check is due: the observer computes signals once per interval, and the planner decides
+ * the interval from status (which survives a restart), not from the observer's memory.
+ */
+export function analysisDue(lastCheck: string | undefined, intervalMs: number, now: Date): boolean {
+  return lastCheck === undefined || now.getTime() - Date.parse(lastCheck) >= intervalMs;
+}
+
+/** Members that are not up and not being replaced right now: after its call is done, health is the analysis'. */
+function unhealthyMembers(ctx: PlanContext): Breach[] {
+  return (ctx.status.plan?.members ?? [])
+    .filter((h) => !callInFlight(ctx, h) && !isUp(ctx.observed(h)))
+    .map((h) => ({ signal: 'serverReady', server: h, observed: 'not ready', threshold: 'ready', message: `${h} is not up (not ready, stale lease or gone) and no replacement of it is in flight` }));
+}
+
+/**
+ * Counts consecutive breaching checks. A check is one new analysis (a new time) — or, when the signals
+ * are unavailable, one interval passing — and a member that is down without a call in flight makes it
+ * breach. An inconclusive check neither counts towards the limit nor resets it. Returns true when it acted.
  */
 export function applyAnalysis(ctx: PlanContext): boolean {
-  const a = ctx.obs.analysis;
-  if (!a) return false;
   const prev = ctx.status.lastAnalysis;
-  if (prev?.time === a.time) return false;
+  const a = ctx.obs.analysis;
+  let check: AnalysisStatus | undefined;
+  if (a && a.time !== prev?.time && (prev?.time === undefined || Date.parse(a.time) > Date.parse(prev.time))) {
+    check = { time: a.time, verdict: a.verdict, signals: { ...a.signals }, breaches: [...a.breaches] };
+  } else if (!a && analysisDue(prev?.time, ctx.spec.analysis.intervalMs, ctx.now)) {
+    check = { time: ctx.now.toISOString(), verdict: 'Inconclusive', signals: {}, breaches: [] };
+  }
+  if (!check) return false;
+  const down = unhealthyMembers(ctx);
+  if (down.length > 0) {
+    check.verdict = 'Breach';
+    check.breaches = [...(check.breaches ?? []), ...down].slice(0, 64);
+  }
+  const d = ctx.obs.discovery;
+  if (d) check.signals = { ...check.signals, discoveryConverged: d.converged };
+  const pendingSince = ctx.status.batch?.discoveryPendingSince;
+  if (pendingSince) check.signals = { ...check.signals, discoveryPendingSeconds: Math.round((ctx.now.getTime() - Date.parse(pendingSince)) / 1000) };
   const before = prev?.consecutiveBreaches ?? 0;
-  const consecutive = a.verdict === 'Breach' ? before + 1 : a.verdict === 'Healthy' ? 0 : before;
-  ctx.status.lastAnalysis = { time: a.time, verdict: a.verdict, consecutiveBreaches: consecutive, signals: a.signals, breaches: a.breaches };
-  if (a.verdict === 'Breach' && consecutive >= ctx.spec.analysis.failureLimit) {
-    onBreach(ctx, 'AnalysisBreach', `${consecutive} consecutive breaching checks (failureLimit ${ctx.spec.analysis.failureLimit}): ${describeBreaches(a.breaches)}`);
+  check.consecutiveBreaches = check.verdict === 'Breach' ? before + 1 : check.verdict === 'Healthy' ? 0 : before;
+  ctx.status.lastAnalysis = check;
+  if (check.verdict === 'Breach' && check.consecutiveBreaches >= ctx.spec.analysis.failureLimit) {
+    onBreach(ctx, 'AnalysisBreach', `${check.consecutiveBreaches} consecutive breaching checks (failureLimit ${ctx.spec.analysis.failureLimit}): ${describeBreaches(check.breaches ?? [])}`);
     return true;
   }
   return false;

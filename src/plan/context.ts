@@ -5,7 +5,9 @@ import type { Action, DriverRequest } from './actions.ts';
 import type { Observation, ObservedPeer } from './observation.ts';
 import { idempotencyKey } from './keys.ts';
 
-export { PROXY_GATE } from '../api/constants.ts';
+import { PROXY_GATE } from '../api/constants.ts';
+
+export { PROXY_GATE };
 
 /** The upgrade object as the planner needs it. */
 export interface UpgradeInput {
@@ -13,6 +15,11 @@ export interface UpgradeInput {
   uid: string;
   generation: number;
   annotations: Record<string, string>;
+}
+
+/** The feature gates a call carries: the proxy gate when the call sets it, nothing otherwise. */
+export function callGates(call: Pick<DriverCall, 'gate'>): Record<string, boolean> {
+  return call.gate === undefined ? {} : { [PROXY_GATE]: call.gate };
 }
 
 /**
@@ -26,6 +33,8 @@ export class PlanContext {
   readonly upgrade: UpgradeInput;
   status: ApiServerUpgradeStatus;
   readonly actions: Action[] = [];
+  /** Keys of the calls first recorded in this step (dropped again if the step ends up stopping). */
+  readonly newCalls = new Set<string>();
   requeueAfterMs: number | undefined;
   /** What the active phase is doing right now, for the Progressing condition's message (default: the phase). */
   progressMessage: string | undefined;
@@ -67,38 +76,53 @@ export class PlanContext {
     return this.status.peers?.find((p) => p.hostname === hostname);
   }
 
-  findCall(key: string): DriverCall | undefined {
-    return this.status.driverCalls?.find((c) => c.key === key);
+  /** The calls of one step (server, batch, action, target), oldest attempt first. */
+  attempts(hostname: string, batch: number, action: DriverAction, target: string): DriverCall[] {
+    return (this.status.driverCalls ?? []).filter((c) => c.server === hostname && c.batch === batch && c.action === action && c.target === target);
   }
 
   /**
-   * Records a driver call as Pending and asks the shell to make it. The shell persists the status before it
-   * calls, so a crash in between re-sends the same key, which the driver ignores.
+   * Records a new attempt of a step as Requested and asks the shell to make it. The shell persists the
+   * status before it calls, so a crash in between leaves a Requested call that is sent again, same key.
    */
-  callDriver(action: DriverAction, batch: number, hostname: string, target: string, featureGates: Record<string, boolean>): DriverCall {
-    // Earlier attempts of the same step; a resume abandons a failed one so the step is tried again.
-    const attempts = (this.status.driverCalls ?? []).filter((c) => c.server === hostname && c.batch === batch && c.action === action && c.target === target);
-    const latest = attempts.at(-1);
-    const attempt = latest?.result === 'Abandoned' ? attempts.length : Math.max(0, attempts.length - 1);
+  requestCall(action: DriverAction, batch: number, hostname: string, target: string, gate: boolean | undefined): DriverCall {
+    const attempt = this.attempts(hostname, batch, action, target).length;
     const key = idempotencyKey(this.upgrade.uid, batch, hostname, action, target, attempt);
-    const existing = this.findCall(key);
-    const peer = this.peerRow(hostname);
-    if (existing && existing.result !== 'Pending') return existing;
-    // A call still Pending was recorded but never confirmed delivered (the shell crashed, or the hook was
-    // unreachable): send it again with the same key, which the driver recognises.
-    const call: DriverCall = existing ?? { key, server: hostname, batch, action, target, time: this.now.toISOString(), result: 'Pending' };
-    if (!existing) this.status.driverCalls = [...(this.status.driverCalls ?? []), call];
-    const request: DriverRequest = {
-      idempotencyKey: key,
-      action,
-      upgrade: this.upgrade.name,
+    const observed = this.observed(hostname);
+    const call: DriverCall = {
+      key,
+      server: hostname,
+      ...(observed ? { identity: observed.identity } : {}),
       batch,
-      server: { identity: peer?.identity ?? '', hostname, ...(peer?.address === undefined ? {} : { address: peer.address }) },
-      targetVersion: target,
-      featureGates,
+      action,
+      target,
+      ...(gate === undefined ? {} : { gate }),
+      time: this.now.toISOString(),
+      ...(observed?.holderIdentity === undefined ? {} : { holderBefore: observed.holderIdentity }),
+      attempts: 0,
+      result: 'Requested',
+    };
+    this.status.driverCalls = [...(this.status.driverCalls ?? []), call];
+    this.newCalls.add(key);
+    this.send(call);
+    return call;
+  }
+
+  /** Asks the shell to deliver a recorded call (again: the key makes a repeat harmless). */
+  send(call: DriverCall): void {
+    const row = this.peerRow(call.server);
+    const observed = this.observed(call.server);
+    const address = observed?.address ?? row?.address;
+    const request: DriverRequest = {
+      idempotencyKey: call.key,
+      action: call.action,
+      upgrade: this.upgrade.name,
+      batch: call.batch ?? 0,
+      server: { identity: call.identity ?? observed?.identity ?? row?.identity ?? '', hostname: call.server, ...(address === undefined ? {} : { address }) },
+      targetVersion: call.target ?? '',
+      featureGates: callGates(call),
     };
     this.actions.push({ kind: 'callDriver', request });
-    return call;
   }
 
   setPeerState(hostname: string, state: PeerStatus['state'], message?: string): void {

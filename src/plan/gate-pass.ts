@@ -1,22 +1,31 @@
 import type { PlanContext } from './context.ts';
-import { PROXY_GATE } from './context.ts';
-import { driveServer } from './driver-wait.ts';
+import { driveStep } from './calls.ts';
+import { onBreach } from './breach.ts';
 
 /**
  * Turns the Mixed Version Proxy gate on (or back off) server by server, at the version each runs, before
  * (or after) any version changes: the proxy only helps if every server has it when the skew starts.
- * Returns true once every server is at the wanted gate state.
+ * Turning it off touches only the servers where the operator turned it on (status.plan.gateTurnedOn).
+ * Returns true once every server concerned is at the wanted gate state.
  */
 export function gatePass(ctx: PlanContext, want: 'on' | 'off', version: string): boolean {
   const action = want === 'on' ? 'EnableProxy' : 'RevertProxy';
-  for (const row of ctx.status.peers ?? []) {
-    const r = driveServer(ctx, row.hostname, 0, action, { version, gate: want }, { [PROXY_GATE]: want === 'on' }, ctx.spec.strategy.batchTimeoutMs);
+  const plan = ctx.status.plan;
+  const servers = want === 'on' ? (plan?.members ?? []) : (plan?.gateTurnedOn ?? []);
+  for (const h of servers) {
+    const r = driveStep(ctx, h, 0, action, version, want === 'on');
     if (r === 'done') {
-      if (row.state === 'EnablingProxy') ctx.setPeerState(row.hostname, 'Pending');
+      if (ctx.peerRow(h)?.state === 'EnablingProxy') ctx.setPeerState(h, 'Pending');
       continue;
     }
-    if (r === 'waiting') ctx.setPeerState(row.hostname, 'EnablingProxy', `${action} requested`);
-    // One server at a time: the next waits until this one is back.
+    if (r === 'waiting') {
+      ctx.setPeerState(h, 'EnablingProxy', `${action} requested`);
+      ctx.progressMessage = `${action} on ${h}`;
+      ctx.requeue(2_000);
+      return false;
+    }
+    ctx.setPeerState(h, 'Failed', r.message);
+    onBreach(ctx, r.failed, r.message);
     return false;
   }
   return true;

@@ -1,24 +1,26 @@
-import { compareVersions, parseVersion } from './version.ts';
-import { isUp, peerRowFrom } from './peers.ts';
+import { classifyUpgrade } from './version.ts';
+import { isUp } from './peers.ts';
 import { PROXY_GATE, type PlanContext } from './context.ts';
-import { resolveBatchSize, batchCount } from '../api/batch-size.ts';
+import { freezePlan, observedStorage } from './frozen-plan.ts';
+import type { ObservedStorage } from './observation.ts';
 
 /** Preflight failures that retrying cannot fix: the plan itself is wrong for this fleet. */
-const FATAL = new Set(['Downgrade', 'SkipsMinor', 'MajorVersionChange']);
+const FATAL = new Set(['Downgrade', 'SkipsMinor', 'MajorVersionChange', 'PrereleaseTarget', 'InvalidTargetVersion']);
 
 interface PreflightVerdict {
   ok: boolean;
   reason: string;
   message: string;
   fromVersion?: string;
+  alreadyAtTarget?: boolean;
   needsProxyPass?: boolean;
+  fromStorage?: ObservedStorage;
 }
 
 /** Checks the version-skew policy, the fleet's health and the proxy prerequisites. Touches nothing. */
 export function checkPreflight(ctx: PlanContext): PreflightVerdict {
   const peers = ctx.obs.peers;
-  const target = parseVersion(ctx.spec.targetVersion);
-  if (!target) return { ok: false, reason: 'InvalidTargetVersion', message: `target ${ctx.spec.targetVersion} is not a release version` };
+  const target = ctx.spec.targetVersion;
   if (peers.length === 0) return { ok: false, reason: 'NoServers', message: 'no kube-apiserver identity Leases found in kube-system' };
   const down = peers.filter((p) => !isUp(p));
   if (down.length > 0) {
@@ -31,17 +33,18 @@ export function checkPreflight(ctx: PlanContext): PreflightVerdict {
     return { ok: false, reason: 'MixedVersions', message: `servers run ${detail}; an upgrade starts from one version` };
   }
   const fromVersion = versions[0]!;
-  const from = parseVersion(fromVersion);
-  if (!from) return { ok: false, reason: 'UnknownVersion', message: `servers report ${fromVersion}, which is not a release version` };
-  const cmp = compareVersions(target, from);
-  if (target.major !== from.major) return { ok: false, reason: 'MajorVersionChange', message: `${fromVersion} -> ${ctx.spec.targetVersion} changes the major version` };
-  if (cmp < 0) {
-    return { ok: false, reason: 'Downgrade', message: `${ctx.spec.targetVersion} is older than the running ${fromVersion}; control-plane downgrades are not supported (roll back an upgrade instead)` };
+  const skew = classifyUpgrade(fromVersion, target, { allowPrerelease: ctx.spec.allowPrerelease });
+  if (!skew.ok) return { ok: false, reason: skew.reason, message: skew.message };
+  if (skew.kind === 'none') return { ok: true, reason: 'AlreadyAtTarget', message: `every server already runs ${target}`, fromVersion, alreadyAtTarget: true };
+  const fromStorage = observedStorage(ctx, fromVersion);
+  if (!fromStorage) {
+    return {
+      ok: false,
+      reason: 'StorageVersionsUnknown',
+      message: `waiting to read the storage version hashes of ${fromVersion} from a server running it: without them a rollback could not be judged safe once the old servers are gone`,
+    };
   }
-  if (target.minor > from.minor + 1) {
-    return { ok: false, reason: 'SkipsMinor', message: `${fromVersion} -> ${ctx.spec.targetVersion} skips ${target.minor - from.minor - 1} minor version(s); upgrade one minor at a time` };
-  }
-  const minorChange = target.minor !== from.minor;
+  const minorChange = skew.kind === 'minor';
   const gateOff = peers.filter((p) => p.proxyGate === 'off').map((p) => p.hostname);
   const gateUnknown = peers.filter((p) => p.proxyGate === 'unknown').map((p) => p.hostname);
   const mode = ctx.spec.proxy.gate;
@@ -50,14 +53,18 @@ export function checkPreflight(ctx: PlanContext): PreflightVerdict {
     return { ok: false, reason: 'ProxyGateUnknown', message: `cannot tell whether ${gateUnknown.join(', ')} run the ${PROXY_GATE} gate (kubernetes_feature_enabled missing from /metrics)` };
   }
   const needsProxyPass = proxyMatters && gateOff.length > 0;
-  let message = `${peers.length} servers on ${fromVersion}; ${minorChange ? 'minor upgrade' : 'patch upgrade'} to ${ctx.spec.targetVersion}`;
+  let message = `${peers.length} servers on ${fromVersion}; ${minorChange ? 'minor upgrade' : 'patch upgrade'} to ${target}`;
   if (needsProxyPass) message += `; the proxy gate will be turned on first on ${gateOff.join(', ')}`;
   if (mode === 'Unmanaged' && minorChange && gateOff.length > 0) {
     message += `; WARNING: proxy gate off on ${gateOff.join(', ')} and proxy.gate is Unmanaged: clients sent to old servers get 404 for new resources during the upgrade`;
   }
-  return { ok: true, reason: 'Passed', message, fromVersion, needsProxyPass };
+  return { ok: true, reason: 'Passed', message, fromVersion, needsProxyPass, fromStorage };
 }
 
+/**
+ * Runs preflight and, when it passes, freezes the plan. Touches nothing on the fleet, so it also runs for an
+ * upgrade created paused: the plan is shown for review before anything is called.
+ */
 export function runPreflight(ctx: PlanContext): void {
   const v = checkPreflight(ctx);
   if (!v.ok) {
@@ -66,9 +73,11 @@ export function runPreflight(ctx: PlanContext): void {
       ctx.setPhase('Failed');
       ctx.status.completedAt = ctx.now.toISOString();
       ctx.condition({ type: 'Progressing', status: 'False', reason: v.reason, message: v.message });
+      ctx.condition({ type: 'Complete', status: 'False', reason: v.reason, message: v.message });
       ctx.event('Warning', 'PreflightFailed', v.message);
     } else {
       // The fleet may recover (a server restarting, a lease expiring): check again, touching nothing.
+      ctx.progressMessage = `preflight: ${v.message}`;
       ctx.requeue(Math.max(ctx.spec.analysis.intervalMs, 5_000));
     }
     return;
@@ -76,19 +85,26 @@ export function runPreflight(ctx: PlanContext): void {
   const from = v.fromVersion!;
   ctx.status.fromVersion = from;
   ctx.status.targetVersion = ctx.spec.targetVersion;
-  ctx.status.peers = [...ctx.obs.peers].sort((a, b) => a.hostname.localeCompare(b.hostname)).map((p) => ({ ...peerRowFrom(p), state: 'Pending' }));
-  if (from === ctx.spec.targetVersion) {
-    ctx.condition({ type: 'PreflightPassed', status: 'True', reason: 'AlreadyAtTarget', message: `every server already runs ${from}` });
-    ctx.setPhase('Succeeded');
-    ctx.status.completedAt = ctx.now.toISOString();
-    ctx.event('Normal', 'AlreadyAtTarget', `every server already runs ${from}`);
+  if (v.alreadyAtTarget) {
+    ctx.status.peers = [...ctx.obs.peers].sort((a, b) => a.hostname.localeCompare(b.hostname)).map((p) => ({ identity: p.identity, hostname: p.hostname, ready: p.ready, ...(p.version ? { version: p.version } : {}), state: 'Upgraded' }));
+    ctx.condition({ type: 'PreflightPassed', status: 'True', reason: 'AlreadyAtTarget', message: v.message });
+    finishSucceeded(ctx, v.message);
+    ctx.event('Normal', 'AlreadyAtTarget', v.message);
     return;
   }
-  const n = ctx.status.peers.length;
-  const size = resolveBatchSize(ctx.spec.strategy.batchSize, n);
-  ctx.status.batch = { current: 0, total: batchCount(n, size), progress: `0/${batchCount(n, size)}`, history: [] };
+  ctx.status.plan = freezePlan(ctx, from, v.fromStorage!);
+  const total = ctx.status.plan.batches?.length ?? 0;
+  ctx.status.batch = { current: 0, total, progress: `0/${total}`, history: [] };
   ctx.condition({ type: 'PreflightPassed', status: 'True', reason: 'Passed', message: v.message });
-  ctx.event('Normal', 'PreflightPassed', v.message);
+  ctx.event('Normal', 'PreflightPassed', `${v.message}; ${total} batch(es): ${(ctx.status.plan.batches ?? []).map((b) => b.servers.join('+')).join(', ')}`);
   ctx.setPhase(v.needsProxyPass ? 'EnablingProxy' : 'Upgrading');
   ctx.requeue(0);
+}
+
+/** The one way an upgrade ends Succeeded: phase, time, and the Complete and Progressing conditions. */
+export function finishSucceeded(ctx: PlanContext, message: string): void {
+  ctx.setPhase('Succeeded');
+  ctx.status.completedAt = ctx.now.toISOString();
+  ctx.condition({ type: 'Complete', status: 'True', reason: 'Succeeded', message });
+  ctx.condition({ type: 'Progressing', status: 'False', reason: 'Succeeded', message });
 }

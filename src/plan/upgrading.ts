@@ -1,51 +1,59 @@
+import type { BatchRecord } from '../api/types.generated.ts';
 import type { PlanContext } from './context.ts';
-import { PROXY_GATE } from './context.ts';
-import { driveServer, atGoal } from './driver-wait.ts';
+import { driveStep, callInFlight } from './calls.ts';
 import { onBreach } from './breach.ts';
 import { applyAnalysis, describeBreaches } from './analysis.ts';
 import { gatePass } from './gate-pass.ts';
-import { resolveBatchSize } from '../api/batch-size.ts';
+import { applyBatchSizeEdit, batchOf, startedBatches } from './frozen-plan.ts';
+import { finishSucceeded } from './preflight.ts';
 import { getCondition } from '../api/conditions.ts';
-import { parseVersion, proxyGateOnByDefault } from './version.ts';
-
-/** The hostnames of batch `k` (1-based), in the table's (hostname) order. */
-export function batchServers(ctx: PlanContext, k: number): string[] {
-  const rows = ctx.status.peers ?? [];
-  const size = resolveBatchSize(ctx.spec.strategy.batchSize, rows.length);
-  return rows.slice((k - 1) * size, k * size).map((r) => r.hostname);
-}
+import { isUp } from './peers.ts';
+import { proxyGateOnByDefault, sameRelease } from './version.ts';
 
 function startBatch(ctx: PlanContext, k: number): void {
-  const servers = batchServers(ctx, k);
+  const servers = batchOf(ctx, k);
   const b = ctx.status.batch ?? {};
-  ctx.status.batch = { ...b, current: k, progress: `${k}/${b.total ?? '?'}`, servers, startedAt: ctx.now.toISOString() };
+  ctx.status.batch = { ...b, current: k, total: ctx.status.plan?.batches?.length ?? b.total ?? k, progress: `${k}/${ctx.status.plan?.batches?.length ?? '?'}`, servers, startedAt: ctx.now.toISOString() };
   delete ctx.status.batch.soakUntil;
+  delete ctx.status.batch.discoveryPendingSince;
+  delete ctx.status.batch.checkAfter;
   for (const h of servers) {
     const row = ctx.peerRow(h);
     if (row) row.batch = k;
   }
-  ctx.event('Normal', 'BatchStarted', `batch ${k}/${b.total}: ${servers.join(', ')} -> ${ctx.spec.targetVersion}`);
+  ctx.event('Normal', 'BatchStarted', `batch ${k}/${ctx.status.batch.total}: ${servers.join(', ') || '(no servers left)'} -> ${ctx.spec.targetVersion}`);
 }
 
+/** Records a finished batch once: its history entry is keyed by index. */
 function finishBatch(ctx: PlanContext, k: number): void {
   const b = ctx.status.batch!;
-  b.history = [...(b.history ?? []), { index: k, servers: b.servers ?? [], startedAt: b.startedAt ?? ctx.now.toISOString(), completedAt: ctx.now.toISOString(), result: 'Succeeded' }];
+  if ((b.history ?? []).some((r) => r.index === k)) return;
+  const record: BatchRecord = { index: k, servers: b.servers ?? [], startedAt: b.startedAt ?? ctx.now.toISOString(), completedAt: ctx.now.toISOString(), result: 'Succeeded' };
+  b.history = [...(b.history ?? []), record].slice(-256);
   ctx.event('Normal', 'BatchSucceeded', `batch ${k}/${b.total} upgraded, converged and soaked`);
 }
 
-function gates(ctx: PlanContext): Record<string, boolean> {
-  // Keep the proxy on across the skew. Asking for it explicitly also covers targets where it is beta but
-  // a manifest turned it off.
-  return ctx.spec.proxy.gate === 'Unmanaged' ? {} : { [PROXY_GATE]: true };
+/** The gate an Upgrade call asks for: on across the skew, unless the gate is Unmanaged (then untouched). */
+function upgradeGate(ctx: PlanContext): boolean | undefined {
+  return ctx.spec.proxy.gate === 'Unmanaged' ? undefined : true;
 }
 
-/** Replace a batch -> wait until it is back at the target -> wait for discovery to converge -> soak -> next. */
+/** Every server of the batches started so far is up at the target. */
+function startedBatchesBack(ctx: PlanContext): string[] {
+  const target = ctx.spec.targetVersion;
+  return startedBatches(ctx).flatMap((b) => b.servers).filter((h) => {
+    const p = ctx.observed(h);
+    return !(isUp(p) && sameRelease(p.version, target));
+  });
+}
+
+/** Replace a batch -> wait until each call is done -> discovery converges -> soak on a healthy check -> next. */
 export function runUpgrading(ctx: PlanContext): void {
   const target = ctx.spec.targetVersion;
-  const b = ctx.status.batch ?? (ctx.status.batch = { current: 0, total: 1, history: [] });
-  if (!b.current) startBatch(ctx, 1);
+  applyBatchSizeEdit(ctx);
+  if (!ctx.status.batch?.current) startBatch(ctx, 1);
   const k = ctx.status.batch!.current!;
-  const servers = ctx.status.batch!.servers ?? batchServers(ctx, k);
+  const servers = batchOf(ctx, k);
 
   const checkBefore = ctx.status.lastAnalysis?.time;
   if (applyAnalysis(ctx)) return;
@@ -53,16 +61,31 @@ export function runUpgrading(ctx: PlanContext): void {
 
   let waiting = false;
   for (const h of servers) {
-    const r = driveServer(ctx, h, k, 'Upgrade', { version: target }, gates(ctx), ctx.spec.strategy.batchTimeoutMs);
-    if (r === 'failed') return;
+    const r = driveStep(ctx, h, k, 'Upgrade', target, upgradeGate(ctx));
     if (r === 'waiting') {
       waiting = true;
-      ctx.setPeerState(h, 'Replacing', `upgrade to ${target} requested`);
-    } else {
-      ctx.setPeerState(h, 'Upgraded');
+      ctx.setPeerState(h, 'Replacing', `upgrade to ${target} ${callInFlight(ctx, h)?.result === 'Accepted' ? 'in progress' : 'requested'}`);
+      continue;
     }
+    if (r !== 'done') {
+      ctx.setPeerState(h, 'Failed', r.message);
+      onBreach(ctx, r.failed, r.message);
+      return;
+    }
+    ctx.setPeerState(h, 'Upgraded');
   }
-  if (waiting) return;
+  if (waiting) {
+    ctx.progressMessage = `batch ${k}: replacing ${servers.filter((h) => callInFlight(ctx, h)).join(', ')}`;
+    ctx.requeue(2_000);
+    return;
+  }
+  const notBack = startedBatchesBack(ctx);
+  if (notBack.length > 0) {
+    // Health after a done call belongs to the analysis (a down member makes each check breach).
+    ctx.progressMessage = `batch ${k}: waiting for ${notBack.join(', ')} to be up on ${target}`;
+    ctx.requeue(2_000);
+    return;
+  }
   if (!discoveryConverged(ctx)) return;
 
   const bs = ctx.status.batch!;
@@ -72,12 +95,13 @@ export function runUpgrading(ctx: PlanContext): void {
   }
   const left = Date.parse(bs.soakUntil) - ctx.now.getTime();
   if (left > 0) {
+    ctx.progressMessage = `batch ${k}: soaking until ${bs.soakUntil}`;
     ctx.requeue(Math.min(left, ctx.spec.analysis.intervalMs));
     return;
   }
-  if (soakHeldByBreach(ctx, k, newCheck)) return;
+  if (soakHeld(ctx, k, newCheck)) return;
   finishBatch(ctx, k);
-  if (k < (bs.total ?? k)) {
+  if (k < (ctx.status.plan?.batches?.length ?? k)) {
     startBatch(ctx, k + 1);
     // Drive the new batch in this same step; the recursion is bounded by the number of batches.
     runUpgrading(ctx);
@@ -87,21 +111,23 @@ export function runUpgrading(ctx: PlanContext): void {
 }
 
 /**
- * A batch never ends on a breaching signal. When the soak runs out while the latest checks breach (a
- * streak below failureLimit, or inconclusive checks since), it goes on until a healthy check ends the
- * streak or the streak reaches failureLimit and onBreach applies. Otherwise a soak shorter than
- * failureLimit checks would widen the upgrade to the next batch while this one misbehaves.
+ * A batch never ends on a breaching signal. When the soak runs out while the latest checks breach, or a
+ * resume asked for a check newer than itself that has not come yet, it goes on until a check that does not
+ * breach, or the streak reaches failureLimit and onBreach applies.
  */
-function soakHeldByBreach(ctx: PlanContext, k: number, newCheck: boolean): boolean {
+function soakHeld(ctx: PlanContext, k: number, newCheck: boolean): boolean {
   const last = ctx.status.lastAnalysis;
   const streak = last?.consecutiveBreaches ?? 0;
-  if (!last || streak === 0) return false;
-  const what = describeBreaches(last.breaches ?? []);
+  const after = ctx.status.batch?.checkAfter;
+  const needsFreshCheck = after !== undefined && (!last?.time || Date.parse(last.time) <= Date.parse(after) || last.verdict === 'Breach');
+  if (streak === 0 && !needsFreshCheck) return false;
   const prefix = `soak of batch ${k} extended`;
-  const message = `${prefix}: ${streak} of ${ctx.spec.analysis.failureLimit} breaching checks${what ? ` (${what})` : ''}; waiting for a healthy check or failureLimit`;
-  // An event when the hold starts and at each further breaching check (at most failureLimit of them).
+  const what = describeBreaches(last?.breaches ?? []);
+  const message = streak > 0
+    ? `${prefix}: ${streak} of ${ctx.spec.analysis.failureLimit} breaching checks${what ? ` (${what})` : ''}; waiting for a healthy check or failureLimit`
+    : `${prefix}: waiting for a check after the resume at ${after} that does not breach`;
   const wasHeld = getCondition(ctx.status.conditions, 'Progressing')?.message.startsWith(prefix) === true;
-  if (!wasHeld || (newCheck && last.verdict === 'Breach')) ctx.event('Warning', 'SoakExtended', message);
+  if (!wasHeld || (newCheck && last?.verdict === 'Breach')) ctx.event('Warning', 'SoakExtended', message);
   ctx.progressMessage = message;
   ctx.requeue(ctx.spec.analysis.intervalMs);
   return true;
@@ -109,15 +135,19 @@ function soakHeldByBreach(ctx: PlanContext, k: number, newCheck: boolean): boole
 
 function discoveryConverged(ctx: PlanContext): boolean {
   const d = ctx.obs.discovery;
+  const b = ctx.status.batch!;
   if (d?.converged) {
     ctx.condition({ type: 'DiscoveryConverged', status: 'True', reason: 'Converged', message: d.message });
+    delete b.discoveryPendingSince;
     return true;
   }
   const message = d?.message ?? 'discovery not observed yet';
   ctx.condition({ type: 'DiscoveryConverged', status: 'False', reason: 'Converging', message });
-  const since = Date.parse(getCondition(ctx.status.conditions, 'DiscoveryConverged')!.lastTransitionTime);
-  if (ctx.now.getTime() - since > ctx.spec.analysis.thresholds.discoveryConvergenceMs) {
-    onBreach(ctx, 'DiscoveryNotConverged', `discovery has not converged for ${Math.round((ctx.now.getTime() - since) / 1000)}s: ${message}`);
+  b.discoveryPendingSince ??= ctx.now.toISOString();
+  const pending = ctx.now.getTime() - Date.parse(b.discoveryPendingSince);
+  ctx.progressMessage = `batch ${b.current}: waiting for discovery to converge (${Math.round(pending / 1000)}s): ${message}`;
+  if (pending > ctx.spec.analysis.thresholds.discoveryConvergenceMs) {
+    onBreach(ctx, 'DiscoveryNotConverged', `discovery has not converged for ${Math.round(pending / 1000)}s: ${message}`);
     return false;
   }
   ctx.requeue(2_000);
@@ -126,20 +156,20 @@ function discoveryConverged(ctx: PlanContext): boolean {
 
 function finishUpgrade(ctx: PlanContext): void {
   const target = ctx.spec.targetVersion;
-  const v = parseVersion(target);
-  // Where the target still has the gate alpha, the operator may turn it back off once no skew remains.
-  if (ctx.spec.proxy.revertAfter && v && !proxyGateOnByDefault(v) && ctx.spec.proxy.gate !== 'Unmanaged') {
+  // Where the target still has the gate alpha, the operator may turn it back off once no skew remains —
+  // only where the operator turned it on.
+  if (ctx.spec.proxy.revertAfter && !proxyGateOnByDefault(target) && ctx.spec.proxy.gate !== 'Unmanaged') {
     if (!gatePass(ctx, 'off', target)) return;
   }
-  const all = (ctx.status.peers ?? []).every((r) => atGoal(ctx, r.hostname, { version: target }));
-  if (!all) {
+  const members = ctx.status.plan?.members ?? [];
+  const notThere = members.filter((h) => !(isUp(ctx.observed(h)) && sameRelease(ctx.observed(h)!.version!, target)) || callInFlight(ctx, h));
+  if (notThere.length > 0) {
+    ctx.progressMessage = `finishing: waiting for ${notThere.join(', ')}`;
     ctx.requeue(2_000);
     return;
   }
-  ctx.setPhase('Succeeded');
-  ctx.status.completedAt = ctx.now.toISOString();
-  ctx.status.batch = { ...ctx.status.batch!, progress: `${ctx.status.batch!.total}/${ctx.status.batch!.total}` };
-  ctx.condition({ type: 'Complete', status: 'True', reason: 'Succeeded', message: `every server runs ${target}` });
-  ctx.condition({ type: 'Progressing', status: 'False', reason: 'Succeeded', message: `every server runs ${target}` });
+  const total = ctx.status.plan?.batches?.length ?? ctx.status.batch?.total ?? 0;
+  ctx.status.batch = { ...ctx.status.batch!, total, progress: `${total}/${total}` };
+  finishSucceeded(ctx, `every server runs ${target}`);
   ctx.event('Normal', 'Succeeded', `every server runs ${target}`);
 }

@@ -72,10 +72,15 @@ export class KubeClient {
     this.log = o.logger.child({ component: 'kube' });
   }
 
-  /** Any request, retried when transient. `signal` cancels waits and the request in flight. */
+  /**
+   * Any request. Reads (GET) are retried when transient; writes are not: a write whose answer was lost may
+   * have happened, and repeating it here could duplicate a POST. A failed write goes back to the work queue,
+   * the one retry policy for writes, whose next reconcile re-reads and re-plans. `signal` cancels waits.
+   */
   request<T>(method: Verb, path: string, opts: KubeRequestOptions = {}): Promise<T> {
     return withRetry(() => kubeRequest<T>(this.kubeConfig, method, path, { timeoutMs: this.o.timeoutMs, ...opts }), {
       ...this.o.retry,
+      ...(method === 'GET' ? {} : { attempts: 1 }),
       signal: opts.signal,
       onRetry: (err, attempt, delayMs) =>
         this.log.warn('API call failed, retrying', { method, path, attempt, delayMs: Math.round(delayMs), err: err instanceof Error ? err.message : String(err) }),

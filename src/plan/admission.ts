@@ -1,0 +1,26 @@
+import type { ApiServerUpgrade } from '../api/types.generated.ts';
+import { isTerminal } from '../api/vocabulary.ts';
+
+/**
+ * An upgrade whose work is over: terminal, and its status computed from the current generation. Nothing is
+ * observed or called for it (a spec edit after the end is still acknowledged once).
+ */
+export function isFinished(u: ApiServerUpgrade): boolean {
+  return isTerminal(u.status?.phase) && u.status?.observedGeneration === u.metadata?.generation;
+}
+
+function waitingToStart(u: ApiServerUpgrade): boolean {
+  const phase = u.status?.phase;
+  return phase === undefined || phase === 'Pending' || phase === 'Preflight';
+}
+
+/**
+ * Two upgrades acting on one fleet would fight: one that is under way, or else the oldest, goes first.
+ * Returns the name of the upgrade `u` must wait for, if any.
+ */
+export function blockingUpgrade(u: ApiServerUpgrade, all: readonly ApiServerUpgrade[]): string | undefined {
+  if (!waitingToStart(u)) return undefined;
+  const order = (x: ApiServerUpgrade): string => `${x.metadata?.creationTimestamp ?? ''}/${x.metadata?.name ?? ''}`;
+  const other = all.find((o) => o.metadata?.name !== u.metadata?.name && !isTerminal(o.status?.phase) && (!waitingToStart(o) || order(o) < order(u)));
+  return other?.metadata?.name;
+}

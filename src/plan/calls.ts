@@ -1,0 +1,106 @@
+import type { DriverAction, DriverCall } from '../api/types.generated.ts';
+import { IN_FLIGHT_RESULTS, type CallResult } from '../api/vocabulary.ts';
+import type { PlanContext } from './context.ts';
+import { isUp } from './peers.ts';
+import { sameRelease } from './version.ts';
+
+/** Whether a call may still change its server: nothing else is sent to that server meanwhile. */
+export function inFlight(c: DriverCall): boolean {
+  return IN_FLIGHT_RESULTS.has(c.result as CallResult);
+}
+
+/** The call in flight on a server, if any (at most one, by construction). */
+export function callInFlight(ctx: PlanContext, hostname: string): DriverCall | undefined {
+  return (ctx.status.driverCalls ?? []).find((c) => c.server === hostname && inFlight(c));
+}
+
+/** Whether a server is up and runs `version` (build metadata ignored), with the proxy gate as asked. */
+export function serverAt(ctx: PlanContext, hostname: string, version: string, gate?: 'on' | 'off'): boolean {
+  const p = ctx.observed(hostname);
+  return isUp(p) && sameRelease(p.version, version) && (gate === undefined || p.proxyGate === gate);
+}
+
+function gateGoal(action: DriverAction): 'on' | 'off' | undefined {
+  return action === 'EnableProxy' ? 'on' : action === 'RevertProxy' ? 'off' : undefined;
+}
+
+/**
+ * A call has landed when its server restarted — its identity Lease has a new holder since the call was
+ * recorded — and is up at the call's goal. Without the restart, a server that merely still runs the goal
+ * version (a rollback target, say) proves nothing about the call.
+ */
+export function landed(ctx: PlanContext, c: DriverCall): boolean {
+  if (!serverAt(ctx, c.server, c.target ?? '', gateGoal(c.action))) return false;
+  const holder = ctx.observed(c.server)?.holderIdentity;
+  return c.holderBefore === undefined || (holder !== undefined && holder !== c.holderBefore);
+}
+
+function finish(ctx: PlanContext, c: DriverCall, result: CallResult, message: string): void {
+  c.result = result;
+  c.completedAt = ctx.now.toISOString();
+  c.message = message.slice(0, 4000);
+}
+
+/**
+ * Moves every call in flight along its lifecycle from what is observed: Done when it landed, TimedOut when
+ * batchTimeout passed since it was recorded. Runs first in every step, paused or not, so a decision never
+ * reads a stale lifecycle.
+ */
+export function advanceCalls(ctx: PlanContext): void {
+  const timeoutMs = ctx.spec.strategy.batchTimeoutMs;
+  for (const c of ctx.status.driverCalls ?? []) {
+    if (!inFlight(c)) continue;
+    if (landed(ctx, c)) {
+      const how = c.result === 'Requested' ? 'landed before its acceptance was recorded' : 'done';
+      finish(ctx, c, 'Done', `${c.server} restarted and is up at ${c.target}: ${how}`);
+      continue;
+    }
+    const age = ctx.now.getTime() - Date.parse(c.time ?? ctx.now.toISOString());
+    if (age <= timeoutMs) continue;
+    const secs = Math.round(timeoutMs / 1000);
+    const why = c.result === 'Requested'
+      ? `the driver was never reached within ${secs}s${c.message ? ` (${c.message})` : ''}`
+      : `accepted, but ${c.server} did not come back at ${c.target}${gateGoal(c.action) ? ` with the proxy gate ${gateGoal(c.action)}` : ''} within ${secs}s`;
+    finish(ctx, c, 'TimedOut', why);
+  }
+}
+
+/**
+ * The latest attempt of one step and whether it still counts: a failure from before the last resume was
+ * acknowledged by that resume, so the step is tried again under a new key instead of pausing on it again.
+ */
+export function latestAttempt(ctx: PlanContext, hostname: string, batch: number, action: DriverAction, target: string): { call: DriverCall; acknowledged: boolean } | undefined {
+  const call = ctx.attempts(hostname, batch, action, target).at(-1);
+  if (!call) return undefined;
+  const resumed = ctx.status.resumedAt ? Date.parse(ctx.status.resumedAt) : undefined;
+  const ended = call.completedAt ? Date.parse(call.completedAt) : undefined;
+  const acknowledged = (call.result === 'TimedOut' || call.result === 'Rejected' || call.result === 'Abandoned') && resumed !== undefined && ended !== undefined && ended <= resumed;
+  return { call, acknowledged };
+}
+
+export type StepState = 'done' | 'waiting' | { failed: 'DriverFailed' | 'BatchTimeout'; message: string };
+
+/**
+ * One server's step towards a goal: at most one call in flight per server, one attempt at a time.
+ * `always` sends a call even when the server already looks right (a rollback must supersede whatever the
+ * driver may still carry out for that server).
+ */
+export function driveStep(ctx: PlanContext, hostname: string, batch: number, action: DriverAction, target: string, gate: boolean | undefined, opts: { always?: boolean } = {}): StepState {
+  const latest = latestAttempt(ctx, hostname, batch, action, target);
+  if (latest && !latest.acknowledged) {
+    const c = latest.call;
+    if (c.result === 'Done') return 'done';
+    if (c.result === 'Requested') {
+      ctx.send(c);
+      return 'waiting';
+    }
+    if (c.result === 'Accepted') return 'waiting';
+    if (c.result === 'Rejected') return { failed: 'DriverFailed', message: `the driver refused to ${action} ${hostname}: ${c.message ?? 'no details'}` };
+    if (c.result === 'TimedOut') return { failed: 'BatchTimeout', message: `${action} of ${hostname}: ${c.message ?? 'timed out'}` };
+  }
+  const other = callInFlight(ctx, hostname);
+  if (other) return 'waiting';
+  if (!opts.always && serverAt(ctx, hostname, target, gateGoal(action))) return 'done';
+  ctx.requestCall(action, batch, hostname, target, gate);
+  return 'waiting';
+}

@@ -1,0 +1,65 @@
+import type { PlanContext } from './context.ts';
+import { callInFlight } from './calls.ts';
+import { peerRowFrom } from './peers.ts';
+import { replanRemaining } from './frozen-plan.ts';
+
+export interface MembershipChange {
+  joined: string[];
+  vanished: string[];
+  message: string;
+}
+
+/**
+ * Compares the servers observed with the plan's members. A server being replaced may drop its identity
+ * Lease for a while (graceful stop deletes it), so a member with a call in flight is not "vanished"; any
+ * other difference — a new server, a member gone, a replacement back under a new hostname — is a change
+ * the plan did not foresee.
+ */
+export function membershipChange(ctx: PlanContext): MembershipChange | undefined {
+  const members = ctx.status.plan?.members;
+  if (!members) return undefined;
+  const seen = new Set(ctx.obs.peers.map((p) => p.hostname));
+  const known = new Set(members);
+  const joined = [...seen].filter((h) => !known.has(h)).sort();
+  const missing = members.filter((h) => !seen.has(h));
+  const vanished = missing.filter((h) => !callInFlight(ctx, h));
+  if (joined.length === 0 && vanished.length === 0) return undefined;
+  const parts = [
+    ...(joined.length ? [`joined: ${joined.join(', ')}`] : []),
+    ...(vanished.length ? [`gone: ${vanished.join(', ')}`] : []),
+    ...(joined.length && missing.length > vanished.length ? [`being replaced and not back: ${missing.filter((h) => !vanished.includes(h)).join(', ')} (a replacement back under a new hostname?)`] : []),
+  ];
+  return { joined, vanished, message: `the fleet changed since the plan was made (${parts.join('; ')}); resume to re-plan from the servers observed now` };
+}
+
+/**
+ * On resume: the plan's members become the servers observed now. Joiners get batches (those already at the
+ * target simply have nothing to do); members no longer observed are dropped, with their calls in flight
+ * abandoned, so nothing waits on a server that does not exist any more.
+ */
+export function acceptMembership(ctx: PlanContext): void {
+  const plan = ctx.status.plan;
+  if (!plan) return;
+  const seen = ctx.obs.peers.map((p) => p.hostname);
+  const before = plan.members ?? [];
+  const joined = seen.filter((h) => !before.includes(h)).sort((a, b) => a.localeCompare(b));
+  const gone = before.filter((h) => !seen.includes(h));
+  if (joined.length === 0 && gone.length === 0) return;
+  plan.members = [...before.filter((h) => !gone.includes(h)), ...joined];
+  for (const c of ctx.status.driverCalls ?? []) {
+    if (gone.includes(c.server) && c.result === 'Requested') {
+      c.result = 'Abandoned';
+      c.completedAt = ctx.now.toISOString();
+      c.message = `${c.message ? `${c.message}; ` : ''}abandoned: ${c.server} left the fleet`;
+    }
+  }
+  plan.batches = (plan.batches ?? []).map((b) => ({ ...b, servers: b.servers.filter((h) => !gone.includes(h)) }));
+  ctx.status.peers = (ctx.status.peers ?? []).filter((r) => !gone.includes(r.hostname));
+  for (const h of joined) {
+    const p = ctx.observed(h);
+    if (p) ctx.status.peers.push({ ...peerRowFrom(p), state: 'Pending' });
+  }
+  ctx.status.peers.sort((a, b) => a.hostname.localeCompare(b.hostname));
+  replanRemaining(ctx);
+  ctx.event('Normal', 'Replanned', `members re-planned on resume${joined.length ? `; added ${joined.join(', ')}` : ''}${gone.length ? `; dropped ${gone.join(', ')}` : ''}`);
+}
