@@ -6,8 +6,18 @@ function round(v: number): number {
   return Math.round(v * 1e6) / 1e6;
 }
 
-/** Per-server and per-cohort signals, thresholds and verdict, in the status shape (what FleetObserver computes for Direct). */
-export function summarizeAnalysis(windows: ReadonlyMap<string, WindowDeltas>, versionOf: ReadonlyMap<string, string>, thresholds: Thresholds, now: number): ObservedAnalysis {
+/** Fleet facts of the check that are not computed from metrics windows. */
+export interface FleetFacts {
+  /** Identity Leases judged stale by the inventory (unchanged for the staleness window on the operator's clock). */
+  stalePeers?: number;
+}
+
+/**
+ * Per-server and per-cohort signals, thresholds and verdict, in the status shape (what FleetObserver computes
+ * for Direct). `facts.stalePeers` is reported as a signal of its own; no threshold reads it (the planner
+ * already treats a stale server as not up).
+ */
+export function summarizeAnalysis(windows: ReadonlyMap<string, WindowDeltas>, versionOf: ReadonlyMap<string, string>, thresholds: Thresholds, now: number, facts: FleetFacts = {}): ObservedAnalysis {
   const subjects: SignalSubject[] = [...windows].map(([name, w]) => ({ scope: 'server', name, signals: computeSignals(w) }));
   for (const [version, signals] of cohortSignals(windows, versionOf)) subjects.push({ scope: 'cohort', name: version, signals });
   const { breaches } = evaluateThresholds(subjects, thresholds);
@@ -20,6 +30,7 @@ export function summarizeAnalysis(windows: ReadonlyMap<string, WindowDeltas>, ve
   if (p !== undefined) signals.proxyErrorRatio = p;
   if (e !== undefined) signals.errorRatio = e;
   if (l !== undefined) signals.latencyP99Seconds = l;
+  if (facts.stalePeers !== undefined) signals.stalePeers = facts.stalePeers;
   const statusBreaches: StatusBreach[] = breaches.map((b) => ({
     signal: b.signal,
     observed: String(round(b.value)),

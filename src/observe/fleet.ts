@@ -1,15 +1,14 @@
 import type { KubeConfig, V1EndpointSliceList, V1LeaseList, V1PodList } from '@kubernetes/client-node';
 import type { Logger } from '../runtime/logger.ts';
-import type { Observation, ObservedPeer, ObservedAnalysis } from '../plan/observation.ts';
+import type { Observation, ObservedPeer, ObservedAnalysis, ObservedStorage } from '../plan/observation.ts';
 import { DirectClient } from './direct-client.ts';
 import { buildInventory, addressesToProbe, type Inventory, type IdentityLeaseLike, type EndpointAddresses, type ProbeResult, IDENTITY_LABEL, IDENTITY_LABEL_VALUE, HOSTNAME_LABEL, PEER_ADDRESS_ANNOTATION } from './inventory.ts';
 import { mapLimitSettled } from './map-limit.ts';
 import { SIGNAL_FAMILIES, windowDeltas, type WindowDeltas } from './signals.ts';
 import type { ParsedMetrics } from './prom-text.ts';
-import { resourceSet, convergence, storageVersionHashes, resourceKinds, mergeHashes, legacyDiscoveryPaths, type ServerDiscovery } from './discovery.ts';
+import { resourceSet, convergence, storageVersionHashes, resourceKinds, mergeHashes, legacyDiscoveryPaths, type APIResourceList, type ServerDiscovery } from './discovery.ts';
 import { summarizeAnalysis } from './analysis-summary.ts';
-import { rollbackSafety, type ServerStorageHashes } from '../plan/rollback-safety.ts';
-import { cachedCertificateDnsNames, hintsFromCertificates, hintsFromMirrorPods } from './hostname-hints.ts';
+import { cachedCertificateDnsNames, hintsFromCertificateCache, hintsFromMirrorPods } from './hostname-hints.ts';
 import type { PrometheusSettings } from './prometheus-source.ts';
 
 /** GET of a list through the balancer, with the caller's retries; injected so observation shares the operator's client. */
@@ -43,13 +42,20 @@ interface Scrape {
   metrics: ParsedMetrics;
 }
 
+/** A complete storage-hash read of one server, valid while that server runs the same binary (same lease holder). */
+interface StorageRead {
+  holderIdentity: string;
+  storage: ObservedStorage;
+}
+
 const CONCURRENCY = 4;
 
 /**
  * The imperative shell of observation: fetches leases, EndpointSlices, each server's /version, /readyz,
  * /metrics and discovery, and hands the pure functions of this folder what they need. It keeps the
- * previous scrape per server (signals are deltas between scrapes) and each version's storage hashes
- * (the old servers' hashes must be remembered: once they are replaced they cannot be fetched).
+ * previous scrape per server (signals are deltas between scrapes), and each server's complete storage-hash
+ * read while it runs the same binary (dozens of requests; the hashes cannot change until it restarts).
+ * Remembering the old version's hashes beyond its servers' lifetime is the planner's job (status), not ours.
  */
 export class FleetObserver {
   private readonly list: ListFn;
@@ -59,7 +65,8 @@ export class FleetObserver {
   private readonly scrapes = new Map<string, Scrape>();
   private lastAnalysis: ObservedAnalysis | undefined;
   private lastAnalysisAt = 0;
-  private readonly hashesByVersion = new Map<string, ServerStorageHashes>();
+  private readonly storageReads = new Map<string, StorageRead>();
+  private readonly storageAttempts = new Map<string, number>();
   private readonly certificateNames = cachedCertificateDnsNames();
   private readonly analysisSource: AnalysisSource | undefined;
 
@@ -72,6 +79,11 @@ export class FleetObserver {
 
   close(): void {
     this.direct.close();
+  }
+
+  /** The inventory the last observation built: every row with its address source and problems. */
+  get lastInventory(): Inventory | undefined {
+    return this.inventory;
   }
 
   async leases(): Promise<IdentityLeaseLike[]> {
@@ -97,7 +109,7 @@ export class FleetObserver {
     const still = missing.filter((h) => !hints.has(h));
     if (still.length > 0) {
       const addrs = endpoints.flatMap((e) => e.addresses.map((a) => `${a}:${e.port}`));
-      for (const [h, a] of await hintsFromCertificates(addrs, still, this.certificateNames)) hints.set(h, a);
+      for (const [h, a] of await hintsFromCertificateCache(addrs, still, this.certificateNames)) hints.set(h, a);
     }
     return hints;
   }
@@ -128,12 +140,15 @@ export class FleetObserver {
       stale: s.stale,
     }));
     const up = peers.filter((p) => p.ready && !p.stale && p.address && p.version);
-    const [discovery, analysis, rollback] = await Promise.all([
+    const stalePeers = peers.filter((p) => p.stale).length;
+    const [discovery, analysis, storage] = await Promise.all([
       this.discovery(up),
-      settings.prometheus && this.analysisSource ? this.analysisSource(up, settings, now) : Promise.resolve(this.analysis(up, pages, settings, now)),
-      this.rollback(up, settings),
+      settings.prometheus && this.analysisSource
+        ? this.analysisSource(up, settings, now).then((a) => a && withStalePeers(a, stalePeers))
+        : Promise.resolve(this.analysis(up, pages, settings, now, stalePeers)),
+      this.storage(peers, up),
     ]);
-    return { peers, ...(discovery ? { discovery } : {}), ...(analysis ? { analysis } : {}), ...(rollback ? { rollback } : {}) };
+    return { peers, ...(discovery ? { discovery } : {}), ...(analysis ? { analysis } : {}), storage };
   }
 
   private async discovery(up: ObservedPeer[]): Promise<Observation['discovery']> {
@@ -159,7 +174,7 @@ export class FleetObserver {
   }
 
   /** Computes signals once per interval, from deltas between this observation's pages and the last window's. */
-  private analysis(up: ObservedPeer[], pages: ReadonlyMap<string, ParsedMetrics>, s: AnalysisSettings, now: number): ObservedAnalysis | undefined {
+  private analysis(up: ObservedPeer[], pages: ReadonlyMap<string, ParsedMetrics>, s: AnalysisSettings, now: number, stalePeers: number): ObservedAnalysis | undefined {
     if (this.lastAnalysis && now - this.lastAnalysisAt < s.intervalMs) return this.lastAnalysis;
     const windows = new Map<string, WindowDeltas>();
     const versionOf = new Map<string, string>();
@@ -173,38 +188,88 @@ export class FleetObserver {
       versionOf.set(p.hostname, p.version!);
     });
     if (windows.size === 0) return this.lastAnalysis;
-    const analysis = summarizeAnalysis(windows, versionOf, { proxyErrorRatio: s.proxyErrorRatio, errorRatio: s.errorRatio, latencyP99Seconds: s.latencyP99Seconds }, now);
+    const analysis = summarizeAnalysis(windows, versionOf, { proxyErrorRatio: s.proxyErrorRatio, errorRatio: s.errorRatio, latencyP99Seconds: s.latencyP99Seconds }, now, { stalePeers });
     this.lastAnalysis = analysis;
     this.lastAnalysisAt = now;
     if (analysis.verdict !== 'Healthy') this.log.info('analysis', { verdict: analysis.verdict, breaches: analysis.breaches });
     return analysis;
   }
 
-  /** Fetches each version's storage hashes once (from one up server of that version) and compares old vs new. */
-  private async rollback(up: ObservedPeer[], s: AnalysisSettings): Promise<Observation['rollback']> {
-    for (const p of up) {
-      if (this.hashesByVersion.has(p.version!)) continue;
-      try {
-        const own = await this.direct.discovery(p.address!, { peer: false, core: false });
-        const core = await this.direct.discovery(p.address!, { peer: false, core: true });
-        const paths = [...legacyDiscoveryPaths(core), ...legacyDiscoveryPaths(own)];
-        const lists = await mapLimitSettled(paths, CONCURRENCY, (path) => this.direct.resourceList(p.address!, path));
-        const ok = lists.flatMap((r) => (r.status === 'fulfilled' ? [r.value] : []));
-        this.hashesByVersion.set(p.version!, { server: p.hostname, hashes: mergeHashes(ok.map(storageVersionHashes)), kinds: mergeHashes(ok.map(resourceKinds)) });
-      } catch (err) {
-        this.log.debug('storage hash fetch failed', { server: p.hostname, error: String(err) });
+  /**
+   * The storage hashes of every version among the up servers, each from one complete read of one server.
+   * A read is kept while its server runs the same binary (same version and lease holder) and forgotten when
+   * it restarts or leaves. A version without a kept read is read from one of its up servers, a different one
+   * after each failure; a partial read is neither kept nor reported: the next observation tries again.
+   */
+  private async storage(peers: readonly ObservedPeer[], up: readonly ObservedPeer[]): Promise<ObservedStorage[]> {
+    for (const [hostname, read] of this.storageReads) {
+      const p = peers.find((x) => x.hostname === hostname);
+      if (!p || p.version !== read.storage.version || (p.holderIdentity ?? '') !== read.holderIdentity) this.storageReads.delete(hostname);
+    }
+    const out: ObservedStorage[] = [];
+    const versions = [...new Set(up.map((p) => p.version!))].sort();
+    for (const version of versions) {
+      const cohort = up.filter((p) => p.version === version).sort((a, b) => a.hostname.localeCompare(b.hostname));
+      const kept = cohort.map((p) => this.storageReads.get(p.hostname)).find((r) => r !== undefined);
+      if (kept) {
+        out.push(kept.storage);
+        continue;
+      }
+      const attempt = this.storageAttempts.get(version) ?? 0;
+      const p = cohort[attempt % cohort.length]!;
+      const storage = await this.readStorage(p);
+      if (storage) {
+        this.storageReads.set(p.hostname, { holderIdentity: p.holderIdentity ?? '', storage });
+        this.storageAttempts.delete(version);
+        out.push(storage);
+      } else {
+        this.storageAttempts.set(version, attempt + 1);
       }
     }
-    if (!s.fromVersion || !s.targetVersion || s.fromVersion === s.targetVersion) return undefined;
-    const oldH = this.hashesByVersion.get(s.fromVersion);
-    const newH = this.hashesByVersion.get(s.targetVersion);
-    if (!oldH || !newH) return undefined;
-    const r = rollbackSafety([oldH], [newH]);
-    return {
-      safe: r.safe,
-      blocking: r.blocking.map((b) => b.resource),
-      message: r.safe ? r.reason : `${r.reason}${r.blocking.length ? `: ${r.blocking.map((b) => `${b.resource} (${b.reason})`).join('; ')}` : ''}`,
-    };
+    for (const version of this.storageAttempts.keys()) if (!versions.includes(version)) this.storageAttempts.delete(version);
+    return out;
+  }
+
+  /** Every legacy discovery document the server lists for itself, or undefined when any one of them failed. */
+  private async readStorage(p: ObservedPeer): Promise<ObservedStorage | undefined> {
+    const address = p.address!;
+    try {
+      const [own, core] = await Promise.all([this.direct.discovery(address, { peer: false, core: false }), this.direct.discovery(address, { peer: false, core: true })]);
+      const paths = [...legacyDiscoveryPaths(core), ...legacyDiscoveryPaths(own)];
+      if (paths.length === 0) throw new Error('discovery lists no group/version');
+      const lists = await mapLimitSettled(paths, CONCURRENCY, async (path) => checkedResourceList(path, await this.direct.resourceList(address, path)));
+      const failed = paths.flatMap((path, i) => {
+        const r = lists[i]!;
+        return r.status === 'rejected' ? [`${path}: ${r.reason instanceof Error ? r.reason.message : String(r.reason)}`] : [];
+      });
+      if (failed.length > 0) {
+        this.log.info('storage hashes incomplete, not used; read again at the next observation', { server: p.hostname, version: p.version, failed: failed.length, of: paths.length, first: failed[0] });
+        return undefined;
+      }
+      const docs = lists.map((r) => (r as PromiseFulfilledResult<APIResourceList>).value);
+      return {
+        version: p.version!,
+        server: p.hostname,
+        hashes: Object.fromEntries(mergeHashes(docs.map(storageVersionHashes))),
+        kinds: Object.fromEntries(mergeHashes(docs.map(resourceKinds))),
+      };
+    } catch (err) {
+      this.log.info('storage hash fetch failed; read again at the next observation', { server: p.hostname, version: p.version, error: String(err) });
+      return undefined;
+    }
   }
 }
 
+/** A legacy discovery document is the one asked for: an APIResourceList of that group/version. */
+function checkedResourceList(path: string, doc: APIResourceList): APIResourceList {
+  const expected = path.startsWith('/api/') ? path.slice('/api/'.length) : path.slice('/apis/'.length);
+  if (doc?.kind !== 'APIResourceList' || doc.groupVersion !== expected) {
+    throw new Error(`expected APIResourceList ${expected}, got ${String(doc?.kind)} ${String(doc?.groupVersion)}`);
+  }
+  return doc;
+}
+
+/** The Prometheus source's analysis with the observer's count of stale identity Leases. */
+function withStalePeers(a: ObservedAnalysis, stalePeers: number): ObservedAnalysis {
+  return { ...a, signals: { ...a.signals, stalePeers } };
+}

@@ -13,6 +13,11 @@
  *  4. `none` — ambiguous; the row says so in `problems` rather than guessing.
  * Endpoint addresses and lease annotations are matched by IP: the peer port may differ from the
  * serving port.
+ *
+ * Staleness is judged on the operator's own clock, as leader election does: the join remembers, per
+ * lease, the last (holderIdentity, renewTime, resourceVersion) it saw and when (by `now`) that last
+ * changed. A lease that has not changed for the staleness window is stale. `renewTime` is never compared
+ * with `now`: it is the server's clock, and skew between the two made healthy servers look stale.
  */
 import type { GateState } from './signals.ts';
 
@@ -23,7 +28,7 @@ export const PEER_ADDRESS_ANNOTATION = 'kubernetes.io/peer-advertise-address';
 
 /** The fields of a coordination.k8s.io/v1 Lease this join reads; client-node's V1Lease fits. */
 export interface IdentityLeaseLike {
-  metadata?: { name?: string; labels?: Record<string, string>; annotations?: Record<string, string> };
+  metadata?: { name?: string; resourceVersion?: string; labels?: Record<string, string>; annotations?: Record<string, string> };
   spec?: { holderIdentity?: string; renewTime?: Date | string; leaseDurationSeconds?: number };
 }
 
@@ -60,16 +65,27 @@ export interface InventoryRow {
   holderIdentity: string | undefined;
   /** Restarts seen by this operator (holderIdentity changes), not since the server was installed. */
   restarts: number;
-  /** ISO timestamp of the lease's last renewal. */
+  /** ISO timestamp of the lease's last renewal (the server's clock: shown, never compared with ours). */
   lastRenew: string | undefined;
+  /** The lease has not changed for the staleness window, measured on the operator's clock. */
   stale: boolean;
   problems: string[];
+}
+
+/** What the join remembers of one identity Lease between observations, on the operator's clock. */
+export interface LeaseSighting {
+  /** holderIdentity, renewTime and resourceVersion as last seen. */
+  fingerprint: string;
+  /** `now` of the observation that first saw the lease in this form (its last change as far as we know). */
+  changedAt: number;
 }
 
 export interface Inventory {
   servers: InventoryRow[];
   /** Fleet-level findings that belong to no single row. */
   problems: string[];
+  /** Per lease name, for the next join's staleness judgement (pass this inventory as `previous`). */
+  sightings: Record<string, LeaseSighting>;
 }
 
 export interface InventoryInput {
@@ -78,12 +94,13 @@ export interface InventoryInput {
   /** Keyed by address (ip:port) as found by the join; see `addressesToProbe`. */
   probes: ReadonlyMap<string, ProbeResult>;
   hostnameAddresses?: ReadonlyMap<string, string>;
-  previous?: Inventory;
-  /** Milliseconds since the epoch. */
+  /** The last inventory: restarts and lease sightings carry on from it. */
+  previous?: Pick<Inventory, 'servers'> & Partial<Pick<Inventory, 'sightings'>>;
+  /** The operator's clock, milliseconds since the epoch. */
   now: number;
   /** How often servers renew their identity lease (kube-apiserver: 10 s). */
   renewPeriodSeconds?: number;
-  /** A lease not renewed for this many periods is stale. */
+  /** A lease seen unchanged for this many periods (on the operator's clock) is stale. */
   staleAfterPeriods?: number;
 }
 
@@ -152,6 +169,22 @@ export function addressesToProbe(input: Pick<InventoryInput, 'leases' | 'endpoin
   return [...new Set([...resolved.map((r) => r.address).filter((a) => a !== ''), ...unclaimed])].sort();
 }
 
+/** The parts of a lease that change on every renewal or restart. */
+export function leaseFingerprint(lease: IdentityLeaseLike): string {
+  const renew = lease.spec?.renewTime;
+  return JSON.stringify([lease.spec?.holderIdentity ?? '', renew instanceof Date ? renew.toISOString() : (renew ?? ''), lease.metadata?.resourceVersion ?? '']);
+}
+
+/**
+ * Carries one lease's sighting forward: a changed lease restarts its clock at `now`. A lease seen for the
+ * first time starts its clock too, so it is not stale until it stays unchanged for the whole window; until
+ * then only its server's probe (/readyz) says whether it is up.
+ */
+export function sightLease(previous: LeaseSighting | undefined, lease: IdentityLeaseLike, now: number): LeaseSighting {
+  const fingerprint = leaseFingerprint(lease);
+  return previous && previous.fingerprint === fingerprint ? previous : { fingerprint, changedAt: now };
+}
+
 function isoOf(time: Date | string | undefined): { iso: string | undefined; ms: number | undefined } {
   if (time === undefined) return { iso: undefined, ms: undefined };
   const ms = time instanceof Date ? time.getTime() : Date.parse(time);
@@ -162,6 +195,8 @@ export function buildInventory(input: InventoryInput): Inventory {
   const renewPeriodMs = (input.renewPeriodSeconds ?? 10) * 1000;
   const staleAfterMs = renewPeriodMs * (input.staleAfterPeriods ?? 3);
   const previousById = new Map((input.previous?.servers ?? []).filter((r) => r.identity).map((r) => [r.identity, r]));
+  const previousSightings = input.previous?.sightings ?? {};
+  const sightings: Record<string, LeaseSighting> = {};
   const endpointHosts = new Set(input.endpoints.flatMap((e) => e.addresses));
   const { resolved, unclaimed } = resolveAddresses(input.leases, input.endpoints, input.hostnameAddresses);
 
@@ -177,9 +212,13 @@ export function buildInventory(input: InventoryInput): Inventory {
     const restarted = previous?.holderIdentity !== undefined && holderIdentity !== undefined && previous.holderIdentity !== holderIdentity;
     const restarts = (previous?.restarts ?? 0) + (restarted ? 1 : 0);
 
-    const stale = renew.ms === undefined || input.now - renew.ms > staleAfterMs;
+    const sighting = sightLease(Object.hasOwn(previousSightings, identity) ? previousSightings[identity] : undefined, lease, input.now);
+    if (identity) sightings[identity] = sighting;
+    const unchangedMs = input.now - sighting.changedAt;
+    // A lease that was never renewed says nothing about its server: fail closed.
+    const stale = renew.ms === undefined || unchangedMs > staleAfterMs;
     if (renew.ms === undefined) problems.push('identity lease has no renewTime');
-    else if (stale) problems.push(`identity lease not renewed for ${Math.round((input.now - renew.ms) / 1000)}s: the server is gone or hung; peers routing to it get 503`);
+    else if (stale) problems.push(`identity lease unchanged for ${Math.round(unchangedMs / 1000)}s by the operator's clock (renewTime ${renew.iso}): the server is gone or hung; peers routing to it get 503`);
 
     if (source === 'none') problems.push(`no address: the lease has no ${PEER_ADDRESS_ANNOTATION} annotation and the EndpointSlice fallback was ambiguous`);
     else if (!endpointHosts.has(hostOf(address))) problems.push(`address ${address} is not in the default/kubernetes EndpointSlice`);
@@ -236,7 +275,7 @@ export function buildInventory(input: InventoryInput): Inventory {
   // Leases first by name, then the endpoints no lease accounts for, by address.
   const sortKey = (r: InventoryRow) => (r.identity ? `0${r.identity}` : `1${r.address}`);
   rows.sort((a, b) => (sortKey(a) < sortKey(b) ? -1 : sortKey(a) > sortKey(b) ? 1 : 0));
-  return { servers: rows, problems: fleetProblems(rows, endpointHosts.size) };
+  return { servers: rows, problems: fleetProblems(rows, endpointHosts.size), sightings };
 }
 
 function fleetProblems(rows: readonly InventoryRow[], endpointCount: number): string[] {

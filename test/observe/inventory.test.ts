@@ -1,7 +1,7 @@
 // The inventory join over synthetic Leases, endpoints and probe results.
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import type { IdentityLeaseLike, ProbeResult } from '../../src/observe/inventory.ts';
+import type { IdentityLeaseLike, Inventory, InventoryRow, ProbeResult } from '../../src/observe/inventory.ts';
 import { addressesToProbe, buildInventory, hostOf, joinHostPort } from '../../src/observe/inventory.ts';
 
 const NOW = Date.parse('2026-01-01T00:00:00Z');
@@ -95,27 +95,12 @@ describe('buildInventory (synthetic)', () => {
     assert.equal(inv.servers.find((r) => r.identity === 'apiserver-y')?.addressSource, 'none');
   });
 
-  it('counts restarts from holderIdentity changes and marks stale leases', () => {
-    const first = buildInventory({ leases: [lease('apiserver-a', 'cp1', { address: '10.77.0.11:6443' })], endpoints: [{ addresses: ['10.77.0.11'], port: 6443 }], probes: new Map(), now: NOW });
-    const second = buildInventory({
-      leases: [lease('apiserver-a', 'cp1', { address: '10.77.0.11:6443', holder: 'apiserver-a_uuid-2', renewedAgoS: 31 })],
-      endpoints: [{ addresses: ['10.77.0.11'], port: 6443 }],
-      probes: new Map(),
-      previous: first,
-      now: NOW,
-    });
-    const row = second.servers[0];
-    assert.equal(row?.restarts, 1);
-    assert.equal(row?.stale, true);
-    assert.match(row?.problems.join('\n') ?? '', /not renewed for 31s/);
-    const relaxed = buildInventory({
-      leases: [lease('apiserver-a', 'cp1', { address: '10.77.0.11:6443', renewedAgoS: 31 })],
-      endpoints: [{ addresses: ['10.77.0.11'], port: 6443 }],
-      probes: new Map(),
-      now: NOW,
-      renewPeriodSeconds: 20,
-    });
-    assert.equal(relaxed.servers[0]?.stale, false);
+  it('counts restarts from holderIdentity changes', () => {
+    const endpoints = [{ addresses: ['10.77.0.11'], port: 6443 }];
+    const first = buildInventory({ leases: [lease('apiserver-a', 'cp1', { address: '10.77.0.11:6443' })], endpoints, probes: new Map(), now: NOW });
+    const second = buildInventory({ leases: [lease('apiserver-a', 'cp1', { address: '10.77.0.11:6443', holder: 'apiserver-a_uuid-2' })], endpoints, probes: new Map(), previous: first, now: NOW + 10_000 });
+    assert.equal(second.servers[0]?.restarts, 1);
+    assert.equal(second.servers[0]?.stale, false);
   });
 
   it('flags a gate that is on without the peer annotation, probe errors and unready servers', () => {
@@ -136,5 +121,99 @@ describe('buildInventory (synthetic)', () => {
     const inv = buildInventory({ leases: [lease('apiserver-a', 'cp1', { address: '10.77.0.11:6443' }), other], endpoints: ENDPOINTS, probes: new Map(), now: NOW });
     assert.equal(inv.servers.filter((r) => r.identity).length, 1);
     assert.match(inv.problems.join('\n'), /3 endpoint addresses but 1 live identity leases/);
+  });
+});
+
+/** One server's identity lease as it renews: renewTime on the server's clock, a new resourceVersion each time. */
+function renewing(serverClockStart: number) {
+  let renewals = 0;
+  return {
+    renew(): void {
+      renewals++;
+    },
+    lease(): IdentityLeaseLike {
+      return {
+        metadata: {
+          name: 'apiserver-a',
+          resourceVersion: String(1000 + renewals),
+          labels: { 'apiserver.kubernetes.io/identity': 'kube-apiserver', 'kubernetes.io/hostname': 'cp1' },
+          annotations: { 'kubernetes.io/peer-advertise-address': '10.77.0.11:6443' },
+        },
+        spec: { holderIdentity: 'apiserver-a_uuid-1', renewTime: new Date(serverClockStart + renewals * 10_000).toISOString(), leaseDurationSeconds: 3600 },
+      };
+    },
+  };
+}
+
+/** Observes the lease every `stepMs` on the operator's clock, carrying the inventory forward; returns each row. */
+function observeLease(source: ReturnType<typeof renewing>, operatorStart: number, steps: number, stepMs: number, renewEachStep: boolean): InventoryRow[] {
+  const endpoints = [{ addresses: ['10.77.0.11'], port: 6443 }];
+  const rows: InventoryRow[] = [];
+  let previous: Inventory | undefined;
+  for (let i = 0; i < steps; i++) {
+    if (i > 0 && renewEachStep) source.renew();
+    const probes = new Map<string, ProbeResult>([['10.77.0.11:6443', { version: 'v1.35.4', ready: true, proxyGate: 'on' }]]);
+    const inv: Inventory = buildInventory({ leases: [source.lease()], endpoints, probes, now: operatorStart + i * stepMs, ...(previous ? { previous } : {}) });
+    rows.push(inv.servers[0]!);
+    previous = inv;
+  }
+  return rows;
+}
+
+describe('lease staleness on the operator\'s clock (issue 8, defect 15)', () => {
+  const HOUR = 3600_000;
+
+  it('defect 15: operator clock 1 h ahead of renewTime: not stale while renewals keep coming', () => {
+    const rows = observeLease(renewing(NOW - HOUR), NOW, 12, 10_000, true);
+    assert.deepEqual(rows.map((r) => r.stale), rows.map(() => false));
+    assert.deepEqual(rows.flatMap((r) => r.problems), []);
+  });
+
+  it('defect 15: operator clock 1 h behind renewTime: not stale while renewals keep coming', () => {
+    const rows = observeLease(renewing(NOW + HOUR), NOW, 12, 10_000, true);
+    assert.deepEqual(rows.map((r) => r.stale), rows.map(() => false));
+  });
+
+  for (const [name, skew] of [['ahead', -HOUR], ['behind', HOUR], ['in step', 0]] as const) {
+    it(`defect 15: operator clock ${name}: stale once the lease stays unchanged for the window (3 x 10 s) on the operator's clock`, () => {
+      const rows = observeLease(renewing(NOW + skew), NOW, 6, 10_000, false);
+      // Unchanged for 0, 10, 20, 30 s: not stale (the window is "more than 30 s"); 40, 50 s: stale.
+      assert.deepEqual(rows.map((r) => r.stale), [false, false, false, false, true, true]);
+      assert.match(rows[4]!.problems.join('\n'), /identity lease unchanged for 40s by the operator's clock/);
+    });
+  }
+
+  it('a lease seen for the first time is not stale, however old its renewTime looks; a renewal after a pause restarts the clock', () => {
+    const source = renewing(NOW - 5 * HOUR);
+    const first = buildInventory({ leases: [source.lease()], endpoints: ENDPOINTS, probes: new Map(), now: NOW });
+    assert.equal(first.servers[0]?.stale, false);
+    const later = buildInventory({ leases: [source.lease()], endpoints: ENDPOINTS, probes: new Map(), previous: first, now: NOW + 31_000 });
+    assert.equal(later.servers[0]?.stale, true);
+    source.renew();
+    const back = buildInventory({ leases: [source.lease()], endpoints: ENDPOINTS, probes: new Map(), previous: later, now: NOW + 41_000 });
+    assert.equal(back.servers[0]?.stale, false);
+  });
+
+  it('any of holderIdentity, renewTime or resourceVersion counts as a change; a relaxed renew period widens the window', () => {
+    const base = lease('apiserver-a', 'cp1', { address: '10.77.0.11:6443' });
+    const variants: IdentityLeaseLike[] = [
+      { ...base, spec: { ...base.spec, holderIdentity: 'apiserver-a_uuid-9' } },
+      { ...base, spec: { ...base.spec, renewTime: new Date(NOW + 1).toISOString() } },
+      { ...base, metadata: { ...base.metadata, resourceVersion: '77' } },
+    ];
+    const first = buildInventory({ leases: [base], endpoints: ENDPOINTS, probes: new Map(), now: NOW });
+    for (const v of variants) {
+      assert.equal(buildInventory({ leases: [v], endpoints: ENDPOINTS, probes: new Map(), previous: first, now: NOW + 60_000 }).servers[0]?.stale, false);
+    }
+    assert.equal(buildInventory({ leases: [base], endpoints: ENDPOINTS, probes: new Map(), previous: first, now: NOW + 60_000 }).servers[0]?.stale, true);
+    assert.equal(buildInventory({ leases: [base], endpoints: ENDPOINTS, probes: new Map(), previous: first, now: NOW + 60_000, renewPeriodSeconds: 30 }).servers[0]?.stale, false);
+  });
+
+  it('a lease without renewTime is stale (fail closed), and a deleted lease is forgotten', () => {
+    const bare: IdentityLeaseLike = { metadata: { name: 'apiserver-z', labels: { 'apiserver.kubernetes.io/identity': 'kube-apiserver', 'kubernetes.io/hostname': 'cp9' } }, spec: {} };
+    const inv = buildInventory({ leases: [bare, lease('apiserver-a', 'cp1')], endpoints: ENDPOINTS, probes: new Map(), now: NOW });
+    assert.equal(inv.servers.find((r) => r.identity === 'apiserver-z')?.stale, true);
+    const next = buildInventory({ leases: [bare], endpoints: ENDPOINTS, probes: new Map(), previous: inv, now: NOW + 1000 });
+    assert.deepEqual(Object.keys(next.sightings), ['apiserver-z']);
   });
 });

@@ -288,7 +288,8 @@ describe('FleetObserver analysisSource hook', () => {
     });
     const base = { intervalMs: 1, proxyErrorRatio: 0.01, errorRatio: 0.05, latencyP99Seconds: 1 };
     const viaProm = await observer.observe({ ...base, prometheus: { address: 'http://prom:9090', selector: 'job="apiserver"' } }, 1000);
-    assert.equal(viaProm.analysis, canned);
+    // The source's check, with the observer's own count of stale identity Leases (none here).
+    assert.deepEqual(viaProm.analysis, { ...canned, signals: { ...canned.signals, stalePeers: 0 } });
     assert.deepEqual(asked, ['0 http://prom:9090']);
     const direct2 = await observer.observe(base, 2000);
     assert.equal(direct2.analysis, undefined, 'no servers scraped: no direct analysis');
