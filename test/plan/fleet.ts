@@ -1,6 +1,6 @@
 // A simulated fleet for the pure planner's tests: driver calls apply to it when the test says so.
 import type { ApiServerUpgradeSpec, ApiServerUpgradeStatus } from '../../src/api/types.generated.ts';
-import { plan, type Plan, type Observation, type ObservedPeer, type UpgradeInput } from '../../src/plan/index.ts';
+import { plan, recordCallOutcome, type Plan, type Observation, type ObservedPeer, type ObservedStorage, type UpgradeInput } from '../../src/plan/index.ts';
 
 export const OLD = 'v1.35.4';
 export const NEW = 'v1.36.3';
@@ -19,6 +19,11 @@ export function spec(over: Partial<ApiServerUpgradeSpec> = {}): ApiServerUpgrade
   };
 }
 
+/** Storage hashes as a complete read of a server of `version` gives them (the same for OLD and NEW here). */
+export function storage(version: string, server = 'cp-1', hashes: Record<string, string> = { '/v1/pods': 'xPOwRZ+Yhw8=' }): ObservedStorage {
+  return { version, server, hashes, kinds: Object.fromEntries(Object.keys(hashes).map((k) => [k, 'Pod'])) };
+}
+
 export const UPGRADE: UpgradeInput = { name: 'to-v1-36', uid: 'uid-1', generation: 1, annotations: {} };
 
 /** Steps the planner the way the controller does, carrying status forward. */
@@ -27,7 +32,7 @@ export class Sim {
   peers: ObservedPeer[];
   now = new Date('2026-11-29T10:00:00Z');
   upgrade: UpgradeInput = { ...UPGRADE };
-  extra: Partial<Observation> = { discovery: { converged: true, message: 'converged' } };
+  extra: Partial<Observation> = { discovery: { converged: true, message: 'converged' }, storage: [storage(OLD), storage(NEW)] };
   last!: Plan;
   spec: ApiServerUpgradeSpec;
 
@@ -43,7 +48,7 @@ export class Sim {
     return this.last;
   }
 
-  /** Carries out the driver calls of the last step on the simulated fleet, as a working driver would. */
+  /** Carries out the driver calls of the last step on the simulated fleet at once, as an instant driver would. */
   applyDriverCalls(): number {
     let n = 0;
     for (const a of this.last.actions) {
@@ -54,8 +59,7 @@ export class Sim {
       const g = a.request.featureGates.UnknownVersionInteroperabilityProxy;
       if (g !== undefined) p.proxyGate = g ? 'on' : 'off';
       p.holderIdentity = `${p.identity}_${n}-${this.now.getTime()}`;
-      const call = this.status!.driverCalls!.find((c) => c.key === a.request.idempotencyKey)!;
-      call.result = 'Succeeded';
+      this.status = recordCallOutcome(this.status!, a.request.idempotencyKey, { kind: 'accepted', message: 'HTTP 200' }, this.now);
     }
     return n;
   }

@@ -1,7 +1,12 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { Sim, peer, spec, OLD, NEW } from './fleet.ts';
-import { RESUME_ANNOTATION } from '../../src/plan/index.ts';
+import { Sim, peer, spec, storage, OLD, NEW } from './fleet.ts';
+import { RESUME_ANNOTATION, recordCallOutcome } from '../../src/plan/index.ts';
+
+/** The shell's record of one delivery of the call at `index` of status.driverCalls. */
+function answer(sim: Sim, index: number, kind: 'accepted' | 'rejected' | 'transient', message = kind): void {
+  sim.status = recordCallOutcome(sim.status!, sim.status!.driverCalls![index]!.key, { kind, message }, sim.now);
+}
 
 const threeOld = (gate: 'on' | 'off' = 'off') => [peer('cp-1', OLD, gate), peer('cp-2', OLD, gate), peer('cp-3', OLD, gate)];
 
@@ -43,14 +48,14 @@ test('a delivered call is never made twice while the server is still coming back
   sim.step(); // Pending -> Preflight -> EnablingProxy
   sim.step();
   assert.deepEqual(sim.calls(), ['EnableProxy:cp-1']);
-  assert.equal(sim.status?.driverCalls?.[0]?.result, 'Pending');
+  assert.equal(sim.status?.driverCalls?.[0]?.result, 'Requested');
   const key = sim.status?.driverCalls?.[0]?.key;
   sim.step();
-  assert.deepEqual(sim.calls(), ['EnableProxy:cp-1'], 'still Pending: delivery is retried');
+  assert.deepEqual(sim.calls(), ['EnableProxy:cp-1'], 'still Requested: delivery is retried');
   const again = sim.last.actions.find((a) => a.kind === 'callDriver');
   assert.equal(again?.kind === 'callDriver' ? again.request.idempotencyKey : '', key);
   assert.equal(sim.status?.driverCalls?.length, 1);
-  sim.status!.driverCalls![0]!.result = 'Succeeded'; // the hook accepted it; the server is restarting
+  answer(sim, 0, 'accepted'); // the hook accepted it; the server is restarting
   for (let i = 0; i < 5; i++) {
     sim.step();
     assert.deepEqual(sim.calls(), [], 'no second call for the same key');
@@ -182,7 +187,7 @@ test('a soak that runs out while checks breach is extended until a healthy check
   sim.step(10_000);
   assert.equal(sim.status?.batch?.current, 2);
   assert.deepEqual(sim.calls(), ['Upgrade:cp-2']);
-  assert.equal(sim.condition('Progressing')?.message, 'phase Upgrading');
+  assert.equal(sim.condition('Progressing')?.message, 'batch 2: replacing cp-2');
 });
 
 test('a held soak ends in onBreach when the streak reaches failureLimit', () => {
@@ -235,23 +240,29 @@ test('spec.paused pauses without driver calls and unpausing returns to the same 
 
 test('onBreach Rollback: rolls the upgraded servers back to the old version and ends RolledBack', () => {
   const sim = new Sim(threeOld('on'), spec({ analysis: { failureLimit: 1, onBreach: 'Rollback' } }));
-  sim.extra.rollback = { safe: true, blocking: [], message: 'storage versions readable by the old servers' };
   sim.step();
   sim.step();
   sim.applyDriverCalls(); // cp-1 upgraded
   sim.step();
+  assert.deepEqual(sim.calls(), ['Upgrade:cp-2']);
+  sim.applyDriverCalls(); // cp-2 upgraded
   breach(sim, 1);
   sim.step();
   assert.equal(sim.status?.phase, 'RollingBack');
   const calls = runToEnd(sim);
-  assert.deepEqual(calls, ['Rollback:cp-1']);
+  assert.deepEqual(calls, ['Rollback:cp-2', 'Rollback:cp-1'], 'newest batch first');
   assert.equal(sim.status?.phase, 'RolledBack');
   assert.ok(sim.peers.every((p) => p.version === OLD));
 });
 
 test('onBreach Rollback refused when storage moved: pause and name the resources', () => {
   const sim = new Sim(threeOld('on'), spec({ analysis: { failureLimit: 1, onBreach: 'Rollback' } }));
-  sim.extra.rollback = { safe: false, blocking: ['admissionregistration.k8s.io/mutatingadmissionpolicies'], message: 'new servers write admissionregistration.k8s.io/v1 mutatingadmissionpolicies' };
+  // The new version stores mutatingadmissionpolicies as v1, a version the old one does not serve.
+  const policies = 'admissionregistration.k8s.io/v1/mutatingadmissionpolicies';
+  sim.extra.storage = [storage(OLD, 'cp-1', { 'admissionregistration.k8s.io/v1beta1/mutatingadmissionpolicies': 'old-hash' }), storage(NEW, 'cp-1', { [policies]: 'new-hash' })];
+  sim.step();
+  sim.step();
+  sim.applyDriverCalls(); // cp-1 upgraded: the new version's storage is read from it
   sim.step();
   breach(sim, 1);
   sim.step();
@@ -277,12 +288,11 @@ test('a failed driver call pauses with its message', () => {
   const sim = new Sim(threeOld('on'));
   sim.step();
   sim.step();
-  sim.status!.driverCalls![0]!.result = 'Failed';
-  sim.status!.driverCalls![0]!.message = 'HTTP 500 from hook';
+  answer(sim, 0, 'rejected', 'HTTP 400 from hook');
   sim.step();
   assert.equal(sim.status?.phase, 'Paused');
   assert.equal(sim.status?.pause?.reason, 'DriverFailed');
-  assert.match(sim.status?.pause?.message ?? '', /HTTP 500 from hook/);
+  assert.match(sim.status?.pause?.message ?? '', /HTTP 400 from hook/);
 });
 
 test('discovery that does not converge within its threshold pauses', () => {
@@ -332,9 +342,7 @@ test('resuming a DriverFailed pause retries that step under a new key; the faile
   const sim = new Sim(threeOld('on'));
   sim.step();
   sim.step();
-  const first = sim.status!.driverCalls![0]!;
-  first.result = 'Failed';
-  first.message = 'HTTP 500';
+  answer(sim, 0, 'rejected', 'HTTP 400');
   sim.step();
   assert.equal(sim.status?.pause?.reason, 'DriverFailed');
   sim.upgrade = { ...sim.upgrade, annotations: { [RESUME_ANNOTATION]: 'fixed-the-hook' } };
@@ -343,7 +351,7 @@ test('resuming a DriverFailed pause retries that step under a new key; the faile
   assert.deepEqual(sim.calls(), ['Upgrade:cp-1']);
   const calls = sim.status!.driverCalls!;
   assert.equal(calls.length, 2);
-  assert.equal(calls[0]!.result, 'Abandoned');
+  assert.equal(calls[0]!.result, 'Rejected', 'a finished call keeps its result');
   assert.notEqual(calls[1]!.key, calls[0]!.key);
   sim.applyDriverCalls();
   assert.deepEqual(runToEnd(sim), ['Upgrade:cp-2', 'Upgrade:cp-3']);
@@ -356,14 +364,15 @@ test('resuming a BatchTimeout pause re-sends the step for the server that never 
   sim.step();
   assert.deepEqual(sim.calls(), ['Upgrade:cp-1', 'Upgrade:cp-2']);
   // cp-1 comes back; cp-2 never does.
-  sim.status!.driverCalls!.forEach((c) => (c.result = 'Succeeded'));
-  sim.peers.find((p) => p.hostname === 'cp-1')!.version = NEW;
+  answer(sim, 0, 'accepted');
+  answer(sim, 1, 'accepted');
+  Object.assign(sim.peers.find((p) => p.hostname === 'cp-1')!, { version: NEW, holderIdentity: 'restarted' });
   sim.step(61_000);
   assert.equal(sim.status?.pause?.reason, 'BatchTimeout');
   sim.upgrade = { ...sim.upgrade, annotations: { [RESUME_ANNOTATION]: '1' } };
   sim.step();
   assert.deepEqual(sim.calls(), ['Upgrade:cp-2']);
-  assert.deepEqual(sim.status!.driverCalls!.map((c) => `${c.server}:${c.result}`), ['cp-1:Succeeded', 'cp-2:Abandoned', 'cp-2:Pending']);
+  assert.deepEqual(sim.status!.driverCalls!.map((c) => `${c.server}:${c.result}`), ['cp-1:Done', 'cp-2:TimedOut', 'cp-2:Requested']);
 });
 
 test('revertAfter turns the gate back off after a patch upgrade where the target still has it alpha', () => {
