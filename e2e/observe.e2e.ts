@@ -8,8 +8,7 @@ import { loadKubeConfig, KubeClient } from '../src/runtime/kube.ts';
 import { silentLogger } from '../src/runtime/logger.ts';
 import { FleetObserver, type AnalysisSettings } from '../src/observe/fleet.ts';
 import { DirectClient } from '../src/observe/direct-client.ts';
-import { addressesToProbe, buildInventory, HOSTNAME_LABEL, PEER_ADDRESS_ANNOTATION, type Inventory, type ProbeResult } from '../src/observe/inventory.ts';
-import { hintsFromCertificates } from '../src/observe/hostname-hints.ts';
+import { PEER_ADDRESS_ANNOTATION, type Inventory } from '../src/observe/inventory.ts';
 import { NEW_CONVERGENCE_TRACKER, trackConvergence, type ConvergenceTracker } from '../src/observe/discovery.ts';
 import { parsePromText, type ParsedMetrics } from '../src/observe/prom-text.ts';
 import type { Observation } from '../src/plan/observation.ts';
@@ -39,16 +38,14 @@ function productionObserver(cluster: Cluster): Harness {
 }
 
 /**
- * The inventory as the observer builds it, with the address source of each row (the Observation's peers
- * don't carry it): the same public steps FleetObserver.observe takes, the hostname hints from certificates.
+ * The inventory the operator's own observer built at one observation, with the address source of each row
+ * (the Observation's peers don't carry it): hostname hints, their cache and lease sightings included.
  */
 async function inventory(h: Harness): Promise<Inventory> {
-  const [leases, endpoints] = await Promise.all([h.observer.leases(), h.observer.endpoints()]);
-  const missing = leases.filter((l) => !l.metadata?.annotations?.[PEER_ADDRESS_ANNOTATION]).map((l) => l.metadata?.labels?.[HOSTNAME_LABEL] ?? '');
-  const hostnameAddresses = missing.length === 0 ? new Map<string, string>() : await hintsFromCertificates(endpoints.flatMap((e) => e.addresses.map((a) => `${a}:${e.port}`)), missing);
-  const addresses = addressesToProbe({ leases, endpoints, hostnameAddresses });
-  const probes = new Map<string, ProbeResult>(await Promise.all(addresses.map(async (a) => [a, await h.direct.probe(a)] as const)));
-  return buildInventory({ leases, endpoints, probes, hostnameAddresses, now: Date.now() });
+  await h.observer.observe(SETTINGS);
+  const inv = h.observer.lastInventory;
+  assert.ok(inv, 'an observation leaves its inventory');
+  return inv;
 }
 
 function expectedPeers(cluster: Cluster): { hostname: string; address: string; version: string; proxyGate: 'on' | 'off' }[] {
@@ -87,12 +84,19 @@ const complete = (n: number) => (o: Observation) => o.peers.length === n && o.pe
  * rightly reports that address as missing there. Waits (bounded) for a clean join; the caller asserts on it.
  */
 async function settledInventory(h: Harness, source: Inventory['servers'][number]['addressSource']): Promise<Inventory> {
-  // A TLS handshake for the certificate hint can fail on a server that has just started (seen once in CI);
-  // the operator simply asks again at its next observation, so the test does too, within a bound.
-  return waitFor(`a clean join with every address from ${source}`, 30_000, async () => {
-    const i = await inventory(h);
-    return i.servers.every((r) => r.problems.length === 0 && r.addressSource === source) ? i : undefined;
-  });
+  // Issue 8, defect 21: this wait once ran out in CI with the gate off. The helper then asked for the
+  // certificate hints without the observer, and hintsFromCertificates handed mapLimitSettled's index to
+  // certificateDnsNames as its timeout: 0, 1 and 2 ms for cp-1..cp-3, so cp-2's and cp-3's handshakes failed
+  // whenever the handshake paused for a millisecond or two (a loaded CI machine), at every attempt.
+  let last: Inventory | undefined;
+  try {
+    return await waitFor(`a clean join with every address from ${source}`, 30_000, async () => {
+      last = await inventory(h);
+      return last.servers.every((r) => r.problems.length === 0 && r.addressSource === source) ? last : undefined;
+    });
+  } catch (err) {
+    throw new Error(`${(err as Error).message}\nlast inventory: ${JSON.stringify(last, null, 1)?.slice(0, 3000)}`, { cause: err });
+  }
 }
 
 function plainCount(text: string): { families: number; series: number; names: Set<string> } {
@@ -132,6 +136,14 @@ describe('gate on: old servers, then a replacement by the new version', () => {
     assert.deepEqual(byHostname(inv).map((r) => [r.hostname, r.address, r.addressSource, r.version, r.proxyGate]), expectedPeers(h.cluster).map((p) => [p.hostname, p.address, 'leaseAnnotation', OLD_VERSION, 'on']));
     assert.deepEqual(inv.servers.flatMap((r) => r.problems), []);
     assert.deepEqual(inv.problems, []);
+    // Storage hashes of the one version up, read completely from one of its servers (issue 8, defect 2).
+    const withStorage = await observeUntil(h, 'the old version\'s storage hashes', 30_000, (o) => (o.storage ?? []).length > 0);
+    assert.deepEqual(withStorage.storage?.map((s) => s.version), [OLD_VERSION]);
+    const old = withStorage.storage![0]!;
+    assert.equal(old.hashes['/v1/pods'], 'xPOwRZ+Yhw8=');
+    assert.equal(old.kinds['/v1/pods'], 'Pod');
+    assert.ok(Object.keys(old.hashes).length > 50, `${Object.keys(old.hashes).length} hashes`);
+    assert.equal(withStorage.rollback, undefined);
   });
 
   test('discovery convergence is tracked across replacements (time-to-convergence)', async () => {
@@ -171,6 +183,10 @@ describe('gate on: old servers, then a replacement by the new version', () => {
     report(`replace cp-3 -> ${NEW_VERSION} (gate on) took ${replacedAt - replaceStart} ms; converged ${Date.now() - replacedAt} ms after replace() returned; ` +
       `${unconvergedSeen.length} unconverged observation(s) caught${unconvergedSeen[0] ? ` (first: ${unconvergedSeen[0].slice(0, 200)})` : ''}; ` +
       `tracker lastTimeToConvergeMs=${tracker.lastTimeToConvergeMs ?? 'n/a (never lost)'}`);
+    // Both versions' storage hashes now, each from a complete read of one of its servers.
+    const both = await observeUntil(h, 'storage hashes of both versions', 30_000, (o) => (o.storage ?? []).length === 2);
+    assert.deepEqual(both.storage?.map((st) => [st.version, st.hashes['/v1/pods']]), [[OLD_VERSION, 'xPOwRZ+Yhw8='], [NEW_VERSION, 'xPOwRZ+Yhw8=']]);
+    assert.equal(both.storage?.find((st) => st.version === NEW_VERSION)?.server, 'cp-3');
 
     // 2. The new server with the gate off: its peers cannot reach it, so their peer-aggregated views lack
     //    what only it serves. That state is stable, not a sync delay.
