@@ -1,8 +1,17 @@
 #!/usr/bin/env bash
-# Builds kube-apiserver or kubectl (k8s.io/kubernetes at a version) and etcd (go.etcd.io/etcd/server/v3)
-# from the Go module proxy into a cache outside the repo, keyed by version.
-# Usage: build-binaries.sh kube-apiserver v1.35.4 | build-binaries.sh kubectl v1.35.4 | build-binaries.sh etcd v3.6.16
-# Prints the path of the built binary on stdout; progress goes to stderr.
+# Builds, from the Go module proxy, into a cache outside the repo keyed by version:
+#   kube-apiserver, kubectl   k8s.io/kubernetes at a version (v1.35.4)
+#   etcd                      go.etcd.io/etcd/server/v3 (v3.6.16)
+#   helm                      helm.sh/helm/v3 (v3.22.0)
+# Usage: build-binaries.sh <kube-apiserver|kubectl|etcd|helm> <version>
+# Prints the path of the built binary on stdout. Progress goes to stderr: log lines "[build ...]", "go: downloading"
+# lines while modules are fetched, then, for e2e/cluster/binaries.ts to count:
+#   @@waiting            another process holds this binary's build lock (it is building the same thing)
+#   @@total <n>          packages the binary is made of (go list -deps)
+#   @@stale <n>          of those, how many the build cache lacks (go list's Stale): what is left to compile
+#   @@compile            `go build -v` starts: every further line naming a package is one package compiled
+# The cache folder is $AUO_BIN_CACHE, else ${XDG_CACHE_HOME:-~/.cache}/apiserver-upgrade-operator/bin; GOCACHE and
+# GOMODCACHE are Go's (set them to build from empty caches without touching the shared ones).
 set -euo pipefail
 what="$1"; version="$2"
 cache="${AUO_BIN_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/apiserver-upgrade-operator/bin}"
@@ -10,10 +19,24 @@ out="$cache/$what-$version"
 export GOTOOLCHAIN="${GOTOOLCHAIN:-local}" GOFLAGS="-mod=mod" CGO_ENABLED=0
 if [[ -x "$out" ]]; then echo "$out"; exit 0; fi
 mkdir -p "$cache"
+# One build per binary at a time, across processes: a second one waits, then finds it built.
+exec 9>"$cache/.lock-$what-$version"
+if ! flock -n 9; then echo "@@waiting" >&2; flock 9; fi
+if [[ -x "$out" ]]; then echo "$out"; exit 0; fi
 work="$(mktemp -d "$cache/.build-$what-$version.XXXXXX")"
 trap 'rm -rf "$work"' EXIT
 cd "$work"
 log() { echo "[build $what $version] $(date +%T) $*" >&2; }
+
+# compile <package> <ldflags>: counts, then builds with -v so that each compiled package is one line.
+compile() {
+  local pkg="$1" ldflags="$2"
+  echo "@@total $(go list -deps "$pkg" | wc -l)" >&2
+  echo "@@stale $(go list -trimpath -deps -f '{{if .Stale}}{{.ImportPath}}{{end}}' "$pkg" | grep -c . || true)" >&2
+  echo "@@compile" >&2
+  go build -v -trimpath -ldflags "$ldflags" -o "$work/out" "$pkg" >&2
+}
+
 case "$what" in
   kube-apiserver|kubectl)
     [[ "$version" =~ ^v1\.([0-9]+)\.([0-9]+)$ ]] || { echo "bad kubernetes version: $version" >&2; exit 2; }
@@ -34,8 +57,8 @@ case "$what" in
     pkg=k8s.io/component-base/version
     ldflags="-s -w -X $pkg.gitVersion=$version -X $pkg.gitMajor=1 -X $pkg.gitMinor=$minor -X $pkg.gitTreeState=clean -X $pkg.buildDate=1970-01-01T00:00:00Z"
     ldflags="$ldflags -X k8s.io/client-go/pkg/version.gitVersion=$version -X k8s.io/client-go/pkg/version.gitMajor=1 -X k8s.io/client-go/pkg/version.gitMinor=$minor"
-    log "compiling (minutes on a cold cache)"
-    go build -trimpath -ldflags "$ldflags" -o "$work/out" "k8s.io/kubernetes/cmd/$what" >&2
+    log "compiling"
+    compile "k8s.io/kubernetes/cmd/$what" "$ldflags"
     ;;
   etcd)
     [[ "$version" =~ ^v3\.[0-9]+\.[0-9]+$ ]] || { echo "bad etcd version: $version" >&2; exit 2; }
@@ -43,9 +66,18 @@ case "$what" in
     log "resolving go.etcd.io/etcd/server/v3@$version"
     go get "go.etcd.io/etcd/server/v3@$version" >&2
     log "compiling"
-    go build -trimpath -ldflags "-s -w" -o "$work/out" go.etcd.io/etcd/server/v3 >&2
+    compile go.etcd.io/etcd/server/v3 "-s -w"
     ;;
-  *) echo "unknown binary: $what (kube-apiserver|kubectl|etcd)" >&2; exit 2 ;;
+  helm)
+    [[ "$version" =~ ^v3\.[0-9]+\.[0-9]+$ ]] || { echo "bad helm version: $version" >&2; exit 2; }
+    # The same build as `go install helm.sh/helm/v3/cmd/helm@<version>`: helm's own go.mod decides every dependency.
+    printf 'module auo.local/build\ngo 1.25\n' > go.mod
+    log "resolving helm.sh/helm/v3@$version"
+    go get "helm.sh/helm/v3/cmd/helm@$version" >&2
+    log "compiling"
+    compile helm.sh/helm/v3/cmd/helm "-s -w -X helm.sh/helm/v3/internal/version.version=$version"
+    ;;
+  *) echo "unknown binary: $what (kube-apiserver|kubectl|etcd|helm)" >&2; exit 2 ;;
 esac
 mv "$work/out" "$out"
 log "built $out"

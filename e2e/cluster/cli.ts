@@ -5,7 +5,7 @@
 import { parseArgs } from 'node:util';
 import { Cluster } from './cluster.ts';
 import { sweepStale } from './cleanup.ts';
-import { binary, ETCD_VERSION, NEW_VERSION, OLD_VERSION } from './binaries.ts';
+import { ensureBinaries, ETCD_VERSION, NEW_VERSION, OLD_VERSION } from './binaries.ts';
 
 const { positionals, values } = parseArgs({
   allowPositionals: true,
@@ -16,9 +16,10 @@ const cmd = positionals[0] ?? 'up';
 if (cmd === 'down') {
   console.log(`removed ${sweepStale(true)} cluster(s)`);
 } else if (cmd === 'build') {
+  // etcd and the kube-apiservers, in parallel, each with a live progress line (see binaries.ts).
   const versions = positionals.length > 1 ? positionals.slice(1) : [OLD_VERSION, NEW_VERSION];
   const t0 = Date.now();
-  const paths = await Promise.all([binary('etcd', ETCD_VERSION), ...versions.map((v) => binary('kube-apiserver', v))]);
+  const paths = await ensureBinaries([{ what: 'etcd', version: ETCD_VERSION }, ...versions.map((version) => ({ what: 'kube-apiserver' as const, version }))]);
   console.log(paths.join('\n'));
   console.log(`done in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
 } else if (cmd === 'up') {

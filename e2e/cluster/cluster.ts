@@ -2,7 +2,7 @@ import { mkdir, readFile, cp } from 'node:fs/promises';
 import { randomBytes } from 'node:crypto';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
-import { binary, ETCD_VERSION, OLD_VERSION } from './binaries.ts';
+import { binary, buildCommand, building, builtBinary, clusterBinaries, ensureBinaries, ETCD_VERSION, OLD_VERSION, verifyBinary } from './binaries.ts';
 import { createPki, createServingCert, type Pki, type ServingCert } from './pki.ts';
 import { createNetns, addHostAddress, type Netns } from './netns.ts';
 import { ManagedProcess } from './process.ts';
@@ -111,10 +111,13 @@ export class Cluster {
         extraFlags: o.extraFlags ?? opts.extraFlags ?? [],
       };
     });
-    // Build (or find in the cache) every binary first, so a cold build never races a start timeout.
+    // Build (or find in the cache) every binary this cluster may run first, the versions it can be replaced
+    // with included: a cold build never races a start timeout, and a replacement never waits on a build.
     const versions = [...new Set(configs.map((c) => c.version))];
-    log(`binaries: etcd ${ETCD_VERSION}, kube-apiserver ${versions.join(', ')}`);
-    await Promise.all([binary('etcd', ETCD_VERSION), ...versions.map((v) => binary('kube-apiserver', v))]);
+    const specs = clusterBinaries(versions);
+    log(`binaries: etcd ${ETCD_VERSION}, kube-apiserver ${[...new Set(specs.filter((s) => s.what === 'kube-apiserver').map((s) => s.version))].join(', ')}`);
+    const paths = await ensureBinaries(specs);
+    await Promise.all(specs.map((s, i) => verifyBinary(s.what as 'kube-apiserver' | 'etcd', paths[i]!, s.version)));
 
     const runId = randomBytes(3).toString('hex');
     const dir = stateDir(runId);
@@ -224,12 +227,27 @@ export class Cluster {
     return url;
   }
 
+  /**
+   * The kube-apiserver binary of a version, built and checked to start (`--version`). Never builds: when it is
+   * missing this throws, and the caller has touched nothing — a server is never stopped before the binary that
+   * replaces it exists (docs/drivers.md asks the same of every webhook).
+   */
+  async readyBinary(version: string): Promise<string> {
+    const bin = builtBinary('kube-apiserver', version);
+    if (bin === undefined) {
+      const spec = { what: 'kube-apiserver' as const, version };
+      throw new Error(`kube-apiserver ${version} is not built on this machine (${building('kube-apiserver', version) ? 'its build is still running' : `build it first: ${buildCommand(spec)}`}); nothing was stopped`);
+    }
+    await verifyBinary('kube-apiserver', bin, version);
+    return bin;
+  }
+
   /** Starts server i with its current config (same hostname and address as before) and waits for /readyz. */
   async start(i: number): Promise<void> {
     const slot = this.slots[i]!;
     if (slot.proc && !slot.proc.exited) throw new Error(`${slot.info.name} is already running`);
     const cfg = slot.info.config;
-    const bin = await binary('kube-apiserver', cfg.version);
+    const bin = await this.readyBinary(cfg.version);
     const flags = apiServerFlags({ version: cfg.version, address: slot.info.address, etcdUrl: 'http://127.0.0.1:2379', pki: this.pki, serving: slot.serving, featureGates: cfg.featureGates, extraFlags: cfg.extraFlags });
     // unshare gives the server its own UTS namespace: the identity Lease name derives from the hostname.
     const [cmd, args] = this.inNetns(['unshare', '--uts', '--', 'sh', '-c', 'hostname "$0" && exec "$@"', slot.info.hostname, bin, ...flags]);
@@ -263,17 +281,22 @@ export class Cluster {
   }
 
   /**
-   * Replaces server i in place: drain it at the balancer, graceful stop, start with the new
-   * version/gates/flags (same hostname and address), and put it back in rotation once ready.
+   * Replaces server i in place: check that the new version's binary exists and starts (else throw, touching
+   * nothing), drain it at the balancer, graceful stop, start with the new version/gates/flags (same hostname
+   * and address), and put it back in rotation once ready.
    * `drain: false` skips the balancer steps, leaving haproxy to notice the stop through /readyz.
    */
   async replace(i: number, next: Partial<ServerConfig> & { drain?: boolean }): Promise<ServerInfo> {
-    const slot = this.slots[i]!;
-    slot.info.config = {
+    const slot = this.slots[i];
+    if (!slot) throw new Error(`no server ${i}; the cluster has ${this.slots.length}`);
+    const target = {
       version: next.version ?? slot.info.config.version,
       featureGates: next.featureGates ?? slot.info.config.featureGates,
       extraFlags: next.extraFlags ?? slot.info.config.extraFlags,
     };
+    // Before anything is stopped: the replacement's binary must exist and start (throws, server untouched).
+    await this.readyBinary(target.version);
+    slot.info.config = target;
     const drain = next.drain !== false && this.haproxy !== undefined;
     if (drain) await this.drain(i);
     await this.stop(i);

@@ -1,8 +1,11 @@
 import { createServer, type Server } from 'node:https';
+import { appendFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import type { AddressInfo } from 'node:net';
+import { join } from 'node:path';
 import type { Cluster } from './cluster.ts';
 import { createServingCert } from './pki.ts';
+import { building } from './binaries.ts';
 
 export interface ReceivedCall {
   key: string;
@@ -13,11 +16,28 @@ export interface ReceivedCall {
   at: number;
   /** How many times this key was POSTed. */
   deliveries: number;
-  /** Whether the replacement it started has finished, and how. */
-  outcome: 'pending' | 'done' | 'failed';
-  /** When the replaced server was ready again. */
+  /** Whether the replacement it started is waiting its turn, running, or finished, and how. */
+  outcome: 'pending' | 'running' | 'done' | 'failed';
+  /** What the server ran when its replacement began, and what it runs after. */
+  from?: { version: string; proxyGate: boolean };
+  to?: { version: string; proxyGate: boolean };
+  /** When the replacement began (the drain), and when the replaced server was ready again. */
+  startedAt?: number;
   doneAt?: number;
   error?: string;
+}
+
+/** One line of the hook's own log, also appended as JSON to `<cluster dir>/replace-webhook.log`. */
+export interface HookLogEntry {
+  at: number;
+  event: 'accepted' | 'duplicate' | 'refused' | 'rejected' | 'started' | 'done' | 'failed';
+  key?: string;
+  action?: string;
+  hostname?: string;
+  targetVersion?: string;
+  /** HTTP status answered, for the events that answer a request. */
+  status?: number;
+  detail?: string;
 }
 
 /**
@@ -25,18 +45,27 @@ export interface ReceivedCall {
  * replace() does the work, so the production code path runs end to end. Replacements run one after
  * another in the background (the hook answers 202 at once); a repeated key is answered 200 and changes
  * nothing.
+ *
+ * A call is accepted only when the binary of its target version exists and starts: the hook never stops a
+ * server it cannot start again at once (docs/drivers.md asks this of every hook). A missing binary is refused
+ * with 422 (a build in progress in this process: 503 with Retry-After, which the operator retries), and the
+ * server is left running.
  */
 export class ReplaceWebhook {
   readonly url: string;
   readonly caBundle: string;
   readonly calls = new Map<string, ReceivedCall>();
+  /** Everything the hook did, in order. */
+  readonly log: HookLogEntry[] = [];
+  readonly logPath: string;
   private readonly server: Server;
   private chain: Promise<void> = Promise.resolve();
 
-  private constructor(server: Server, url: string, caBundle: string) {
+  private constructor(server: Server, url: string, caBundle: string, logPath: string) {
     this.server = server;
     this.url = url;
     this.caBundle = caBundle;
+    this.logPath = logPath;
   }
 
   static async start(cluster: Cluster): Promise<ReplaceWebhook> {
@@ -48,46 +77,95 @@ export class ReplaceWebhook {
       req.setEncoding('utf8');
       req.on('data', (c: string) => (body += c));
       req.on('end', () => {
-        const reply = (status: number, obj: unknown): void => {
-          res.writeHead(status, { 'Content-Type': 'application/json' });
+        void ref.hook!.handle(cluster, req.method, req.headers['idempotency-key'], body).then(({ status, body: obj, headers }) => {
+          res.writeHead(status, { 'Content-Type': 'application/json', ...headers });
           res.end(JSON.stringify(obj));
-        };
-        if (req.method !== 'POST') return reply(405, { error: 'POST only' });
-        let p: { idempotencyKey?: string; action?: string; server?: { hostname?: string }; targetVersion?: string; featureGates?: Record<string, boolean> };
-        try {
-          p = JSON.parse(body) as typeof p;
-        } catch {
-          return reply(400, { error: 'body is not JSON' });
-        }
-        const key = p.idempotencyKey ?? req.headers['idempotency-key'];
-        const hostname = p.server?.hostname;
-        if (typeof key !== 'string' || !hostname || !p.targetVersion || !p.action) return reply(400, { error: 'idempotencyKey, action, server.hostname and targetVersion are required' });
-        const index = cluster.servers.findIndex((s) => s.hostname === hostname);
-        if (index < 0) return reply(404, { error: `no server with hostname ${hostname}` });
-        const seen = ref.hook!.calls.get(key);
-        if (seen) {
-          seen.deliveries++;
-          return reply(200, { key, duplicate: true, outcome: seen.outcome });
-        }
-        const call: ReceivedCall = { key, action: p.action, hostname, targetVersion: p.targetVersion, featureGates: p.featureGates ?? {}, at: Date.now(), deliveries: 1, outcome: 'pending' };
-        ref.hook!.calls.set(key, call);
-        ref.hook!.chain = ref.hook!.chain.then(async () => {
-          try {
-            await cluster.replace(index, { version: call.targetVersion, featureGates: call.featureGates });
-            call.outcome = 'done';
-            call.doneAt = Date.now();
-          } catch (err) {
-            call.outcome = 'failed';
-            call.error = (err as Error).message;
-          }
         });
-        return reply(202, { key, accepted: true });
       });
     });
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     const port = (server.address() as AddressInfo).port;
-    ref.hook = new ReplaceWebhook(server, `https://127.0.0.1:${port}/replace`, Buffer.from(caPem).toString('base64'));
+    ref.hook = new ReplaceWebhook(server, `https://127.0.0.1:${port}/replace`, Buffer.from(caPem).toString('base64'), join(cluster.dir, 'replace-webhook.log'));
     return ref.hook;
+  }
+
+  private record(e: Omit<HookLogEntry, 'at'>): void {
+    const entry: HookLogEntry = { at: Date.now(), ...e };
+    this.log.push(entry);
+    try {
+      appendFileSync(this.logPath, `${JSON.stringify(entry)}\n`);
+    } catch {
+      /* the cluster folder is gone after teardown; the in-memory log stays */
+    }
+  }
+
+  private async handle(cluster: Cluster, method: string | undefined, headerKey: string | string[] | undefined, body: string): Promise<{ status: number; body: unknown; headers?: Record<string, string> }> {
+    if (method !== 'POST') return { status: 405, body: { error: 'POST only' } };
+    let p: { idempotencyKey?: string; action?: string; server?: { hostname?: string }; targetVersion?: string; featureGates?: Record<string, boolean> };
+    try {
+      p = JSON.parse(body) as typeof p;
+    } catch {
+      this.record({ event: 'rejected', status: 400, detail: 'body is not JSON' });
+      return { status: 400, body: { error: 'body is not JSON' } };
+    }
+    const key = p.idempotencyKey ?? headerKey;
+    const hostname = p.server?.hostname;
+    const what = { key: typeof key === 'string' ? key : undefined, action: p.action, hostname, targetVersion: p.targetVersion };
+    if (typeof key !== 'string' || !hostname || !p.targetVersion || !p.action) {
+      const error = 'idempotencyKey, action, server.hostname and targetVersion are required';
+      this.record({ ...what, event: 'rejected', status: 400, detail: error });
+      return { status: 400, body: { error } };
+    }
+    const index = cluster.servers.findIndex((s) => s.hostname === hostname);
+    if (index < 0) {
+      const error = `no server with hostname ${hostname}`;
+      this.record({ ...what, event: 'rejected', status: 404, detail: error });
+      return { status: 404, body: { error } };
+    }
+    const duplicate = (): { status: number; body: unknown } | undefined => {
+      const seen = this.calls.get(key);
+      if (!seen) return undefined;
+      seen.deliveries++;
+      this.record({ ...what, event: 'duplicate', status: 200, detail: `delivery ${seen.deliveries}, outcome ${seen.outcome}` });
+      return { status: 200, body: { key, duplicate: true, outcome: seen.outcome } };
+    };
+    const dup = duplicate();
+    if (dup) return dup;
+    // The replacement's binary must exist and start before the call is taken: nothing is stopped otherwise.
+    try {
+      await cluster.readyBinary(p.targetVersion);
+    } catch (err) {
+      const error = `${(err as Error).message}; ${hostname} keeps running`;
+      const inProgress = building('kube-apiserver', p.targetVersion);
+      const status = inProgress ? 503 : 422;
+      this.record({ ...what, event: 'refused', status, detail: error });
+      return { status, body: { error }, ...(inProgress ? { headers: { 'Retry-After': '30' } } : {}) };
+    }
+    // The same key may have arrived while the binary was being checked.
+    const dup2 = duplicate();
+    if (dup2) return dup2;
+    const call: ReceivedCall = { key, action: p.action, hostname, targetVersion: p.targetVersion, featureGates: p.featureGates ?? {}, at: Date.now(), deliveries: 1, outcome: 'pending' };
+    this.calls.set(key, call);
+    this.record({ ...what, event: 'accepted', status: 202 });
+    this.chain = this.chain.then(async () => {
+      const before = cluster.server(index);
+      call.from = { version: before.config.version, proxyGate: before.proxyGate };
+      call.outcome = 'running';
+      call.startedAt = Date.now();
+      this.record({ ...what, event: 'started', detail: `${before.config.version}${before.proxyGate ? ' (proxy gate on)' : ''}` });
+      try {
+        const after = await cluster.replace(index, { version: call.targetVersion, featureGates: call.featureGates });
+        call.to = { version: after.config.version, proxyGate: after.proxyGate };
+        call.outcome = 'done';
+        call.doneAt = Date.now();
+        this.record({ ...what, event: 'done', detail: `${after.config.version}${after.proxyGate ? ' (proxy gate on)' : ''} ready in ${((call.doneAt - call.startedAt) / 1000).toFixed(1)} s` });
+      } catch (err) {
+        call.outcome = 'failed';
+        call.error = (err as Error).message;
+        this.record({ ...what, event: 'failed', detail: call.error });
+      }
+    });
+    return { status: 202, body: { key, accepted: true } };
   }
 
   /** Waits for replacements in flight. */
