@@ -1,9 +1,8 @@
 import { Counter, Gauge, type Registry } from 'prom-client';
-import type { ApiServerUpgrade, UpgradePhase } from '../api/types.generated.ts';
+import type { ApiServerUpgrade } from '../api/types.generated.ts';
+import { PHASES } from '../api/vocabulary.ts';
 
 type Labels = Record<string, string>;
-
-const PHASES: UpgradePhase[] = ['Pending', 'Preflight', 'EnablingProxy', 'Upgrading', 'Paused', 'RollingBack', 'Succeeded', 'RolledBack', 'Failed'];
 
 /**
  * What the upgrades look like, as metrics (the runtime's own — watches, queue, leader — are in

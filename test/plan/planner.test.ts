@@ -4,7 +4,7 @@ import { Sim, peer, spec, storage, OLD, NEW } from './fleet.ts';
 import { RESUME_ANNOTATION, recordCallOutcome } from '../../src/plan/index.ts';
 
 /** The shell's record of one delivery of the call at `index` of status.driverCalls. */
-function answer(sim: Sim, index: number, kind: 'accepted' | 'rejected' | 'transient', message = kind): void {
+function answer(sim: Sim, index: number, kind: 'accepted' | 'rejected' | 'transient', message: string = kind): void {
   sim.status = recordCallOutcome(sim.status!, sim.status!.driverCalls![index]!.key, { kind, message }, sim.now);
 }
 
