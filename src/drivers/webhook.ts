@@ -1,4 +1,5 @@
 import type { ClientRequest, IncomingMessage } from 'node:http';
+import { X509Certificate } from 'node:crypto';
 import { request as httpsRequest } from 'node:https';
 import type { DriverRequest } from '../plan/actions.ts';
 import { PROXY_GATE } from '../api/constants.ts';
@@ -33,6 +34,16 @@ export interface WebhookPayload {
 export function caFromBundle(bundle: string | undefined): string | undefined {
   if (bundle === undefined || bundle === '') return undefined;
   return bundle.includes('-----BEGIN') ? bundle : Buffer.from(bundle, 'base64').toString('utf8');
+}
+
+/** Why a CA bundle cannot be used, or undefined when its first certificate parses. */
+function unparsableCa(pem: string): string | undefined {
+  try {
+    new X509Certificate(pem);
+    return undefined;
+  } catch (err) {
+    return (err as Error).message;
+  }
 }
 
 export function webhookPayload(r: DriverRequest): WebhookPayload {
@@ -99,11 +110,15 @@ export class WebhookDriver implements Driver {
         const v = classifyNetworkError(errorCode(err), err.message);
         settle({ kind: v.kind, message: `${where}: ${v.reason} ${after()}` }, true);
       };
-      let body: string;
-      let ca: string | undefined;
+      const body = JSON.stringify(webhookPayload(r));
+      const ca = caFromBundle(this.cfg.caBundle);
+      // Node ignores a CA bundle it cannot parse, and the handshake then fails as an unknown CA: say what is wrong.
+      const caProblem = ca === undefined ? undefined : unparsableCa(ca);
+      if (caProblem !== undefined) {
+        settle({ kind: 'rejected', message: `${where}: spec.driver.webhook.caBundle holds no usable PEM certificate (${caProblem})` }, false);
+        return;
+      }
       try {
-        body = JSON.stringify(webhookPayload(r));
-        ca = caFromBundle(this.cfg.caBundle);
         req = httpsRequest(url, {
           method: 'POST',
           // One connection per call, closed after it: nothing pooled for a socket destroyed mid-answer to poison.
@@ -135,8 +150,8 @@ export class WebhookDriver implements Driver {
           res.on('close', () => failed(Object.assign(new Error('the hook closed the connection mid-answer'), { code: 'ECONNRESET' })));
         });
       } catch (err) {
-        // A URL or CA Node refuses before any I/O: permanent, the spec must change.
-        settle({ kind: 'rejected', message: `${where}: cannot send: ${(err as Error).message}; check spec.driver.webhook.url and caBundle` }, true);
+        // A URL Node refuses before any I/O: permanent, the spec must change.
+        settle({ kind: 'rejected', message: `${where}: cannot send: ${(err as Error).message}; check spec.driver.webhook.url` }, true);
         return;
       }
       req.on('error', failed);

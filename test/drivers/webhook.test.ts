@@ -307,3 +307,17 @@ test('webhook: a plain-HTTP port is rejected as a TLS handshake failure', async 
     await new Promise<void>((resolve) => server.close(() => resolve()));
   }
 });
+
+test('webhook TLS: a caBundle without a usable certificate is rejected, naming caBundle, before any connection', async () => {
+  const h = await hook((_req, res) => res.writeHead(200).end('ok'));
+  try {
+    for (const caBundle of ['-----BEGIN CERTIFICATE-----\ngarbage\n-----END CERTIFICATE-----\n', Buffer.from('not a certificate').toString('base64')]) {
+      const out = await driver(h.url, { caBundle }).call(REQUEST);
+      assert.equal(out.kind, 'rejected', out.message);
+      assert.match(out.message, /spec\.driver\.webhook\.caBundle holds no usable PEM certificate/);
+    }
+    assert.equal(h.seen.length, 0);
+  } finally {
+    await h.close();
+  }
+});
