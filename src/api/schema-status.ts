@@ -98,6 +98,7 @@ const batch: Schema = {
     startedAt: timeField('When the current batch started.'),
     soakUntil: timeField('When the current batch\'s soak ends.'),
     discoveryPendingSince: timeField('Since when discovery has not converged in this batch (restarts on resume).'),
+    soakHeldSince: timeField('Since when the soak has been held past its end because checks breach (or a fresh check is awaited).'),
     checkAfter: timeField('The batch ends only on a check newer than this: set on resume, so a batch never ends on the breaching check it was paused for.'),
     history: {
       type: 'array',

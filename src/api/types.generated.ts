@@ -409,6 +409,8 @@ export interface BatchStatus {
   soakUntil?: string;
   /** Since when discovery has not converged in this batch (restarts on resume). */
   discoveryPendingSince?: string;
+  /** Since when the soak has been held past its end because checks breach (or a fresh check is awaited). */
+  soakHeldSince?: string;
   /**
    * The batch ends only on a check newer than this: set on resume, so a batch never ends on the breaching
    * check it was paused for.

@@ -9,5 +9,6 @@ export function idempotencyKey(upgradeUid: string, batch: number, hostname: stri
   // Attempt 0 keeps the original derivation; a retry after a resume is a new request, so it gets a new key.
   const parts = [upgradeUid, batch, hostname, action, target, ...(attempt > 0 ? [attempt] : [])];
   const h = createHash('sha256').update(parts.join('\u0000')).digest('hex');
-  return `${action.toLowerCase()}-${hostname}-${h.slice(0, 16)}`.slice(0, 253);
+  // The hash is never cut: a long hostname is shortened instead, so distinct steps never share a key.
+  return `${action.toLowerCase()}-${hostname.slice(0, 200)}-${h.slice(0, 16)}`;
 }

@@ -60,7 +60,7 @@ export function runRollingBack(ctx: PlanContext): void {
   }
   const members = ctx.status.plan?.members ?? [];
   const notBack = members.filter((h) => !(isUp(ctx.observed(h)) && sameRelease(ctx.observed(h)!.version!, from)));
-  const flying = (ctx.status.driverCalls ?? []).filter((c) => members.includes(c.server) && inFlight(c));
+  const flying = (ctx.status.driverCalls ?? []).filter(inFlight);
   if (notBack.length > 0 || flying.length > 0) {
     const lastDone = (ctx.status.driverCalls ?? []).filter((c) => c.action === 'Rollback' && c.completedAt).map((c) => Date.parse(c.completedAt!));
     const since = Math.max(Date.parse(ctx.status.rollbackStartedAt ?? ctx.now.toISOString()), ...lastDone);

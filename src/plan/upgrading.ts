@@ -1,12 +1,11 @@
 import type { BatchRecord } from '../api/types.generated.ts';
 import type { PlanContext } from './context.ts';
-import { driveStep, callInFlight } from './calls.ts';
+import { driveStep, callInFlight, inFlight } from './calls.ts';
 import { onBreach } from './breach.ts';
 import { applyAnalysis, describeBreaches } from './analysis.ts';
 import { gatePass } from './gate-pass.ts';
 import { applyBatchSizeEdit, batchOf, startedBatches } from './frozen-plan.ts';
 import { finishSucceeded } from './preflight.ts';
-import { getCondition } from '../api/conditions.ts';
 import { isUp } from './peers.ts';
 import { proxyGateOnByDefault, sameRelease } from './version.ts';
 
@@ -17,6 +16,7 @@ function startBatch(ctx: PlanContext, k: number): void {
   delete ctx.status.batch.soakUntil;
   delete ctx.status.batch.discoveryPendingSince;
   delete ctx.status.batch.checkAfter;
+  delete ctx.status.batch.soakHeldSince;
   for (const h of servers) {
     const row = ctx.peerRow(h);
     if (row) row.batch = k;
@@ -120,13 +120,18 @@ function soakHeld(ctx: PlanContext, k: number, newCheck: boolean): boolean {
   const streak = last?.consecutiveBreaches ?? 0;
   const after = ctx.status.batch?.checkAfter;
   const needsFreshCheck = after !== undefined && (!last?.time || Date.parse(last.time) <= Date.parse(after) || last.verdict === 'Breach');
-  if (streak === 0 && !needsFreshCheck) return false;
+  const b = ctx.status.batch!;
+  if (streak === 0 && !needsFreshCheck) {
+    delete b.soakHeldSince;
+    return false;
+  }
   const prefix = `soak of batch ${k} extended`;
   const what = describeBreaches(last?.breaches ?? []);
   const message = streak > 0
     ? `${prefix}: ${streak} of ${ctx.spec.analysis.failureLimit} breaching checks${what ? ` (${what})` : ''}; waiting for a healthy check or failureLimit`
     : `${prefix}: waiting for a check after the resume at ${after} that does not breach`;
-  const wasHeld = getCondition(ctx.status.conditions, 'Progressing')?.message.startsWith(prefix) === true;
+  const wasHeld = b.soakHeldSince !== undefined;
+  b.soakHeldSince ??= ctx.now.toISOString();
   if (!wasHeld || (newCheck && last?.verdict === 'Breach')) ctx.event('Warning', 'SoakExtended', message);
   ctx.progressMessage = message;
   ctx.requeue(ctx.spec.analysis.intervalMs);
@@ -162,7 +167,10 @@ function finishUpgrade(ctx: PlanContext): void {
     if (!gatePass(ctx, 'off', target)) return;
   }
   const members = ctx.status.plan?.members ?? [];
-  const notThere = members.filter((h) => !(isUp(ctx.observed(h)) && sameRelease(ctx.observed(h)!.version!, target)) || callInFlight(ctx, h));
+  // Nothing may still be in flight anywhere (a call of a server that left the fleet included): the upgrade
+  // never ends with a call Requested or Accepted.
+  const flying = (ctx.status.driverCalls ?? []).filter(inFlight).map((c) => c.server);
+  const notThere = [...new Set([...members.filter((h) => !(isUp(ctx.observed(h)) && sameRelease(ctx.observed(h)!.version!, target))), ...flying])];
   if (notThere.length > 0) {
     ctx.progressMessage = `finishing: waiting for ${notThere.join(', ')}`;
     ctx.requeue(2_000);
