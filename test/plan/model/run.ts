@@ -1,0 +1,328 @@
+// The simulated shell: it runs the planner exactly as the reconciler does, can crash between any two of
+// its writes, and checks the invariants against the world's truth after every step.
+//
+// Shell protocol, one reconcile:
+//   1. p = plan(upgrade, spec, persisted status, fresh observation, now)
+//   2. persist p.status                                   (crash point 0: before this, the plan is lost)
+//   3. emit p's events
+//   4. for each callDriver action, in order:               (crash point 1+2i: before delivery i)
+//        outcome = driver(request)                         (crash point 2+2i: after delivery i, before recording)
+//        persist recordCallOutcome(status, key, outcome, now)
+import type { ApiServerUpgradeSpec, ApiServerUpgradeStatus, DriverCall } from '../../../src/api/types.generated.ts';
+import { plan, RESUME_ANNOTATION, type Plan, type UpgradeInput, type Observation, type DriverRequest } from '../../../src/plan/index.ts';
+import { recordCallOutcome } from '../../../src/plan/call-outcome.ts';
+import { World, GATE, release, short, stamp } from './world.ts';
+
+export const INVARIANTS = ['I1', 'I2', 'I3', 'I4', 'I5', 'I6', 'I7'] as const;
+export type Inv = (typeof INVARIANTS)[number];
+
+export const INVARIANT_TEXT: Record<Inv, string> = {
+  I1: 'no server ever has two accepted ops in flight at the driver; a stopping step emits no call (RollingBack: only Rollback calls); nothing new is sent to a server with a call Requested/Accepted',
+  I2: 'Succeeded => every current member runs the target and the driver holds no op; RolledBack => every member runs the from-version and the driver holds no op',
+  I3: 'an Upgrade call for batch k is decided only while every member of batches < k is up at the target, and (when it starts batch k > 1) the last check did not breach',
+  I4: 'no Rollback call while rollback safety is unknown (from- or target-version storage never persisted-observed) or unsafe (truth)',
+  I5: 'status stays writable: < 512 KiB as JSON, batch.history <= 256, driverCalls <= 1024, peers <= 256',
+  I6: 'never silent: Paused has a reason, an active phase requeues; once faults stop the run reaches a terminal phase or a Paused with a reason, and resuming leads on to a terminal phase',
+  I7: 'call hygiene: proxy.gate Unmanaged never touches the gate; RevertProxy only on plan.gateTurnedOn; one batch-history record and one BatchSucceeded per batch',
+};
+
+const STOPPING = new Set(['Paused', 'Succeeded', 'RolledBack', 'Failed']);
+const TERMINAL = new Set(['Succeeded', 'RolledBack', 'Failed']);
+/** Results after which a call can no longer change its server (anything else, including unknown words, counts as in flight). */
+const FINISHED = new Set(['Done', 'Rejected', 'TimedOut', 'Abandoned']);
+
+export class Violation extends Error {
+  readonly inv: Inv;
+  constructor(inv: Inv, message: string) {
+    super(`${inv}: ${message}`);
+    this.inv = inv;
+  }
+}
+
+export interface RunSetup {
+  servers: number;
+  gateOn: boolean;
+  fromVersion: string;
+  targetVersion: string;
+  suffix: string;
+  storageSafe: boolean;
+  downDelayMs: number;
+  upDelayMs: number;
+  staleOnStop: boolean;
+  spec: ApiServerUpgradeSpec;
+  batchTimeoutMs: number;
+}
+
+export const START = Date.parse('2026-11-29T10:00:00Z');
+
+export class ModelRun {
+  readonly world: World;
+  readonly setup: RunSetup;
+  spec: ApiServerUpgradeSpec;
+  upgrade: UpgradeInput = { name: 'to-target', uid: 'uid-model', generation: 1, annotations: {} };
+  /** What the API server holds: the last persisted status. */
+  persisted: ApiServerUpgradeStatus | undefined;
+  last: Plan | undefined;
+  readonly trace: string[] = [];
+  readonly enabled: ReadonlySet<Inv>;
+  /** Violations of invariants not enabled in this run: noted, not thrown. */
+  readonly noted: Violation[] = [];
+  private fromSeen = false;
+  private targetSeen = false;
+  private resumes = 0;
+  private batchSucceededEvents = 0;
+  reconciles = 0;
+  /** The reconcile under way, for the trace of a violation found in it. */
+  private current: string | undefined;
+
+  constructor(setup: RunSetup, enabled: ReadonlySet<Inv>) {
+    this.setup = setup;
+    this.enabled = enabled;
+    this.spec = structuredClone(setup.spec);
+    this.world = new World(
+      {
+        fromVersion: setup.fromVersion,
+        targetVersion: setup.targetVersion,
+        suffix: setup.suffix,
+        storageSafe: setup.storageSafe,
+        downDelayMs: setup.downDelayMs,
+        upDelayMs: setup.upDelayMs,
+        lateMs: setup.batchTimeoutMs + 30_000,
+        staleOnStop: setup.staleOnStop,
+        analysisIntervalMs: 10_000,
+      },
+      setup.servers,
+      setup.gateOn,
+      START,
+    );
+  }
+
+  get phase(): string {
+    return this.persisted?.phase ?? 'Pending';
+  }
+
+  note(line: string): void {
+    this.flushWorld();
+    this.trace.push(`${stamp(this.world.now - START)} ${line}`);
+  }
+
+  private flushWorld(): void {
+    if (this.world.log.length) this.trace.push(...this.world.log.splice(0));
+  }
+
+  fail(inv: Inv, message: string): void {
+    const v = new Violation(inv, message);
+    if (this.enabled.has(inv)) {
+      if (this.current) this.note(`${this.current} <<< ${inv} violated here`);
+      throw v;
+    }
+    if (this.noted.length < 20) this.noted.push(v);
+  }
+
+  editSpec(change: Partial<ApiServerUpgradeSpec>): void {
+    this.spec = { ...this.spec, ...structuredClone(change) };
+    this.upgrade = { ...this.upgrade, generation: this.upgrade.generation + 1 };
+  }
+
+  /** A human sets the resume annotation to a new value. */
+  resume(): string {
+    // The human reads the pause first: servers a MembershipChanged pause names as gone, and that are indeed
+    // gone (stopped, no lease), they decommission; resuming then tells the planner to drop them.
+    const pause = this.persisted?.phase === 'Paused' ? this.persisted.pause : undefined;
+    if (pause?.reason === 'MembershipChanged') {
+      for (const s of [...this.world.servers.values()]) {
+        if (s.running || this.setup.staleOnStop) continue;
+        if (new RegExp(`(^|[^\\w-])${s.hostname}(?![\\w-])`).test(pause.message ?? '')) {
+          this.world.removeServer(s.hostname);
+          this.note(`~ the human decommissions ${s.hostname} (named by the pause, stopped)`);
+        }
+      }
+    }
+    const value = `ack-${++this.resumes}`;
+    this.upgrade = { ...this.upgrade, annotations: { ...this.upgrade.annotations, [RESUME_ANNOTATION]: value } };
+    return value;
+  }
+
+  /** One reconcile, following the shell protocol; `crash` is a crash point (-1: none). */
+  reconcile(crash = -1): Plan {
+    this.flushWorld();
+    this.reconciles++;
+    const obs = this.world.observe();
+    const before = this.persisted;
+    const now = new Date(this.world.now);
+    const p = plan(this.upgrade, this.spec, before, obs, now);
+    this.last = p;
+    const calls = p.actions.flatMap((a) => (a.kind === 'callDriver' ? [a.request] : []));
+    const head = `${before?.phase ?? 'Pending'}→${describePhase(p.status)}`;
+    this.current = `${head}${calls.length ? ` | emits ${calls.map(describeCall).join(', ')}` : ''}`;
+    this.checkStep(before, p, calls);
+    if (crash === 0) {
+      this.current = undefined;
+      this.note(`${head} | crash before persisting: the plan is lost${calls.length ? ` (calls ${calls.map(describeCall).join(', ')})` : ''}`);
+      return p;
+    }
+    this.persisted = p.status;
+    if (obs.storage?.some((s) => release(s.version) === release(this.setup.fromVersion))) this.fromSeen = true;
+    if (obs.storage?.some((s) => release(s.version) === release(this.setup.targetVersion))) this.targetSeen = true;
+    this.checkPersisted(before, obs, p);
+    const parts: string[] = [];
+    let crashed = '';
+    for (const [i, req] of calls.entries()) {
+      if (crash === 1 + 2 * i) {
+        crashed = ` | crash before delivering ${describeCall(req)}`;
+        break;
+      }
+      const supersededBefore = this.world.supersessions.length;
+      const outcome = this.world.deliver(req);
+      const fault = this.world.deliveries.at(-1)?.fault;
+      parts.push(`${describeCall(req)}→${outcome.kind}${fault ? `(${fault})` : ''}`);
+      this.checkDelivery(req, supersededBefore);
+      if (crash === 2 + 2 * i) {
+        crashed = ` | crash after delivering ${describeCall(req)}, before recording its outcome`;
+        break;
+      }
+      this.persisted = recordCallOutcome(this.persisted!, req.idempotencyKey, outcome, now);
+    }
+    // A recorded outcome adds at most one short message to the plan's status: one size check per reconcile.
+    if (calls.length && this.persisted) this.checkWritable(this.persisted);
+    const events = p.actions.flatMap((a) => (a.kind === 'event' && a.reason !== 'Progressing' ? [a.reason] : []));
+    this.current = undefined;
+    this.note(`${head}${parts.length ? ` | ${parts.join(', ')}` : ''}${events.length ? ` | events ${events.join(',')}` : ''}${crashed}`);
+    return p;
+  }
+
+  // ---- invariants -------------------------------------------------------------------------------------------
+
+  /** Checks on the plan itself, persisted or not. */
+  private checkStep(before: ApiServerUpgradeStatus | undefined, p: Plan, calls: DriverRequest[]): void {
+    const phase = p.status.phase ?? 'Pending';
+    if (STOPPING.has(phase) && calls.length > 0) this.fail('I1', `a step ending ${phase} emits ${calls.map(describeCall).join(', ')}`);
+    if (phase === 'RollingBack') {
+      const other = calls.filter((c) => c.action !== 'Rollback');
+      if (other.length) this.fail('I1', `a step in RollingBack emits ${other.map(describeCall).join(', ')}`);
+    }
+    const servers = new Set<string>();
+    for (const c of calls) {
+      const h = c.server.hostname;
+      if (servers.has(h)) this.fail('I1', `one step emits two calls for ${h}`);
+      servers.add(h);
+      const recorded = p.status.driverCalls?.find((d) => d.key === c.idempotencyKey);
+      if (!recorded) this.fail('I1', `${describeCall(c)} is emitted but not recorded in status.driverCalls`);
+      const other = (p.status.driverCalls ?? []).filter((d) => d.server === h && d.key !== c.idempotencyKey && !FINISHED.has(d.result ?? ''));
+      if (other.length) this.fail('I1', `${describeCall(c)} is sent while ${h} has ${other.map((d) => `${d.action} ${short(d.key)} ${d.result}`).join(', ')}`);
+    }
+    if (phase === 'Paused') {
+      const cond = p.status.conditions?.find((c) => c.type === 'Paused');
+      if (!p.status.pause?.reason || cond?.status !== 'True') this.fail('I6', `Paused without a reason (pause ${JSON.stringify(p.status.pause)}, condition Paused ${cond?.status})`);
+    }
+    if (!STOPPING.has(phase) && phase !== 'Pending' && p.requeueAfterMs === undefined) this.fail('I6', `active phase ${phase} asks for no requeue: nothing would wake it`);
+    // I7: call hygiene.
+    for (const c of calls) {
+      if (this.spec.proxy?.gate === 'Unmanaged') {
+        if (Object.keys(c.featureGates).length > 0) this.fail('I7', `proxy.gate Unmanaged, yet ${describeCall(c)} carries featureGates ${JSON.stringify(c.featureGates)}`);
+        if (c.action === 'EnableProxy' || c.action === 'RevertProxy') this.fail('I7', `proxy.gate Unmanaged, yet ${describeCall(c)}`);
+      }
+      if (c.action === 'RevertProxy') {
+        const turnedOn = before?.plan?.gateTurnedOn ?? p.status.plan?.gateTurnedOn;
+        if (!turnedOn?.includes(c.server.hostname)) this.fail('I7', `${describeCall(c)} on a server the operator did not turn the gate on (gateTurnedOn ${JSON.stringify(turnedOn)})`);
+      }
+    }
+  }
+
+  /** Checks on a persisted plan: what it decided is now durable. */
+  private checkPersisted(before: ApiServerUpgradeStatus | undefined, obs: Observation, p: Plan): void {
+    const s = p.status;
+    const phase = s.phase ?? 'Pending';
+    if (!p.actions.some((a) => a.kind === 'callDriver')) this.checkWritable(s);
+    const target = release(this.setup.targetVersion);
+    const from = release(this.setup.fromVersion);
+    // I2: the end states are true.
+    if ((phase === 'Succeeded' || phase === 'RolledBack') && before?.phase !== phase) {
+      const want = phase === 'Succeeded' ? target : from;
+      const wrong = [...this.world.servers.values()].filter((x) => !x.running || x.version !== want);
+      if (wrong.length) this.fail('I2', `${phase}, yet ${wrong.map((x) => `${x.hostname} ${x.running ? `runs ${x.version}` : 'is stopped'}`).join(', ')} (want ${want})`);
+      const pending = this.world.pendingOps().filter((o) => {
+        if (o.action === 'Upgrade' || o.action === 'Rollback') return true;
+        return s.driverCalls?.find((c) => c.key === o.key)?.result !== 'TimedOut';
+      });
+      if (pending.length) this.fail('I2', `${phase}, yet the driver still holds ${pending.map((o) => `${o.action} ${o.server} ${short(o.key)} (${o.fate})`).join(', ')}`);
+    }
+    const beforeKeys = new Set((before?.driverCalls ?? []).map((c) => c.key));
+    const fresh = (s.driverCalls ?? []).filter((c) => !beforeKeys.has(c.key));
+    // I3: widen only from a good place.
+    for (const c of fresh.filter((x) => x.action === 'Upgrade')) {
+      const k = c.batch ?? 0;
+      const earlier = earlierBatchServers(s, k);
+      const bad: string[] = [];
+      for (const h of earlier) {
+        const srv = this.world.servers.get(h);
+        if (!srv) continue; // no longer a member
+        const seen = obs.peers.find((x) => x.hostname === h);
+        if (!srv.running || srv.version !== target || !seen?.ready || seen.stale) bad.push(`${h} (${!srv.running ? 'stopped' : srv.version !== target ? `runs ${srv.version}` : 'not ready'})`);
+      }
+      if (bad.length) this.fail('I3', `Upgrade ${c.server} ${short(c.key)} for batch ${k} decided while earlier-batch ${bad.join(', ')}`);
+      const startsBatch = k > 1 && !(before?.driverCalls ?? []).some((x) => x.action === 'Upgrade' && x.batch === k);
+      if (startsBatch && obs.analysis?.verdict === 'Breach') this.fail('I3', `batch ${k} started (Upgrade ${c.server}) on a breaching check (${obs.analysis.time})`);
+    }
+    // I4: rollback only when known safe.
+    for (const c of fresh.filter((x) => x.action === 'Rollback')) {
+      const why = [
+        ...(this.setup.storageSafe ? [] : ['the target version writes storage the from-version cannot read']),
+        ...(this.fromSeen ? [] : ['the from-version storage was never observed']),
+        ...(this.targetSeen ? [] : ['the target-version storage was never observed']),
+      ];
+      if (why.length) this.fail('I4', `Rollback ${c.server} ${short(c.key)} decided although ${why.join(' and ')}`);
+    }
+    // I7: one history record and one BatchSucceeded per batch.
+    const history = s.batch?.history ?? [];
+    const indices = history.map((h) => h.index);
+    if (new Set(indices).size !== indices.length) this.fail('I7', `batch.history repeats a batch: indices ${JSON.stringify(indices)}`);
+    this.batchSucceededEvents += p.actions.filter((a) => a.kind === 'event' && a.reason === 'BatchSucceeded').length;
+    if (this.batchSucceededEvents > new Set(indices).size) this.fail('I7', `${this.batchSucceededEvents} BatchSucceeded events for ${new Set(indices).size} finished batches`);
+  }
+
+  /** I1 at the driver: a second op accepted for a server that already had one in flight. */
+  private checkDelivery(req: DriverRequest, supersededBefore: number): void {
+    for (const x of this.world.supersessions.slice(supersededBefore)) {
+      const prev = this.persisted?.driverCalls?.find((c) => c.key === x.previous.key);
+      // A call the planner saw time out may be superseded: the driver replaces what it still holds.
+      if (prev?.result === 'TimedOut') continue;
+      this.fail('I1', `${describeCall(req)} accepted while the driver still held ${x.previous.action} ${short(x.previous.key)} for ${x.server} (status: ${prev ? prev.result : 'not recorded'})`);
+    }
+  }
+
+  private checkWritable(s: ApiServerUpgradeStatus): void {
+    const size = JSON.stringify(s).length;
+    if (size >= 512 * 1024) this.fail('I5', `status is ${size} bytes as JSON`);
+    const h = s.batch?.history?.length ?? 0;
+    if (h > 256) this.fail('I5', `batch.history has ${h} records`);
+    const c = s.driverCalls?.length ?? 0;
+    if (c > 1024) this.fail('I5', `driverCalls has ${c} entries`);
+    const pe = s.peers?.length ?? 0;
+    if (pe > 256) this.fail('I5', `peers has ${pe} rows`);
+  }
+
+  isTerminal(): boolean {
+    return TERMINAL.has(this.phase);
+  }
+}
+
+/** The servers of the batches before batch k: from the frozen plan, or (older statuses) the peer rows. */
+function earlierBatchServers(s: ApiServerUpgradeStatus, k: number): string[] {
+  if (s.plan?.batches) return s.plan.batches.filter((b) => b.index < k).flatMap((b) => b.servers);
+  return (s.peers ?? []).filter((r) => r.batch !== undefined && r.batch > 0 && r.batch < k).map((r) => r.hostname);
+}
+
+export function describeCall(r: DriverRequest): string {
+  const g = r.featureGates[GATE];
+  return `${r.action} ${r.server.hostname}${r.action === 'Upgrade' ? ` b${r.batch}` : ''}${g === undefined ? '' : ` gate=${g}`} ${short(r.idempotencyKey)}`;
+}
+
+export function describePhase(s: ApiServerUpgradeStatus): string {
+  const phase = s.phase ?? 'Pending';
+  return phase === 'Paused' ? `Paused(${s.pause?.reason ?? '?'})` : phase;
+}
+
+export function describeCalls(calls: DriverCall[] | undefined): string {
+  return (calls ?? []).map((c) => `${c.action} ${c.server} ${short(c.key)} ${c.result}`).join('; ');
+}

@@ -1,0 +1,296 @@
+// Generated schedules of a hostile fleet, and the runner that plays one through the simulated shell.
+//
+// A schedule is the setup (fleet, versions, spec) and a list of steps; each step lets time pass, applies
+// at most one perturbation, and reconciles (possibly crashing at one of the shell's crash points). After
+// the schedule the faults stop ("calm") and the run must come to rest (I6).
+import fc from 'fast-check';
+import type { ApiServerUpgradeSpec } from '../../../src/api/types.generated.ts';
+import { ModelRun, type Inv, type RunSetup, START } from './run.ts';
+import { stamp, type DeliveryFault, type Fate } from './world.ts';
+
+export const OLD = 'v1.35.4';
+
+export interface Setup {
+  servers: number;
+  gateOn: boolean;
+  target: 'v1.36.3' | 'v1.35.5';
+  suffix: '' | '+rke2r1';
+  batchSize: number | string;
+  soak: string;
+  batchTimeout: '1m' | '3m';
+  failureLimit: number;
+  onBreach: 'Pause' | 'Rollback';
+  gate: 'Auto' | 'Enabled' | 'Unmanaged';
+  revertAfter: boolean;
+  storageSafe: boolean;
+  pausedAtCreation: boolean;
+  downDelayS: number;
+  upDelayS: number;
+  staleOnStop: boolean;
+}
+
+export type Event =
+  | { e: 'fault'; f: DeliveryFault; n: number }
+  | { e: 'fate'; f: Exclude<Fate, 'land'> }
+  | { e: 'batchSize'; v: number | string }
+  | { e: 'paused'; v: boolean }
+  | { e: 'onBreach'; v: 'Pause' | 'Rollback' }
+  | { e: 'resume' }
+  | { e: 'join' }
+  | { e: 'leave'; i: number }
+  | { e: 'breach'; s: number; v: 'Breach' | 'Inconclusive' }
+  | { e: 'blip'; i: number }
+  | { e: 'stuck'; s: number }
+  | { e: 'flaky'; n: number };
+
+export interface Step {
+  /** Seconds that pass before the reconcile. */
+  dt: number;
+  ev?: Event;
+  /** -1: no crash; 0: before persisting the plan; 1+2i: before delivery i; 2+2i: after delivery i, before recording it. */
+  crash: number;
+}
+
+export interface Schedule {
+  setup: Setup;
+  steps: Step[];
+}
+
+const BATCH_SIZES = [1, 2, 3, '50%'];
+
+export const setupArb: fc.Arbitrary<Setup> = fc.record({
+  servers: fc.integer({ min: 1, max: 5 }),
+  gateOn: fc.boolean(),
+  target: fc.constantFrom('v1.36.3' as const, 'v1.35.5' as const),
+  suffix: fc.constantFrom('' as const, '' as const, '+rke2r1' as const),
+  batchSize: fc.constantFrom(...BATCH_SIZES),
+  soak: fc.constantFrom('0s', '15s', '40s'),
+  batchTimeout: fc.constantFrom('1m' as const, '3m' as const),
+  failureLimit: fc.integer({ min: 1, max: 3 }),
+  onBreach: fc.constantFrom('Pause' as const, 'Rollback' as const),
+  gate: fc.constantFrom('Auto' as const, 'Enabled' as const, 'Unmanaged' as const),
+  revertAfter: fc.boolean(),
+  storageSafe: fc.boolean(),
+  pausedAtCreation: fc.oneof({ weight: 5, arbitrary: fc.constant(false) }, { weight: 1, arbitrary: fc.constant(true) }),
+  downDelayS: fc.integer({ min: 0, max: 6 }),
+  upDelayS: fc.integer({ min: 2, max: 25 }),
+  staleOnStop: fc.boolean(),
+});
+
+const eventArb: fc.Arbitrary<Event> = fc.oneof(
+  { weight: 4, arbitrary: fc.record({ e: fc.constant('fault' as const), f: fc.constantFrom<DeliveryFault>('unreachable', 'lost', 'reject', '5xx'), n: fc.integer({ min: 1, max: 3 }) }) },
+  { weight: 3, arbitrary: fc.record({ e: fc.constant('fate' as const), f: fc.constantFrom<Exclude<Fate, 'land'>>('fail', 'hangDown', 'hangUp', 'late', 'rename') }) },
+  { weight: 1, arbitrary: fc.record({ e: fc.constant('batchSize' as const), v: fc.constantFrom(...BATCH_SIZES) }) },
+  { weight: 1, arbitrary: fc.record({ e: fc.constant('paused' as const), v: fc.boolean() }) },
+  { weight: 1, arbitrary: fc.record({ e: fc.constant('onBreach' as const), v: fc.constantFrom('Pause' as const, 'Rollback' as const) }) },
+  { weight: 2, arbitrary: fc.record({ e: fc.constant('resume' as const) }) },
+  { weight: 1, arbitrary: fc.record({ e: fc.constant('join' as const) }) },
+  { weight: 1, arbitrary: fc.record({ e: fc.constant('leave' as const), i: fc.integer({ min: 0, max: 5 }) }) },
+  { weight: 3, arbitrary: fc.record({ e: fc.constant('breach' as const), s: fc.constantFrom(10, 30, 60, 120), v: fc.constantFrom('Breach' as const, 'Breach' as const, 'Inconclusive' as const) }) },
+  { weight: 2, arbitrary: fc.record({ e: fc.constant('blip' as const), i: fc.integer({ min: 0, max: 5 }) }) },
+  { weight: 1, arbitrary: fc.record({ e: fc.constant('stuck' as const), s: fc.constantFrom(30, 90, 200) }) },
+  { weight: 1, arbitrary: fc.record({ e: fc.constant('flaky' as const), n: fc.integer({ min: 1, max: 4 }) }) },
+);
+
+const stepArb: fc.Arbitrary<Step> = fc.record(
+  {
+    dt: fc.constantFrom(0, 2, 5, 5, 10, 10, 20, 45, 90),
+    ev: fc.option(eventArb, { freq: 2, nil: undefined }),
+    crash: fc.oneof({ weight: 6, arbitrary: fc.constant(-1) }, { weight: 1, arbitrary: fc.integer({ min: 0, max: 4 }) }),
+  },
+  { requiredKeys: ['dt', 'crash'] },
+);
+
+export const scheduleArb = (maxSteps = 24): fc.Arbitrary<Schedule> => fc.record({ setup: setupArb, steps: fc.array(stepArb, { maxLength: maxSteps }) });
+
+export function specOf(s: Setup): ApiServerUpgradeSpec {
+  return {
+    targetVersion: s.target,
+    paused: s.pausedAtCreation,
+    driver: { webhook: { url: 'https://hook.example/replace' } },
+    strategy: { batchSize: s.batchSize, soakDuration: s.soak, batchTimeout: s.batchTimeout },
+    proxy: { gate: s.gate, revertAfter: s.revertAfter },
+    analysis: { interval: '10s', failureLimit: s.failureLimit, onBreach: s.onBreach, thresholds: { discoveryConvergence: '1m' } },
+  };
+}
+
+function runSetup(s: Setup): RunSetup {
+  return {
+    servers: s.servers,
+    gateOn: s.gateOn,
+    fromVersion: OLD,
+    targetVersion: s.target,
+    suffix: s.suffix,
+    storageSafe: s.storageSafe,
+    downDelayMs: s.downDelayS * 1000,
+    upDelayMs: s.upDelayS * 1000,
+    staleOnStop: s.staleOnStop,
+    spec: specOf(s),
+    batchTimeoutMs: s.batchTimeout === '1m' ? 60_000 : 180_000,
+  };
+}
+
+/** Readable, one line per step. */
+export function renderSchedule(sc: Schedule): string {
+  const s = sc.setup;
+  const head =
+    `setup: ${s.servers} servers on ${OLD}${s.suffix} gate ${s.gateOn ? 'on' : 'off'} -> ${s.target}; batchSize ${s.batchSize}, soak ${s.soak}, batchTimeout ${s.batchTimeout}, ` +
+    `failureLimit ${s.failureLimit}, onBreach ${s.onBreach}, proxy.gate ${s.gate}${s.revertAfter ? ' revertAfter' : ''}, storage ${s.storageSafe ? 'safe' : 'UNSAFE'} to roll back, ` +
+    `${s.pausedAtCreation ? 'created paused, ' : ''}ops stop after ${s.downDelayS}s and return ${s.upDelayS}s later${s.staleOnStop ? ' (stops leave stale leases)' : ''}`;
+  const lines = sc.steps.map((st, i) => `  ${String(i + 1).padStart(2)}. wait ${st.dt}s${st.ev ? `, ${renderEvent(st.ev)}` : ''}, reconcile${st.crash >= 0 ? ` crashing ${renderCrash(st.crash)}` : ''}`);
+  return [head, ...lines, '  then: faults stop (calm) and the run must come to rest'].join('\n');
+}
+
+export function renderCrash(c: number): string {
+  if (c === 0) return 'before persisting the plan';
+  return c % 2 === 1 ? `before delivery #${(c - 1) / 2}` : `after delivery #${(c - 2) / 2}, before recording it`;
+}
+
+function renderEvent(ev: Event): string {
+  switch (ev.e) {
+    case 'fault':
+      return `next ${ev.n} deliveries ${ev.f}`;
+    case 'fate':
+      return `next accepted op ${ev.f}`;
+    case 'batchSize':
+      return `spec.strategy.batchSize := ${ev.v}`;
+    case 'paused':
+      return `spec.paused := ${ev.v}`;
+    case 'onBreach':
+      return `spec.analysis.onBreach := ${ev.v}`;
+    case 'resume':
+      return 'resume annotation set to a new value';
+    case 'join':
+      return `a server joins at ${OLD}`;
+    case 'leave':
+      return `server #${ev.i} (by position) leaves`;
+    case 'breach':
+      return `checks ${ev.v} for ${ev.s}s`;
+    case 'blip':
+      return `server #${ev.i} not ready at the next observation`;
+    case 'stuck':
+      return `discovery not converging for ${ev.s}s`;
+    case 'flaky':
+      return `next ${ev.n} storage reads incomplete`;
+  }
+}
+
+function apply(run: ModelRun, ev: Event): void {
+  const w = run.world;
+  const byPos = (i: number) => [...w.servers.values()].sort((a, b) => a.index - b.index)[i % Math.max(1, w.servers.size)];
+  switch (ev.e) {
+    case 'fault':
+      for (let i = 0; i < ev.n; i++) w.faults.push(ev.f);
+      break;
+    case 'fate':
+      w.fates.push(ev.f);
+      break;
+    case 'batchSize':
+      run.editSpec({ strategy: { ...run.spec.strategy, batchSize: ev.v } });
+      break;
+    case 'paused':
+      run.editSpec({ paused: ev.v });
+      break;
+    case 'onBreach':
+      run.editSpec({ analysis: { ...run.spec.analysis, onBreach: ev.v } });
+      break;
+    case 'resume':
+      run.resume();
+      break;
+    case 'join':
+      if (w.servers.size < 7) w.addServer(OLD, false);
+      break;
+    case 'leave': {
+      const s = byPos(ev.i);
+      if (s && w.servers.size > 1) w.removeServer(s.hostname);
+      break;
+    }
+    case 'breach':
+      w.windows.push({ from: w.now, to: w.now + ev.s * 1000, verdict: ev.v });
+      break;
+    case 'blip': {
+      const s = byPos(ev.i);
+      if (s) w.blips.add(s.hostname);
+      break;
+    }
+    case 'stuck':
+      w.stuckUntil = Math.max(w.stuckUntil, w.now + ev.s * 1000);
+      break;
+    case 'flaky':
+      w.flakyStorage += ev.n;
+      break;
+  }
+  run.note(`~ ${renderEvent(ev)}`);
+}
+
+export interface Limits {
+  /** Reconciles allowed per calm segment (from calm, or from a resume) to reach a terminal phase or a pause. */
+  segment: number;
+  /** Resumes allowed in calm before the run must have ended. */
+  resumes: number;
+}
+
+export const LIMITS: Limits = { segment: 250, resumes: 8 };
+
+/** Plays a schedule; throws a Violation (with the trace) when an enabled invariant breaks. */
+export function play(sc: Schedule, enabled: ReadonlySet<Inv>, limits: Limits = LIMITS): ModelRun {
+  const run = new ModelRun(runSetup(sc.setup), enabled);
+  try {
+    for (const st of sc.steps) {
+      run.world.advance(st.dt * 1000);
+      if (st.ev) apply(run, st.ev);
+      run.reconcile(st.crash);
+    }
+    calm(run, limits);
+  } catch (err) {
+    if (err instanceof Error && 'inv' in err) {
+      err.message = `${err.message}\n\nschedule (shrunk):\n${renderSchedule(sc)}\n\ntrace (last 60 lines):\n${run.trace.slice(-60).join('\n')}`;
+    }
+    throw err;
+  }
+  return run;
+}
+
+/** Faults stop: healthy driver, no membership changes, no crashes, healthy checks. The run must come to rest. */
+function calm(run: ModelRun, limits: Limits): void {
+  const w = run.world;
+  w.faults = [];
+  w.fates = [];
+  w.windows = [];
+  w.stuckUntil = 0;
+  w.blips.clear();
+  w.flakyStorage = 0;
+  if (run.spec.paused) run.editSpec({ paused: false });
+  run.note('~ calm: faults stop; spec.paused false');
+  let resumes = 0;
+  let steps = 0;
+  for (;;) {
+    const p = run.reconcile();
+    if (run.isTerminal()) return;
+    if (run.phase === 'Paused') {
+      if (resumes >= limits.resumes) {
+        run.fail('I6', `still not finished after ${resumes} resumes in calm (paused again: ${run.persisted?.pause?.reason})`);
+        return;
+      }
+      resumes++;
+      steps = 0;
+      run.note(`~ a human resumes (${run.resume()})`);
+      w.advance(5_000);
+      continue;
+    }
+    if (++steps > limits.segment) {
+      run.fail('I6', `active (${run.phase}) for ${limits.segment} reconciles after the faults stopped${resumes ? ` and ${resumes} resume(s)` : ''}, neither terminal nor paused`);
+      return;
+    }
+    // As a controller does: wake at the requeue, or when a watched object changes (a server stops or returns).
+    const requeue = p.requeueAfterMs ?? 10_000;
+    const change = w.nextChange() - w.now;
+    w.advance(Math.min(20_000, Math.max(2_000, Math.min(requeue, change))));
+  }
+}
+
+export function fmtStart(): string {
+  return new Date(START).toISOString();
+}
+
+export { stamp };

@@ -1,0 +1,347 @@
+// The truth of a simulated fleet and its driver, for the model-based tests of the planner.
+//
+// The world knows what the planner can only infer: which binary each server runs, which operations the
+// driver holds for which server, and whether the new version's storage is readable by the old one. The
+// simulated shell (run.ts) observes it the way the real observer does and delivers the planner's calls
+// to the driver here; the invariants compare the planner's decisions with this truth.
+import type { Observation, ObservedPeer, ObservedStorage, ObservedAnalysis } from '../../../src/plan/observation.ts';
+import type { DriverRequest } from '../../../src/plan/actions.ts';
+import type { CallOutcome } from '../../../src/plan/call-outcome.ts';
+
+export const GATE = 'UnknownVersionInteroperabilityProxy';
+
+/** The end of an idempotency key, enough to tell calls apart in a trace. */
+export function short(key: string): string {
+  return `#${key.slice(-5)}`;
+}
+
+/** `+95s`, `+12m05s`: time since the run started. */
+export function stamp(ms: number): string {
+  const s = Math.round(ms / 1000);
+  return s < 600 ? `+${s}s` : `+${Math.floor(s / 60)}m${String(s % 60).padStart(2, '0')}s`;
+}
+
+/** The release a reported version stands for: build metadata (`+rke2r1`) dropped. */
+export function release(v: string): string {
+  return v.replace(/\+.*$/, '');
+}
+
+/** What happens to an operation the driver accepted. */
+export type Fate =
+  /** stops, comes back at the target (version and gate) with a new lease holder */
+  | 'land'
+  /** stops, comes back at the old version and gate (a failed replacement) */
+  | 'fail'
+  /** stops and never comes back */
+  | 'hangDown'
+  /** never even stops */
+  | 'hangUp'
+  /** lands, but only after batchTimeout has passed */
+  | 'late'
+  /** lands at the target under a new hostname (a replaced node); the old hostname is gone */
+  | 'rename';
+
+/** A fault of one delivery. */
+export type DeliveryFault =
+  /** connection refused: not received, transient */
+  | 'unreachable'
+  /** received and carried out, but the answer is lost: transient to the shell */
+  | 'lost'
+  /** 4xx: refused for good */
+  | 'reject'
+  /** 5xx: not carried out, transient */
+  | '5xx';
+
+export interface Server {
+  hostname: string;
+  index: number;
+  /** The release the binary is (no build metadata). */
+  version: string;
+  gate: boolean;
+  /** False while an operation has it stopped (its identity Lease is gone, or stale when stops are ungraceful). */
+  running: boolean;
+  holder: string;
+  lastRenew: number;
+}
+
+export interface Op {
+  key: string;
+  server: string;
+  action: DriverRequest['action'];
+  target: string;
+  gate: boolean | undefined;
+  acceptedAt: number;
+  downAt: number;
+  upAt: number;
+  fate: Fate;
+  stage: 'scheduled' | 'down' | 'finished' | 'superseded';
+}
+
+export interface WorldParams {
+  fromVersion: string;
+  targetVersion: string;
+  /** Build metadata every server appends to what it reports (`+rke2r1`), or ''. */
+  suffix: string;
+  /** Whether the target version's storage is readable by the from-version (the rollback-safety truth). */
+  storageSafe: boolean;
+  /** An op stops its server this long after acceptance, and brings it back this long after that. */
+  downDelayMs: number;
+  upDelayMs: number;
+  /** When a late op lands: this long after acceptance (more than batchTimeout). */
+  lateMs: number;
+  /** A stopped server leaves a stale Lease behind (an ungraceful stop) instead of deleting it. */
+  staleOnStop: boolean;
+  analysisIntervalMs: number;
+}
+
+/** The storage version hashes the simulated versions write (see rollback-safety.ts). */
+const BASE: Record<string, string> = { '/v1/pods': 'P1', 'apps/v1/deployments': 'D1', 'example.dev/v1beta1/widgets': 'W1' };
+const SAFE_NEW: Record<string, string> = { ...BASE, 'example.dev/v1/widgets': 'W1', 'newgroup.dev/v1/things': 'T1' };
+const UNSAFE_NEW: Record<string, string> = { ...BASE, 'example.dev/v1beta1/widgets': 'W2', 'example.dev/v1/widgets': 'W2' };
+
+export function storageHashes(kind: 'base' | 'safe' | 'unsafe'): Record<string, string> {
+  return kind === 'base' ? BASE : kind === 'safe' ? SAFE_NEW : UNSAFE_NEW;
+}
+
+export interface Window {
+  from: number;
+  to: number;
+  verdict: 'Breach' | 'Inconclusive';
+}
+
+/** A violation the world itself detects (a second op accepted for a server with one in flight). */
+export interface Supersession {
+  at: number;
+  server: string;
+  previous: Op;
+  next: Op;
+}
+
+export class World {
+  readonly p: WorldParams;
+  now: number;
+  servers = new Map<string, Server>();
+  /** Every op ever accepted, oldest first. */
+  ops: Op[] = [];
+  /** The first answer per key: a repeated key gets it again and does nothing new. */
+  answers = new Map<string, CallOutcome>();
+  faults: DeliveryFault[] = [];
+  fates: Fate[] = [];
+  supersessions: Supersession[] = [];
+  windows: Window[] = [];
+  /** Discovery does not converge before this time. */
+  stuckUntil = 0;
+  /** Hostnames that answer /readyz 503 at the next observation only. */
+  blips = new Set<string>();
+  /** The next this-many observations read storage incompletely (no entry). */
+  flakyStorage = 0;
+  /** Every delivery, for the trace. */
+  deliveries: { at: number; request: DriverRequest; outcome: CallOutcome; fault: DeliveryFault | undefined }[] = [];
+  /** What happened to the servers, for the trace (drained by the shell). */
+  log: string[] = [];
+  readonly start: number;
+  private holderSeq = 0;
+  private nextIndex = 1;
+
+  constructor(p: WorldParams, servers: number, gateOn: boolean, start: number) {
+    this.p = p;
+    this.now = start;
+    this.start = start;
+    for (let i = 0; i < servers; i++) this.addServer(p.fromVersion, gateOn);
+  }
+
+  addServer(version: string, gate: boolean, hostname?: string): Server {
+    const index = this.nextIndex++;
+    const s: Server = { hostname: hostname ?? `cp-${index}`, index, version, gate, running: true, holder: '', lastRenew: this.now };
+    s.holder = this.newHolder(s);
+    this.servers.set(s.hostname, s);
+    return s;
+  }
+
+  removeServer(hostname: string): void {
+    this.servers.delete(hostname);
+    for (const op of this.ops) if (op.server === hostname && (op.stage === 'scheduled' || op.stage === 'down')) op.stage = 'finished';
+  }
+
+  private newHolder(s: Server): string {
+    return `apiserver-${s.hostname}_${(++this.holderSeq).toString(16).padStart(4, '0')}`;
+  }
+
+  /** The ops the driver still holds (accepted, not finished). */
+  pendingOps(): Op[] {
+    return this.ops.filter((o) => o.stage === 'scheduled' || o.stage === 'down');
+  }
+
+  pendingOp(hostname: string): Op | undefined {
+    return this.pendingOps().find((o) => o.server === hostname);
+  }
+
+  /** The earliest time after now at which an op changes a server, or Infinity. */
+  nextChange(): number {
+    let t = Infinity;
+    for (const o of this.pendingOps()) {
+      if (o.stage === 'scheduled' && o.downAt > this.now) t = Math.min(t, o.downAt);
+      if (o.upAt > this.now) t = Math.min(t, o.upAt);
+    }
+    return t;
+  }
+
+  /** Lets time pass: ops stop and bring back servers in time order. */
+  advance(ms: number): void {
+    const end = this.now + Math.max(0, ms);
+    for (;;) {
+      let next: { op: Op; at: number } | undefined;
+      for (const op of this.pendingOps()) {
+        const at = op.stage === 'scheduled' ? op.downAt : op.upAt;
+        if (at <= end && (!next || at < next.at)) next = { op, at };
+      }
+      if (!next) break;
+      this.now = Math.max(this.now, next.at);
+      this.step(next.op);
+    }
+    this.now = end;
+    for (const s of this.servers.values()) if (s.running) s.lastRenew = this.now;
+  }
+
+  private step(op: Op): void {
+    const s = this.servers.get(op.server);
+    if (!s) {
+      op.stage = 'finished';
+      return;
+    }
+    if (op.stage === 'scheduled') {
+      s.running = false;
+      op.stage = 'down';
+      this.note(`${s.hostname} stopped by ${op.action} ${short(op.key)}`);
+      return;
+    }
+    op.stage = 'finished';
+    if (op.fate === 'rename') {
+      this.servers.delete(s.hostname);
+      const base = s.hostname.replace(/-r\d+$/, '');
+      const n = this.addServer(release(op.target), op.gate ?? s.gate, `${base}-r${this.nextIndex}`);
+      this.note(`${s.hostname} came back as ${n.hostname} at ${n.version} gate ${n.gate ? 'on' : 'off'} (${op.action} ${short(op.key)})`);
+      return;
+    }
+    s.running = true;
+    s.holder = this.newHolder(s);
+    s.lastRenew = this.now;
+    if (op.fate !== 'fail') {
+      s.version = release(op.target);
+      if (op.gate !== undefined) s.gate = op.gate;
+    }
+    this.note(`${s.hostname} back at ${s.version} gate ${s.gate ? 'on' : 'off'}${op.fate === 'fail' ? ' (the op failed)' : ''} (${op.action} ${short(op.key)})`);
+  }
+
+  note(line: string): void {
+    this.log.push(`${stamp(this.now - this.start)} ${line}`);
+  }
+
+  /** One delivery of a driver call, as a real driver answers it. */
+  deliver(req: DriverRequest): CallOutcome {
+    const fault = this.faults.shift();
+    const outcome = this.answer(req, fault);
+    this.deliveries.push({ at: this.now, request: req, outcome, fault });
+    return outcome;
+  }
+
+  private answer(req: DriverRequest, fault: DeliveryFault | undefined): CallOutcome {
+    if (fault === 'unreachable') return { kind: 'transient', message: 'connect ECONNREFUSED' };
+    if (fault === '5xx') return { kind: 'transient', message: 'HTTP 503 from the driver' };
+    const first = this.answers.get(req.idempotencyKey);
+    if (first) return fault === 'lost' ? { kind: 'transient', message: 'deadline exceeded awaiting the answer' } : first;
+    let outcome: CallOutcome;
+    const s = this.servers.get(req.server.hostname);
+    if (!s) outcome = { kind: 'rejected', message: `HTTP 404: no server ${req.server.hostname}` };
+    else if (fault === 'reject') outcome = { kind: 'rejected', message: 'HTTP 422: refused' };
+    else {
+      outcome = { kind: 'accepted', message: 'HTTP 202' };
+      this.accept(req, s);
+    }
+    this.answers.set(req.idempotencyKey, outcome);
+    return fault === 'lost' ? { kind: 'transient', message: 'deadline exceeded awaiting the answer' } : outcome;
+  }
+
+  private accept(req: DriverRequest, s: Server): void {
+    const fate = this.fates.shift() ?? 'land';
+    const g = req.featureGates[GATE];
+    const downAt = fate === 'hangUp' ? Infinity : s.running ? this.now + this.p.downDelayMs : this.now;
+    const upAt = fate === 'hangDown' || fate === 'hangUp' ? Infinity : fate === 'late' ? Math.max(downAt + 1, this.now + this.p.lateMs) : downAt + this.p.upDelayMs;
+    const op: Op = {
+      key: req.idempotencyKey,
+      server: s.hostname,
+      action: req.action,
+      target: req.targetVersion,
+      gate: g,
+      acceptedAt: this.now,
+      downAt,
+      upAt,
+      fate,
+      stage: s.running ? 'scheduled' : 'down',
+    };
+    // A new op for a server supersedes the one the driver still holds for it.
+    const previous = this.pendingOp(s.hostname);
+    if (previous) {
+      previous.stage = 'superseded';
+      this.supersessions.push({ at: this.now, server: s.hostname, previous, next: op });
+    }
+    this.ops.push(op);
+  }
+
+  reported(s: Server): string {
+    return `${s.version}${this.p.suffix}`;
+  }
+
+  storageOf(version: string): Record<string, string> {
+    if (release(version) === release(this.p.fromVersion)) return storageHashes('base');
+    return storageHashes(this.p.storageSafe ? 'safe' : 'unsafe');
+  }
+
+  /** The latest analysis check at or before now: one per interval. */
+  analysis(): ObservedAnalysis {
+    const t = Math.floor(this.now / this.p.analysisIntervalMs) * this.p.analysisIntervalMs;
+    const w = this.windows.find((x) => x.from <= t && t < x.to);
+    const verdict = w?.verdict ?? 'Healthy';
+    return {
+      time: new Date(t).toISOString(),
+      verdict,
+      signals: verdict === 'Breach' ? { proxyErrorRatio: 0.4 } : verdict === 'Healthy' ? { proxyErrorRatio: 0 } : {},
+      breaches: verdict === 'Breach' ? [{ signal: 'proxyErrorRatio', observed: '0.4', threshold: '0.01' }] : [],
+    };
+  }
+
+  /** A fresh observation, as the real observer makes it (no memory across reconciles). */
+  observe(): Observation {
+    const peers: ObservedPeer[] = [];
+    const up: Server[] = [];
+    for (const s of [...this.servers.values()].sort((a, b) => a.index - b.index)) {
+      const identity = `apiserver-${s.hostname}`;
+      const address = `10.0.0.${s.index}:6443`;
+      if (s.running) {
+        const ready = !this.blips.has(s.hostname);
+        peers.push({ identity, hostname: s.hostname, address, version: this.reported(s), ready, proxyGate: s.gate ? 'on' : 'off', holderIdentity: s.holder, lastRenew: new Date(s.lastRenew).toISOString(), stale: false });
+        if (ready) up.push(s);
+      } else if (this.p.staleOnStop) {
+        peers.push({ identity, hostname: s.hostname, address, ready: false, proxyGate: 'unknown', holderIdentity: s.holder, lastRenew: new Date(s.lastRenew).toISOString(), stale: true });
+      }
+    }
+    this.blips.clear();
+    const obs: Observation = {
+      peers,
+      discovery: this.now < this.stuckUntil ? { converged: false, message: 'cp-1 peer-aggregated /apis misses newgroup.dev/v1/things' } : { converged: true, message: 'converged' },
+      analysis: this.analysis(),
+    };
+    if (this.flakyStorage > 0) {
+      this.flakyStorage--;
+    } else {
+      const storage: ObservedStorage[] = [];
+      for (const s of up) {
+        const version = this.reported(s);
+        if (storage.some((x) => x.version === version)) continue;
+        storage.push({ version, server: s.hostname, hashes: { ...this.storageOf(s.version) }, kinds: {} });
+      }
+      obs.storage = storage;
+    }
+    return obs;
+  }
+}
