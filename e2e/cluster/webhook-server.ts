@@ -30,7 +30,7 @@ export interface ReceivedCall {
 /** One line of the hook's own log, also appended as JSON to `<cluster dir>/replace-webhook.log`. */
 export interface HookLogEntry {
   at: number;
-  event: 'accepted' | 'duplicate' | 'refused' | 'rejected' | 'started' | 'done' | 'failed';
+  event: 'accepted' | 'duplicate' | 'refused' | 'rejected' | 'held' | 'started' | 'done' | 'failed';
   key?: string;
   action?: string;
   hostname?: string;
@@ -60,6 +60,7 @@ export class ReplaceWebhook {
   readonly logPath: string;
   private readonly server: Server;
   private chain: Promise<void> = Promise.resolve();
+  private readonly holds = new Map<string, number>();
 
   private constructor(server: Server, url: string, caBundle: string, logPath: string) {
     this.server = server;
@@ -148,6 +149,12 @@ export class ReplaceWebhook {
     this.calls.set(key, call);
     this.record({ ...what, event: 'accepted', status: 202 });
     this.chain = this.chain.then(async () => {
+      const hold = this.holds.get(hostname);
+      if (hold !== undefined) {
+        this.holds.delete(hostname);
+        this.record({ ...what, event: 'held', detail: `${hold} ms before starting` });
+        await new Promise((r) => setTimeout(r, hold));
+      }
       const before = cluster.server(index);
       call.from = { version: before.config.version, proxyGate: before.proxyGate };
       call.outcome = 'running';
@@ -166,6 +173,14 @@ export class ReplaceWebhook {
       }
     });
     return { status: 202, body: { key, accepted: true } };
+  }
+
+  /**
+   * Holds the next accepted replacement of `hostname` for `ms` before it starts, as a slow platform would:
+   * the call is in flight (accepted, server unchanged) all that time.
+   */
+  holdBeforeStart(hostname: string, ms: number): void {
+    this.holds.set(hostname, ms);
   }
 
   /** Waits for replacements in flight. */

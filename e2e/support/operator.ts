@@ -47,10 +47,10 @@ export interface OperatorProcess {
 }
 
 /** Runs the operator as its own process, connected through the balancer like a Deployment in the cluster. */
-export async function startOperator(cluster: Cluster, opts: { healthPort: number; extraArgs?: string[] }): Promise<OperatorProcess> {
+export async function startOperator(cluster: Cluster, opts: { healthPort: number; extraArgs?: string[]; env?: Record<string, string> }): Promise<OperatorProcess> {
   const logPath = join(cluster.dir, `operator-${Date.now()}.log`);
   const fd = openSync(logPath, 'a');
-  const child = spawn(process.execPath, [join(root, 'src', 'main.ts'), '--kubeconfig', cluster.kubeconfig, '--health-port', String(opts.healthPort), '--health-host', '127.0.0.1', '--log-level', 'debug', ...(opts.extraArgs ?? [])], { stdio: ['ignore', fd, fd] });
+  const child = spawn(process.execPath, [join(root, 'src', 'main.ts'), '--kubeconfig', cluster.kubeconfig, '--health-port', String(opts.healthPort), '--health-host', '127.0.0.1', '--log-level', 'debug', ...(opts.extraArgs ?? [])], { stdio: ['ignore', fd, fd], env: { ...process.env, ...opts.env } });
   closeSync(fd);
   const exits: OperatorProcess['exits'] = [];
   child.on('exit', (code, signal) => exits.push({ code, signal }));

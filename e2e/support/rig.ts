@@ -18,7 +18,7 @@ export interface Rig {
  * What an upgrade scenario needs: 3 servers on the old version with the proxy gate as given, the CRD, the
  * replacement webhook, the operator as its own process through the balancer, and a client asking for NEW_ONLY.
  */
-export async function startRig(o: { gate: boolean; healthPort: number; trafficMaxMs?: number }): Promise<Rig> {
+export async function startRig(o: { gate: boolean; healthPort: number; trafficMaxMs?: number; operatorEnv?: Record<string, string> }): Promise<Rig> {
   const cluster = await Cluster.start({ servers: 3, version: OLD_VERSION, featureGates: { [PROXY_GATE]: o.gate }, verbose: true });
   const parts: (() => Promise<void>)[] = [() => cluster.teardown()];
   let done = false;
@@ -31,7 +31,7 @@ export async function startRig(o: { gate: boolean; healthPort: number; trafficMa
     await installCrd(cluster);
     const hook = await ReplaceWebhook.start(cluster);
     parts.push(() => hook.close());
-    const op = await startOperator(cluster, { healthPort: o.healthPort });
+    const op = await startOperator(cluster, { healthPort: o.healthPort, ...(o.operatorEnv ? { env: o.operatorEnv } : {}) });
     parts.push(() => op.stop());
     const traffic = new TrafficRecorder(cluster, NEW_ONLY, { intervalMs: 100, maxMs: o.trafficMaxMs ?? 10 * 60_000 });
     parts.push(() => traffic.stop());

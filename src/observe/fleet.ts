@@ -16,6 +16,11 @@ export type ListFn = <T>(path: string) => Promise<T>;
 
 export interface AnalysisSettings {
   intervalMs: number;
+  /**
+   * Whether the planner wants a new check now (src/plan/analysis.ts analysisDue, from status, so the cadence
+   * survives a restart). Absent: this observer's own clock decides.
+   */
+  due?: boolean;
   proxyErrorRatio: number;
   errorRatio: number;
   latencyP99Seconds: number;
@@ -175,7 +180,8 @@ export class FleetObserver {
 
   /** Computes signals once per interval, from deltas between this observation's pages and the last window's. */
   private analysis(up: ObservedPeer[], pages: ReadonlyMap<string, ParsedMetrics>, s: AnalysisSettings, now: number, stalePeers: number): ObservedAnalysis | undefined {
-    if (this.lastAnalysis && now - this.lastAnalysisAt < s.intervalMs) return this.lastAnalysis;
+    const due = s.due ?? now - this.lastAnalysisAt >= s.intervalMs;
+    if (this.lastAnalysis && !due) return this.lastAnalysis;
     const windows = new Map<string, WindowDeltas>();
     const versionOf = new Map<string, string>();
     up.forEach((p) => {

@@ -33,9 +33,11 @@ export function applyAnalysis(ctx: PlanContext): boolean {
   const prev = ctx.status.lastAnalysis;
   const a = ctx.obs.analysis;
   let check: AnalysisStatus | undefined;
-  if (a && a.time !== prev?.time && (prev?.time === undefined || Date.parse(a.time) > Date.parse(prev.time))) {
+  if (a && (prev?.time === undefined || Date.parse(a.time) > Date.parse(prev.time))) {
     check = { time: a.time, verdict: a.verdict, signals: { ...a.signals }, breaches: [...a.breaches] };
-  } else if (!a && analysisDue(prev?.time, ctx.spec.analysis.intervalMs, ctx.now)) {
+  } else if (analysisDue(prev?.time, ctx.spec.analysis.intervalMs, ctx.now) && (!a || ctx.now.getTime() - Date.parse(a.time) >= 2 * ctx.spec.analysis.intervalMs)) {
+    // No new signals for a whole interval (no data, or every server down): the check still happens, so a
+    // member that is down keeps counting towards failureLimit instead of holding the upgrade silently.
     check = { time: ctx.now.toISOString(), verdict: 'Inconclusive', signals: {}, breaches: [] };
   }
   if (!check) return false;
