@@ -1,0 +1,397 @@
+// One test per defect of the planner found in review (the numbers are the review's), each a concrete
+// sequence through the shell protocol (ShellSim: plan, persist, deliver, record the outcome). Each failed
+// on the planner of c59126e and holds the design: docs/lifecycle.md and the issue's planner rules.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import type { ApiServerUpgradeSpec } from '../../src/api/types.generated.ts';
+import type { ObservedPeer } from '../../src/plan/index.ts';
+import { peer, spec, OLD, NEW } from './fleet.ts';
+import { ShellSim } from './model/shell-sim.ts';
+
+const TERMINAL = ['Succeeded', 'RolledBack', 'Failed'];
+
+function fleet(n: number, version = OLD, gate: ObservedPeer['proxyGate'] = 'on'): ObservedPeer[] {
+  return Array.from({ length: n }, (_, i) => peer(`cp-${i + 1}`, version, gate));
+}
+
+function specWith(over: { strategy?: ApiServerUpgradeSpec['strategy']; analysis?: ApiServerUpgradeSpec['analysis']; proxy?: ApiServerUpgradeSpec['proxy'] } & Partial<ApiServerUpgradeSpec> = {}): ApiServerUpgradeSpec {
+  const base = spec();
+  return {
+    ...base,
+    ...over,
+    strategy: { ...base.strategy, ...over.strategy },
+    analysis: { ...base.analysis, ...over.analysis },
+  };
+}
+
+const callsOf = (sim: ShellSim) => sim.last.actions.flatMap((a) => (a.kind === 'callDriver' ? [a.request] : []));
+const phase = (sim: ShellSim) => sim.status?.phase ?? 'Pending';
+
+/** Runs to a terminal phase, resuming each pause (at most `resumes` times); returns the pauses seen. */
+function runResuming(sim: ShellSim, resumes = 3, max = 150, advanceMs = 10_000): string[] {
+  const pauses: string[] = [];
+  for (let i = 0; i < max && !TERMINAL.includes(phase(sim)); i++) {
+    sim.reconcile(advanceMs);
+    if (phase(sim) === 'Paused') {
+      pauses.push(`${sim.status?.pause?.reason}: ${sim.status?.pause?.message ?? ''}`);
+      if (pauses.length > resumes) break;
+      sim.resume();
+    }
+  }
+  return pauses;
+}
+
+test('defect 1: rollback waits for the call in flight, then rolls back every server that had an Upgrade call, one at a time; a step that stops emits no call', async (t) => {
+  await t.test('a replacement in flight is not skipped', () => {
+    const sim = new ShellSim(fleet(3), specWith({ strategy: { batchSize: 2, soakDuration: '0s', batchTimeout: '10m' }, analysis: { failureLimit: 1, onBreach: 'Rollback' } }));
+    sim.autoLand = false;
+    sim.runUntil((s) => s.held.has('cp-1') && s.held.has('cp-2'), 6, 1000);
+    assert.deepEqual(sim.distinctCalls('Upgrade'), ['Upgrade:cp-1', 'Upgrade:cp-2']);
+    sim.land('cp-1'); // cp-1 is back on the target; cp-2's replacement is accepted and has not even stopped it yet
+    sim.reconcile(1000);
+    sim.verdict = 'Breach';
+    sim.reconcile(10_000);
+    assert.equal(phase(sim), 'RollingBack');
+    for (let i = 0; i < 5; i++) {
+      sim.reconcile(5000);
+      assert.deepEqual(sim.deliveries('Rollback'), [], 'no Rollback while cp-2\'s Upgrade is in flight');
+      assert.notEqual(phase(sim), 'RolledBack', 'not RolledBack while cp-2\'s Upgrade is in flight');
+    }
+    sim.land('cp-2'); // the replacement lands after all, on the target
+    sim.autoLand = true;
+    const maxPerStep = { n: 0 };
+    for (let i = 0; i < 40 && !TERMINAL.includes(phase(sim)); i++) {
+      sim.reconcile(5000);
+      maxPerStep.n = Math.max(maxPerStep.n, callsOf(sim).filter((c) => c.action === 'Rollback').length);
+    }
+    assert.equal(phase(sim), 'RolledBack');
+    assert.deepEqual(new Set(sim.distinctCalls('Rollback')), new Set(['Rollback:cp-1', 'Rollback:cp-2']));
+    assert.equal(maxPerStep.n, 1, 'one server at a time');
+    assert.deepEqual(sim.peers.map((p) => `${p.hostname}@${p.version}`), ['cp-1@v1.35.4', 'cp-2@v1.35.4', 'cp-3@v1.35.4']);
+  });
+
+  await t.test('the step that pauses on BatchTimeout does not re-send the call', () => {
+    const sim = new ShellSim(fleet(1), specWith({ strategy: { batchSize: 1, soakDuration: '0s', batchTimeout: '1m' } }));
+    sim.driverMode = 'unreachable'; // the Upgrade call stays Requested
+    sim.runUntil((s) => s.deliveries('Upgrade').length > 0, 5, 1000);
+    sim.reconcile(61_000);
+    assert.equal(phase(sim), 'Paused');
+    assert.deepEqual(callsOf(sim).map((c) => c.action), [], 'a step ending Paused emits no call');
+  });
+
+  await t.test('the step that turns to rollback on BatchTimeout does not re-send the Upgrade', () => {
+    const sim = new ShellSim(fleet(1), specWith({ strategy: { batchSize: 1, soakDuration: '0s', batchTimeout: '1m' }, analysis: { failureLimit: 1, onBreach: 'Rollback' } }));
+    sim.driverMode = 'unreachable';
+    sim.runUntil((s) => s.deliveries('Upgrade').length > 0, 5, 1000);
+    sim.reconcile(61_000);
+    assert.ok(['Paused', 'RollingBack'].includes(phase(sim)), `phase ${phase(sim)}`);
+    assert.deepEqual(callsOf(sim).filter((c) => c.action !== 'Rollback').map((c) => c.action), [], `a step ending ${phase(sim)} emits only Rollback calls`);
+  });
+});
+
+test('defect 2: rollback safety is judged from the from-version storage recorded at preflight, never fails open', async (t) => {
+  const rollbackSpec = () => specWith({ strategy: { batchSize: 1, soakDuration: '0s', batchTimeout: '10m' }, analysis: { failureLimit: 1, onBreach: 'Rollback' } });
+
+  await t.test('unsafe: after a leader change with no old server up, the breach pauses RollbackUnsafe', () => {
+    const sim = new ShellSim(fleet(2), rollbackSpec());
+    sim.storageSafe = false;
+    sim.runUntil((s) => s.held.has('cp-2'), 20, 5000); // cp-1 upgraded, cp-2's replacement accepted
+    sim.autoLand = false;
+    sim.stop('cp-2'); // no server of the old version is up now; a new leader's observer never saw one
+    sim.verdict = 'Breach';
+    sim.reconcile(10_000);
+    assert.equal(phase(sim), 'Paused');
+    assert.equal(sim.status?.pause?.reason, 'RollbackUnsafe');
+    assert.equal(sim.condition('RollbackSafe')?.status, 'False');
+    for (let i = 0; i < 3; i++) sim.reconcile(10_000);
+    assert.deepEqual(sim.deliveries('Rollback'), []);
+  });
+
+  await t.test('unknown: the target version\'s storage never read, the breach pauses RollbackSafetyUnknown', () => {
+    const sim = new ShellSim(fleet(2), rollbackSpec());
+    sim.runUntil((s) => s.deliveries('Upgrade').length > 0, 6, 1000);
+    sim.readStorage = false; // from here on no storage read is complete
+    sim.runUntil((s) => s.held.has('cp-2'), 20, 5000);
+    sim.autoLand = false;
+    sim.stop('cp-2');
+    sim.verdict = 'Breach';
+    sim.reconcile(10_000);
+    assert.equal(phase(sim), 'Paused');
+    assert.equal(sim.status?.pause?.reason, 'RollbackSafetyUnknown');
+    assert.equal(sim.condition('RollbackSafe')?.status, 'Unknown');
+    assert.deepEqual(sim.deliveries('Rollback'), []);
+  });
+
+  await t.test('preflight does not pass before the from-version storage was read', () => {
+    const sim = new ShellSim(fleet(2));
+    sim.readStorage = false;
+    for (let i = 0; i < 3; i++) sim.reconcile(5000);
+    assert.deepEqual(sim.delivered, []);
+    assert.notEqual(sim.condition('PreflightPassed')?.status, 'True');
+    assert.ok(['Pending', 'Preflight'].includes(phase(sim)), `phase ${phase(sim)}`);
+  });
+});
+
+test('defect 3: a server not ready for one observation mid-soak is one breaching check, not a BatchTimeout', () => {
+  const sim = new ShellSim(fleet(2), specWith({ strategy: { batchSize: 1, soakDuration: '2m', batchTimeout: '1m' }, analysis: { failureLimit: 3 } }));
+  sim.runUntil((s) => s.peerOf('cp-1')?.version === NEW, 10, 5000);
+  sim.reconcile(5000);
+  sim.reconcile(70_000); // past batchTimeout since cp-1's call; cp-1 has been back for a while, soaking
+  assert.equal(phase(sim), 'Upgrading');
+  sim.peerOf('cp-1')!.ready = false;
+  sim.reconcile(10_000);
+  assert.equal(phase(sim), 'Upgrading', `one not-ready observation paused the upgrade: ${sim.status?.pause?.reason}`);
+  sim.peerOf('cp-1')!.ready = true;
+  assert.equal(sim.runToRest(60, 10_000), 'Succeeded');
+  assert.ok(!sim.phases.some((p) => p.startsWith('Paused')), `paused: ${sim.phases.filter((p) => p.startsWith('Paused')).join(', ')}`);
+});
+
+test('defect 4: a resume annotation set before a pause does not resume it', () => {
+  const sim = new ShellSim(fleet(2), specWith({ strategy: { batchSize: 1, soakDuration: '5m', batchTimeout: '10m' }, analysis: { failureLimit: 1 } }));
+  sim.reconcile(1000);
+  sim.reconcile(1000);
+  sim.resume('ack-early'); // set while Upgrading (or left over from an earlier pause)
+  sim.reconcile(1000);
+  assert.equal(sim.status?.observedResume, 'ack-early', 'the annotation is recorded whenever it changes');
+  sim.verdict = 'Breach';
+  sim.reconcile(10_000);
+  assert.equal(phase(sim), 'Paused');
+  sim.verdict = 'Healthy';
+  for (let i = 0; i < 3; i++) {
+    sim.reconcile(10_000);
+    assert.equal(phase(sim), 'Paused', 'the stale annotation does not resume the new pause');
+  }
+  sim.resume('ack-2');
+  sim.reconcile(1000);
+  assert.notEqual(phase(sim), 'Paused', 'a new value does');
+});
+
+test('defect 5: a resume never ends a batch on the breaching check it paused for', () => {
+  const sim = new ShellSim(fleet(2), specWith({ strategy: { batchSize: 1, soakDuration: '30s', batchTimeout: '10m' }, analysis: { failureLimit: 2 } }));
+  sim.checks = false;
+  let n = 0;
+  const check = (verdict: 'Healthy' | 'Breach') => {
+    sim.extra.analysis = {
+      time: new Date(sim.now.getTime() + ++n).toISOString(),
+      verdict,
+      signals: { proxyErrorRatio: verdict === 'Breach' ? 0.4 : 0 },
+      breaches: verdict === 'Breach' ? [{ signal: 'proxyErrorRatio', observed: '0.4', threshold: '0.01', server: 'cp-1' }] : [],
+    };
+  };
+  sim.runUntil((s) => s.peerOf('cp-1')?.version === NEW, 10, 2000);
+  sim.reconcile(2000);
+  check('Breach');
+  sim.reconcile(5000);
+  check('Breach');
+  sim.reconcile(5000);
+  assert.equal(phase(sim), 'Paused');
+  assert.equal(sim.status?.pause?.reason, 'AnalysisBreach');
+  sim.reconcile(60_000); // the soak's time has long passed
+  sim.resume();
+  sim.reconcile(1000);
+  assert.equal(phase(sim), 'Upgrading');
+  for (let i = 0; i < 3; i++) sim.reconcile(5000); // no new check since the resume: the last one breached
+  assert.deepEqual(sim.deliveries('Upgrade').filter((c) => c === 'Upgrade:cp-2'), [], 'batch 2 must wait for a healthy check newer than the resume');
+  assert.deepEqual(sim.status?.batch?.history ?? [], [], 'batch 1 has not ended');
+  for (let i = 0; i < 10 && !sim.deliveries('Upgrade').includes('Upgrade:cp-2'); i++) {
+    check('Healthy');
+    sim.reconcile(10_000);
+  }
+  assert.ok(sim.deliveries('Upgrade').includes('Upgrade:cp-2'), 'healthy checks after the resume let batch 2 start');
+});
+
+test('defect 6: editing strategy.batchSize mid-upgrade re-splits the remaining servers and skips none', () => {
+  const sim = new ShellSim(fleet(4));
+  sim.runUntil((s) => s.deliveries('Upgrade').includes('Upgrade:cp-2'), 20, 5000);
+  sim.editSpec({ strategy: { ...sim.spec.strategy, batchSize: 2 } });
+  assert.equal(sim.runToRest(60, 10_000), 'Succeeded');
+  assert.deepEqual(sim.peers.map((p) => `${p.hostname}@${p.version}`), ['cp-1@v1.36.3', 'cp-2@v1.36.3', 'cp-3@v1.36.3', 'cp-4@v1.36.3']);
+  assert.deepEqual(new Set(sim.distinctCalls('Upgrade')), new Set(['Upgrade:cp-1', 'Upgrade:cp-2', 'Upgrade:cp-3', 'Upgrade:cp-4']));
+});
+
+test('defect 7: batch history has one record per batch and BatchSucceeded is emitted once per batch', () => {
+  const sim = new ShellSim(fleet(3, OLD, 'off'), specWith({ targetVersion: 'v1.35.5', proxy: { gate: 'Enabled', revertAfter: true } }));
+  assert.equal(sim.runToRest(100, 5000), 'Succeeded');
+  assert.deepEqual(sim.status?.batch?.history?.map((h) => h.index), [1, 2, 3]);
+  assert.equal(sim.events.filter((e) => e.reason === 'BatchSucceeded').length, 3);
+  for (let i = 0; i < 3; i++) sim.reconcile(5000);
+  assert.equal(sim.status?.batch?.history?.length, 3);
+});
+
+test('defect 10: a server that joins mid-upgrade is upgraded too; a replacement back under a new hostname does not loop on BatchTimeout', async (t) => {
+  await t.test('a joiner pauses MembershipChanged, and after the resume it gets a batch', () => {
+    const sim = new ShellSim(fleet(3));
+    sim.runUntil((s) => s.deliveries('Upgrade').length > 0, 6, 1000);
+    sim.peers.push(peer('cp-4', OLD, 'on', { holderIdentity: 'apiserver-cp-4_0' }));
+    sim.runToRest(5, 5000);
+    assert.equal(phase(sim), 'Paused');
+    assert.equal(sim.status?.pause?.reason, 'MembershipChanged');
+    assert.match(sim.status?.pause?.message ?? '', /cp-4/);
+    const pauses = runResuming(sim, 2, 100);
+    assert.equal(phase(sim), 'Succeeded', `pauses: ${pauses.join(' | ')}`);
+    assert.ok(sim.distinctCalls('Upgrade').includes('Upgrade:cp-4'));
+    assert.deepEqual(sim.peers.map((p) => `${p.hostname}@${p.version}`), ['cp-1@v1.36.3', 'cp-2@v1.36.3', 'cp-3@v1.36.3', 'cp-4@v1.36.3']);
+  });
+
+  await t.test('a replaced node back as cp-2b: a membership pause, then Succeeded', () => {
+    const sim = new ShellSim(fleet(3), specWith({ strategy: { batchSize: 1, soakDuration: '0s', batchTimeout: '2m' } }));
+    sim.runUntil((s) => s.held.has('cp-2'), 20, 5000);
+    sim.autoLand = false;
+    sim.stop('cp-2');
+    sim.land('cp-2', { as: 'cp-2b' }); // the node was replaced: its server comes back as cp-2b, on the target
+    sim.autoLand = true;
+    const pauses = runResuming(sim, 3, 120);
+    assert.equal(phase(sim), 'Succeeded', `pauses: ${pauses.join(' | ')}`);
+    assert.ok(!pauses.some((p) => p.startsWith('BatchTimeout')), `paused on BatchTimeout: ${pauses.join(' | ')}`);
+    assert.ok(pauses.some((p) => p.startsWith('MembershipChanged') && /cp-2b?/.test(p)), `pauses: ${pauses.join(' | ')}`);
+    assert.deepEqual(sim.peers.map((p) => `${p.hostname}@${p.version}`), ['cp-1@v1.36.3', 'cp-2b@v1.36.3', 'cp-3@v1.36.3']);
+  });
+});
+
+test('defect 11: build metadata is ignored, pre-release targets need allowPrerelease, and a release to its own rc is a downgrade', async (t) => {
+  await t.test('servers reporting +rke2r1 count as at the release', () => {
+    const sim = new ShellSim(fleet(2, `${OLD}+rke2r1`));
+    sim.suffix = '+rke2r1';
+    assert.equal(sim.runToRest(60, 20_000), 'Succeeded', `pause: ${sim.status?.pause?.reason} ${sim.status?.pause?.message ?? ''}`);
+    assert.deepEqual(sim.peers.map((p) => p.version), ['v1.36.3+rke2r1', 'v1.36.3+rke2r1']);
+  });
+
+  await t.test('a pre-release target is refused without allowPrerelease', () => {
+    const sim = new ShellSim(fleet(2), specWith({ targetVersion: 'v1.36.0-rc.1' }));
+    for (let i = 0; i < 3; i++) sim.reconcile(5000);
+    assert.deepEqual(sim.delivered, []);
+    assert.equal(sim.condition('PreflightPassed')?.status, 'False');
+    assert.equal(sim.condition('PreflightPassed')?.reason, 'PrereleaseTarget');
+  });
+
+  await t.test('with allowPrerelease it proceeds', () => {
+    const sim = new ShellSim(fleet(2), specWith({ targetVersion: 'v1.36.0-rc.1', allowPrerelease: true } as Partial<ApiServerUpgradeSpec>));
+    for (let i = 0; i < 4; i++) sim.reconcile(5000);
+    assert.ok(sim.deliveries('Upgrade').length > 0, `phase ${phase(sim)}: ${sim.condition('PreflightPassed')?.reason}`);
+  });
+
+  await t.test('v1.36.0 -> v1.36.0-rc.1 is a downgrade', () => {
+    const sim = new ShellSim(fleet(2, 'v1.36.0'), specWith({ targetVersion: 'v1.36.0-rc.1', allowPrerelease: true } as Partial<ApiServerUpgradeSpec>));
+    sim.reconcile(1000);
+    sim.reconcile(1000);
+    assert.equal(sim.condition('PreflightPassed')?.status, 'False');
+    assert.equal(sim.condition('PreflightPassed')?.reason, 'Downgrade');
+    assert.equal(phase(sim), 'Failed');
+    assert.deepEqual(sim.delivered, []);
+  });
+});
+
+test('defect 12: revertAfter turns the gate off only where the operator turned it on', () => {
+  const sim = new ShellSim([peer('cp-1', OLD, 'on'), peer('cp-2', OLD, 'off'), peer('cp-3', OLD, 'off')], specWith({ targetVersion: 'v1.35.5', proxy: { gate: 'Enabled', revertAfter: true } }));
+  assert.equal(sim.runToRest(100, 5000), 'Succeeded');
+  assert.deepEqual(sim.distinctCalls('EnableProxy'), ['EnableProxy:cp-2', 'EnableProxy:cp-3']);
+  assert.deepEqual(new Set(sim.distinctCalls('RevertProxy')), new Set(['RevertProxy:cp-2', 'RevertProxy:cp-3']), 'cp-1 had the gate on before the upgrade');
+  assert.deepEqual(sim.peers.map((p) => `${p.hostname}:${p.proxyGate}`), ['cp-1:on', 'cp-2:off', 'cp-3:off']);
+  assert.deepEqual(sim.status?.plan?.gateTurnedOn, ['cp-2', 'cp-3']);
+});
+
+test('defect 13: a resume does not relabel finished calls, and retries the timed-out step under a new key', () => {
+  const sim = new ShellSim(fleet(3, OLD, 'off'), specWith({ strategy: { batchSize: 1, soakDuration: '0s', batchTimeout: '1m' } }));
+  sim.runUntil((s) => s.deliveries('Upgrade').includes('Upgrade:cp-2'), 40, 5000);
+  sim.hang('cp-2'); // cp-2's replacement is accepted and never happens
+  sim.runUntil((s) => s.status?.phase === 'Paused', 6, 30_000);
+  assert.equal(phase(sim), 'Paused');
+  const before = new Map((sim.status?.driverCalls ?? []).map((c) => [c.key, c.result]));
+  const timedOut = (sim.status?.driverCalls ?? []).filter((c) => c.server === 'cp-2' && c.action === 'Upgrade').at(-1)?.result;
+  sim.resume();
+  sim.reconcile(1000);
+  for (const c of sim.status?.driverCalls ?? []) {
+    const was = before.get(c.key);
+    if (was === undefined || was === 'Requested') continue;
+    if (was === 'Accepted' && c.result === 'Done') continue;
+    assert.equal(c.result, was, `${c.action} ${c.server} was ${was}, now ${c.result}`);
+  }
+  assert.deepEqual((sim.status?.driverCalls ?? []).filter((c) => c.result === 'Abandoned').map((c) => `${c.action}:${c.server}`), []);
+  assert.equal(timedOut, 'TimedOut', 'cp-2\'s call had timed out before the resume');
+  const attempts = () => (sim.status?.driverCalls ?? []).filter((c) => c.server === 'cp-2' && c.action === 'Upgrade').length;
+  sim.runUntil(() => attempts() > 1, 3, 1000);
+  const retries = (sim.status?.driverCalls ?? []).filter((c) => c.server === 'cp-2' && c.action === 'Upgrade');
+  assert.equal(retries.length, 2, 'a new attempt for cp-2');
+  assert.notEqual(retries[1]?.key, retries[0]?.key);
+  assert.equal(sim.runToRest(40, 5000), 'Succeeded');
+});
+
+test('defect 14: resuming a DiscoveryNotConverged pause restarts its timer', () => {
+  const sim = new ShellSim(fleet(2), specWith({ analysis: { thresholds: { discoveryConvergence: '1m' } } }));
+  sim.runUntil((s) => s.peerOf('cp-1')?.version === NEW, 10, 2000);
+  sim.discoveryConverged = false;
+  sim.runUntil((s) => s.status?.phase === 'Paused', 8, 20_000);
+  assert.equal(sim.status?.pause?.reason, 'DiscoveryNotConverged');
+  sim.resume();
+  sim.reconcile(1000);
+  assert.equal(phase(sim), 'Upgrading', 'the resume must not re-pause at once');
+  sim.reconcile(20_000);
+  assert.equal(phase(sim), 'Upgrading', 'the timer counts from the resume');
+  sim.discoveryConverged = true;
+  assert.equal(sim.runToRest(40, 5000), 'Succeeded');
+});
+
+test('defect 17: a call left Requested by a crash after its delivery is resolved when its server lands', () => {
+  const sim = new ShellSim(fleet(2));
+  for (let i = 0; i < 6 && sim.delivered.length === 0; i++) sim.reconcile(1000, { after: 0 });
+  assert.equal(sim.delivered.length, 1, 'delivered once, its outcome never recorded');
+  assert.equal(sim.runToRest(40, 5000), 'Succeeded');
+  assert.deepEqual(
+    (sim.status?.driverCalls ?? []).filter((c) => c.result !== 'Done').map((c) => `${c.action}:${c.server}:${c.result}`),
+    [],
+    'a Succeeded upgrade lists no call still Requested or Accepted',
+  );
+});
+
+test('defect 18: with proxy.gate Unmanaged a rollback leaves the gate alone', () => {
+  const sim = new ShellSim(fleet(2, OLD, 'off'), specWith({ strategy: { batchSize: 1, soakDuration: '5m', batchTimeout: '10m' }, proxy: { gate: 'Unmanaged' }, analysis: { failureLimit: 1, onBreach: 'Rollback' } }));
+  sim.runUntil((s) => s.peerOf('cp-1')?.version === NEW, 10, 5000);
+  sim.reconcile(5000);
+  sim.verdict = 'Breach';
+  sim.reconcile(10_000); // batch 1 soaks: the breach rolls back
+  sim.verdict = 'Healthy';
+  assert.equal(sim.runToRest(60, 5000), 'RolledBack', `pause: ${sim.status?.pause?.reason} ${sim.status?.pause?.message ?? ''}`);
+  assert.ok(sim.deliveries('Rollback').includes('Rollback:cp-1'));
+  for (const r of sim.delivered) assert.deepEqual(r.featureGates, {}, `${r.action} ${r.server.hostname} carries ${JSON.stringify(r.featureGates)}`);
+  assert.deepEqual(sim.peers.map((p) => `${p.hostname}@${p.version}:${p.proxyGate}`), ['cp-1@v1.35.4:off', 'cp-2@v1.35.4:off']);
+});
+
+test('defect 19: created with spec.paused, preflight runs and the plan shows while Paused (PausedBySpec), with no call', () => {
+  const sim = new ShellSim(fleet(3, OLD, 'off'), specWith({ paused: true }));
+  sim.reconcile(1000);
+  sim.reconcile(1000);
+  assert.equal(phase(sim), 'Paused');
+  assert.equal(sim.status?.pause?.reason, 'PausedBySpec');
+  assert.deepEqual(sim.delivered, []);
+  assert.equal(sim.condition('PreflightPassed')?.status, 'True');
+  assert.equal(sim.status?.plan?.fromVersion, OLD);
+  assert.deepEqual(sim.status?.plan?.batches?.map((b) => b.servers), [['cp-1'], ['cp-2'], ['cp-3']]);
+  sim.editSpec({ paused: false });
+  assert.equal(sim.runToRest(100, 5000), 'Succeeded');
+});
+
+test('defect 20: a no-op upgrade is Complete; lastAnalysis carries discoveryConverged and discoveryPendingSeconds', async (t) => {
+  await t.test('already at the target: Succeeded with Complete True', () => {
+    const sim = new ShellSim(fleet(2, NEW));
+    sim.reconcile(1000);
+    sim.reconcile(1000);
+    assert.equal(phase(sim), 'Succeeded');
+    assert.equal(sim.condition('Complete')?.status, 'True');
+    assert.deepEqual(sim.delivered, []);
+  });
+
+  await t.test('discovery signals in status.lastAnalysis', () => {
+    const sim = new ShellSim(fleet(2), specWith({ analysis: { thresholds: { discoveryConvergence: '5m' } } }));
+    sim.runUntil((s) => s.peerOf('cp-1')?.version === NEW, 10, 2000);
+    sim.discoveryConverged = false;
+    sim.reconcile(10_000);
+    sim.reconcile(10_000);
+    sim.reconcile(10_000);
+    const signals = sim.status?.lastAnalysis?.signals;
+    assert.equal(signals?.discoveryConverged, false);
+    assert.ok(typeof signals?.discoveryPendingSeconds === 'number' && signals.discoveryPendingSeconds >= 10 && signals.discoveryPendingSeconds <= 40, `discoveryPendingSeconds ${signals?.discoveryPendingSeconds}`);
+    sim.discoveryConverged = true;
+    sim.reconcile(10_000);
+    assert.equal(sim.status?.lastAnalysis?.signals?.discoveryConverged, true);
+  });
+});
