@@ -18,6 +18,7 @@ import type { ApiServerUpgrade } from '../src/api/types.generated.ts';
 const { values } = parseArgs({ options: { keep: { type: 'boolean', default: false }, 'health-port': { type: 'string', default: '18080' } } });
 const say = (s: string): void => void process.stdout.write(`${s}\n`);
 const secs = (ms: number): string => `${(ms / 1000).toFixed(ms < 10_000 ? 1 : 0)} s`;
+const gate = (on: boolean | undefined): string => (on ? '+proxy' : '');
 const TERMINAL = new Set(['Succeeded', 'Paused', 'Failed', 'RolledBack']);
 const NAME = 'demo-to-v1-36';
 
@@ -67,7 +68,8 @@ try {
   const u = final ?? seen;
   ok = final?.status?.phase === 'Succeeded';
   say('');
-  for (const l of summary({ u, finished: final !== undefined, hook, traffic, buildMs: tBuilt - t0, startMs: tUp - tBuilt, upgradeMs: tEnd - tApplied, exits: op.exits.length })) say(l);
+  for (const l of summary({ u, finished: final !== undefined, hook, traffic, buildMs: tBuilt - t0, startMs: tUp - tBuilt, upgradeMs: tEnd - tApplied, endedAt: tEnd, exits: op.exits.length })) say(l);
+  if (!ok) say(`\nexit 1: the upgrade ended ${u?.status?.phase ?? 'without a status'}${u?.status?.pause ? ` (${u.status.pause.reason})` : ''}, not Succeeded.`);
   if (values.keep) {
     say(`\nkept running. export KUBECONFIG=${cluster.kubeconfig}; kubectl get asu -o wide. Ctrl-C tears it all down.`);
     await new Promise(() => undefined);
@@ -86,10 +88,8 @@ function render(u: ApiServerUpgrade, t: TrafficRecorder): string {
   return `${new Date().toISOString().slice(11, 19)} ${String(s.phase ?? 'Pending').padEnd(13)} batch ${s.batch?.progress ?? '-'}  ${servers}  | client 200:${t200} 404:${t404}${s.pause ? `  PAUSED ${s.pause.reason}: ${s.pause.message}` : ''}`;
 }
 
-const gate = (on: boolean | undefined): string => (on ? '+proxy' : '');
-
 /** The closing summary, from the object's status and the hook's own log: nothing in it is assumed. */
-function summary(o: { u: ApiServerUpgrade | undefined; finished: boolean; hook: ReplaceWebhook; traffic: TrafficRecorder; buildMs: number; startMs: number; upgradeMs: number; exits: number }): string[] {
+function summary(o: { u: ApiServerUpgrade | undefined; finished: boolean; hook: ReplaceWebhook; traffic: TrafficRecorder; buildMs: number; startMs: number; upgradeMs: number; endedAt: number; exits: number }): string[] {
   const out: string[] = [];
   const st = o.u?.status;
   const phase = st?.phase ?? '(no status)';
@@ -106,13 +106,14 @@ function summary(o: { u: ApiServerUpgrade | undefined; finished: boolean; hook: 
   for (const c of calls) byServer.set(c.hostname, [...(byServer.get(c.hostname) ?? []), c]);
   const refused = o.hook.log.filter((e) => e.event === 'refused' || e.event === 'rejected');
   const replaced = calls.filter((c) => c.outcome === 'done').length;
-  out.push(`the replacement webhook received ${calls.length} call(s) and carried out ${replaced}${refused.length ? `; it refused ${refused.length}` : ''} (its log: ${o.hook.logPath}):`);
+  out.push(`the replacement webhook received ${calls.length} call(s) and carried out ${replaced}${refused.length ? `; it refused ${refused.length}` : ''} (from its own log${values.keep ? `, ${o.hook.logPath}` : ''}):`);
   for (const [host, cs] of [...byServer].sort(([a], [b]) => a.localeCompare(b))) {
     const steps = cs.map((c) => {
       const took = c.startedAt && c.doneAt ? ` ${secs(c.doneAt - c.startedAt)}` : '';
       const change = c.from && c.to ? `${c.from.version}${gate(c.from.proxyGate)} -> ${c.to.version}${gate(c.to.proxyGate)}` : `-> ${c.targetVersion}`;
       const dup = c.deliveries > 1 ? `, delivered ${c.deliveries} times` : '';
-      return `${c.action} ${change} ${c.outcome === 'done' ? `done${took}` : c.outcome}${c.error ? ` (${c.error.split('\n')[0]})` : ''}${dup}`;
+      const late = c.doneAt !== undefined && c.doneAt > o.endedAt ? ' (after the upgrade had stopped)' : '';
+      return `${c.action} ${change} ${c.outcome === 'done' ? `done${took}${late}` : c.outcome}${c.error ? ` (${c.error.split('\n')[0]})` : ''}${dup}`;
     });
     out.push(`  ${host}: ${steps.join('; ')}`);
   }
