@@ -11,7 +11,8 @@ import { onBreach } from './breach.ts';
 export function gatePass(ctx: PlanContext, want: 'on' | 'off', version: string): boolean {
   const action = want === 'on' ? 'EnableProxy' : 'RevertProxy';
   const plan = ctx.status.plan;
-  const servers = want === 'on' ? (plan?.members ?? []) : (plan?.gateTurnedOn ?? []);
+  const members = plan?.members ?? [];
+  const servers = want === 'on' ? members : (plan?.gateTurnedOn ?? []).filter((h) => members.includes(h));
   for (const h of servers) {
     const r = driveStep(ctx, h, 0, action, version, want === 'on');
     if (r === 'done') {

@@ -43,7 +43,8 @@ export function acceptMembership(ctx: PlanContext): void {
   const seen = ctx.obs.peers.map((p) => p.hostname);
   const before = plan.members ?? [];
   const joined = seen.filter((h) => !before.includes(h)).sort((a, b) => a.localeCompare(b));
-  const gone = before.filter((h) => !seen.includes(h));
+  // A member whose call is in flight may be mid-restart (its Lease gone at graceful stop): it stays.
+  const gone = before.filter((h) => !seen.includes(h) && !callInFlight(ctx, h));
   if (joined.length === 0 && gone.length === 0) return;
   plan.members = [...before.filter((h) => !gone.includes(h)), ...joined];
   for (const c of ctx.status.driverCalls ?? []) {
@@ -54,6 +55,7 @@ export function acceptMembership(ctx: PlanContext): void {
     }
   }
   plan.batches = (plan.batches ?? []).map((b) => ({ ...b, servers: b.servers.filter((h) => !gone.includes(h)) }));
+  plan.gateTurnedOn = (plan.gateTurnedOn ?? []).filter((h) => !gone.includes(h));
   ctx.status.peers = (ctx.status.peers ?? []).filter((r) => !gone.includes(r.hostname));
   for (const h of joined) {
     const p = ctx.observed(h);

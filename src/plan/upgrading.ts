@@ -176,6 +176,16 @@ function finishUpgrade(ctx: PlanContext): void {
     ctx.requeue(2_000);
     return;
   }
+  if (members.length === 0) {
+    // Every member left and a resume accepted it: there is no fleet to upgrade, and never a false Succeeded.
+    const message = 'no kube-apiserver is left in the plan: every member left the fleet';
+    ctx.setPhase('Failed');
+    ctx.status.completedAt = ctx.now.toISOString();
+    ctx.condition({ type: 'Complete', status: 'False', reason: 'NoServers', message });
+    ctx.condition({ type: 'Progressing', status: 'False', reason: 'NoServers', message });
+    ctx.event('Warning', 'Failed', message);
+    return;
+  }
   const total = ctx.status.plan?.batches?.length ?? ctx.status.batch?.total ?? 0;
   ctx.status.batch = { ...ctx.status.batch!, total, progress: `${total}/${total}` };
   finishSucceeded(ctx, `every server runs ${target}`);
