@@ -23,7 +23,7 @@ export const INVARIANT_TEXT: Record<Inv, string> = {
   I4: 'no Rollback call while rollback safety is unknown (from- or target-version storage never persisted-observed) or unsafe (truth)',
   I5: 'status stays writable: < 512 KiB as JSON, batch.history <= 256, driverCalls <= 1024, peers <= 256',
   I6: 'never silent: Paused has a reason, an active phase requeues; once faults stop the run reaches a terminal phase or a Paused with a reason, and resuming leads on to a terminal phase',
-  I7: 'call hygiene: proxy.gate Unmanaged never touches the gate; RevertProxy only on plan.gateTurnedOn; one batch-history record and one BatchSucceeded per batch',
+  I7: 'call hygiene: proxy.gate Unmanaged never touches the gate; RevertProxy only on servers in plan.gateTurnedOn whose gate a call of this upgrade did turn on; one batch-history record and one BatchSucceeded per batch',
 };
 
 const STOPPING = new Set(['Paused', 'Succeeded', 'RolledBack', 'Failed']);
@@ -126,15 +126,19 @@ export class ModelRun {
 
   /** A human sets the resume annotation to a new value. */
   resume(): string {
-    // The human reads the pause first: servers a MembershipChanged pause names as gone, and that are indeed
-    // gone (stopped, no lease), they decommission; resuming then tells the planner to drop them.
+    // The human reads the pause first. A server a MembershipChanged pause names that is indeed gone
+    // (stopped, no lease) they decommission, so resuming tells the planner to drop it; the last server
+    // standing they restart instead (a fleet is never empty).
     const pause = this.persisted?.phase === 'Paused' ? this.persisted.pause : undefined;
-    if (pause?.reason === 'MembershipChanged') {
+    if (pause?.reason === 'MembershipChanged' && !this.setup.staleOnStop) {
       for (const s of [...this.world.servers.values()]) {
-        if (s.running || this.setup.staleOnStop) continue;
-        if (new RegExp(`(^|[^\\w-])${s.hostname}(?![\\w-])`).test(pause.message ?? '')) {
+        if (s.running || !new RegExp(`(^|[^\\w-])${s.hostname}(?![\\w-])`).test(pause.message ?? '')) continue;
+        if ([...this.world.servers.values()].some((x) => x !== s && x.running)) {
           this.world.removeServer(s.hostname);
           this.note(`~ the human decommissions ${s.hostname} (named by the pause, stopped)`);
+        } else {
+          this.world.repair(s.hostname);
+          this.note(`~ the human restarts ${s.hostname} (named by the pause, stopped, the last server)`);
         }
       }
     }
@@ -224,7 +228,8 @@ export class ModelRun {
       }
       if (c.action === 'RevertProxy') {
         const turnedOn = before?.plan?.gateTurnedOn ?? p.status.plan?.gateTurnedOn;
-        if (!turnedOn?.includes(c.server.hostname)) this.fail('I7', `${describeCall(c)} on a server the operator did not turn the gate on (gateTurnedOn ${JSON.stringify(turnedOn)})`);
+        if (!turnedOn?.includes(c.server.hostname)) this.fail('I7', `${describeCall(c)} on a server not in status.plan.gateTurnedOn (${JSON.stringify(turnedOn)})`);
+        else if (!this.world.turnedOn.has(c.server.hostname)) this.fail('I7', `${describeCall(c)}: no call of this upgrade turned ${c.server.hostname}'s gate on (gateTurnedOn ${JSON.stringify(turnedOn)})`);
       }
     }
   }

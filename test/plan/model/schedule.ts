@@ -88,7 +88,7 @@ const eventArb: fc.Arbitrary<Event> = fc.oneof(
   { weight: 1, arbitrary: fc.record({ e: fc.constant('leave' as const), i: fc.integer({ min: 0, max: 5 }) }) },
   { weight: 3, arbitrary: fc.record({ e: fc.constant('breach' as const), s: fc.constantFrom(10, 30, 60, 120), v: fc.constantFrom('Breach' as const, 'Breach' as const, 'Inconclusive' as const) }) },
   { weight: 2, arbitrary: fc.record({ e: fc.constant('blip' as const), i: fc.integer({ min: 0, max: 5 }) }) },
-  { weight: 1, arbitrary: fc.record({ e: fc.constant('stuck' as const), s: fc.constantFrom(30, 90, 200) }) },
+  { weight: 2, arbitrary: fc.record({ e: fc.constant('stuck' as const), s: fc.constantFrom(30, 90, 200, 400) }) },
   { weight: 1, arbitrary: fc.record({ e: fc.constant('flaky' as const), n: fc.integer({ min: 1, max: 4 }) }) },
 );
 

@@ -137,6 +137,8 @@ export class World {
   flakyStorage = 0;
   /** Every delivery, for the trace. */
   deliveries: { at: number; request: DriverRequest; outcome: CallOutcome; fault: DeliveryFault | undefined }[] = [];
+  /** Hostnames whose proxy gate an op turned on (it was off before): the only ones a revert may turn off. */
+  turnedOn = new Set<string>();
   /** What happened to the servers, for the trace (drained by the shell). */
   log: string[] = [];
   readonly start: number;
@@ -161,6 +163,16 @@ export class World {
   removeServer(hostname: string): void {
     this.servers.delete(hostname);
     for (const op of this.ops) if (op.server === hostname && (op.stage === 'scheduled' || op.stage === 'down')) op.stage = 'finished';
+  }
+
+  /** A human restarts a stopped server as it is (same binary): whatever op stopped it is cancelled. */
+  repair(hostname: string): void {
+    const s = this.servers.get(hostname);
+    if (!s || s.running) return;
+    for (const op of this.ops) if (op.server === hostname && (op.stage === 'scheduled' || op.stage === 'down')) op.stage = 'finished';
+    s.running = true;
+    s.holder = this.newHolder(s);
+    s.lastRenew = this.now;
   }
 
   private newHolder(s: Server): string {
@@ -220,6 +232,7 @@ export class World {
       this.servers.delete(s.hostname);
       const base = s.hostname.replace(/-r\d+$/, '');
       const n = this.addServer(release(op.target), op.gate ?? s.gate, `${base}-r${this.nextIndex}`);
+      if (n.gate && (this.turnedOn.has(s.hostname) || (op.gate === true && !s.gate))) this.turnedOn.add(n.hostname);
       this.note(`${s.hostname} came back as ${n.hostname} at ${n.version} gate ${n.gate ? 'on' : 'off'} (${op.action} ${short(op.key)})`);
       return;
     }
@@ -228,6 +241,7 @@ export class World {
     s.lastRenew = this.now;
     if (op.fate !== 'fail') {
       s.version = release(op.target);
+      if (op.gate === true && !s.gate) this.turnedOn.add(s.hostname);
       if (op.gate !== undefined) s.gate = op.gate;
     }
     this.note(`${s.hostname} back at ${s.version} gate ${s.gate ? 'on' : 'off'}${op.fate === 'fail' ? ' (the op failed)' : ''} (${op.action} ${short(op.key)})`);
