@@ -72,6 +72,8 @@ export class ModelRun {
   private resumes = 0;
   private batchSucceededEvents = 0;
   reconciles = 0;
+  /** The longest calm segment (reconciles from calm or a resume to rest), for calibrating the limits. */
+  longestSegment = 0;
   /** The reconcile under way, for the trace of a violation found in it. */
   private current: string | undefined;
 

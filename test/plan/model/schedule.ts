@@ -224,13 +224,16 @@ function apply(run: ModelRun, ev: Event): void {
 }
 
 export interface Limits {
-  /** Reconciles allowed per calm segment (from calm, or from a resume) to reach a terminal phase or a pause. */
+  /** Simulated time allowed per calm segment (from calm, or from a resume) to reach a terminal phase or a pause. */
+  segmentMs: number;
+  /** Reconciles allowed per calm segment, whatever the time. */
   segment: number;
   /** Resumes allowed in calm before the run must have ended. */
   resumes: number;
 }
 
-export const LIMITS: Limits = { segment: 250, resumes: 8 };
+/** 7 servers at most, each with a gate pass, an upgrade and a revert of < 35 s and a soak of 40 s: 30 min is ample. */
+export const LIMITS: Limits = { segmentMs: 30 * 60_000, segment: 1000, resumes: 8 };
 
 /** Plays a schedule; throws a Violation (with the trace) when an enabled invariant breaks. */
 export function play(sc: Schedule, enabled: ReadonlySet<Inv>, limits: Limits = LIMITS): ModelRun {
@@ -264,6 +267,7 @@ function calm(run: ModelRun, limits: Limits): void {
   run.note('~ calm: faults stop; spec.paused false');
   let resumes = 0;
   let steps = 0;
+  let since = w.now;
   for (;;) {
     const p = run.reconcile();
     if (run.isTerminal()) return;
@@ -274,18 +278,21 @@ function calm(run: ModelRun, limits: Limits): void {
       }
       resumes++;
       steps = 0;
+      since = w.now;
       run.note(`~ a human resumes (${run.resume()})`);
       w.advance(5_000);
       continue;
     }
-    if (++steps > limits.segment) {
-      run.fail('I6', `active (${run.phase}) for ${limits.segment} reconciles after the faults stopped${resumes ? ` and ${resumes} resume(s)` : ''}, neither terminal nor paused`);
+    run.longestSegment = Math.max(run.longestSegment, ++steps);
+    if (steps > limits.segment || w.now - since > limits.segmentMs) {
+      run.fail('I6', `active (${run.phase}) for ${steps} reconciles and ${stamp(w.now - since).slice(1)} after the faults stopped${resumes ? ` and ${resumes} resume(s)` : ''}, neither terminal nor paused`);
       return;
     }
-    // As a controller does: wake at the requeue, or when a watched object changes (a server stops or returns).
+    // As a controller does: wake at the requeue (5 s at the soonest: a busy controller is late), or when a
+    // watched object changes (a server stops or returns), and at least every 20 s.
     const requeue = p.requeueAfterMs ?? 10_000;
     const change = w.nextChange() - w.now;
-    w.advance(Math.min(20_000, Math.max(2_000, Math.min(requeue, change))));
+    w.advance(Math.min(20_000, Math.max(5_000, Math.min(requeue, change))));
   }
 }
 
