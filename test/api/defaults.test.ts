@@ -10,6 +10,7 @@ test('withDefaults fills what the API server would, from the schema', () => {
   assert.deepEqual(withDefaults(minimal), {
     targetVersion: 'v1.36.3',
     paused: false,
+    allowPrerelease: false,
     strategy: { batchSize: 1, soakDuration: '2m', batchTimeout: '10m' },
     proxy: { gate: 'Auto', revertAfter: false },
     driver: { webhook: { url: 'https://h.example/replace', timeout: '30s' } },
