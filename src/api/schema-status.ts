@@ -120,7 +120,7 @@ const signals: Schema = {
     latencyP99Seconds: { type: 'number', description: 'p99 request latency in seconds over the interval.' },
     discoveryConverged: { type: 'boolean', description: 'Whether discovery had converged.' },
     discoveryPendingSeconds: { type: 'number', description: 'How long discovery has not converged, in seconds.' },
-    stalePeers: { type: 'integer', format: 'int32', description: 'Identity Leases whose server does not answer.' },
+    stalePeers: { type: 'integer', format: 'int32', description: 'Identity Leases unchanged for the staleness window, measured on the operator\'s clock.' },
   },
 };
 

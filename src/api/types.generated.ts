@@ -468,7 +468,7 @@ export interface AnalysisSignals {
   discoveryConverged?: boolean;
   /** How long discovery has not converged, in seconds. */
   discoveryPendingSeconds?: number;
-  /** Identity Leases whose server does not answer. */
+  /** Identity Leases unchanged for the staleness window, measured on the operator's clock. */
   stalePeers?: number;
 }
 

@@ -122,8 +122,6 @@ function analysisSettings(u: ApiServerUpgrade, now: Date): AnalysisSettings {
     proxyErrorRatio: spec?.analysis.thresholds.proxyErrorRatio ?? 0.01,
     errorRatio: spec?.analysis.thresholds.errorRatio ?? 0.05,
     latencyP99Seconds: (spec?.analysis.thresholds.latencyP99Ms ?? 1000) / 1000,
-    ...(u.status?.fromVersion ? { fromVersion: u.status.fromVersion } : {}),
-    targetVersion: u.spec.targetVersion,
     ...(spec?.analysis.source === 'Prometheus' && spec.analysis.prometheus ? { prometheus: spec.analysis.prometheus } : {}),
   };
 }

@@ -24,9 +24,6 @@ export interface AnalysisSettings {
   proxyErrorRatio: number;
   errorRatio: number;
   latencyP99Seconds: number;
-  /** Versions whose servers form the "new" and "old" cohorts; known once preflight recorded them. */
-  fromVersion?: string;
-  targetVersion?: string;
   /** spec.analysis.prometheus when spec.analysis.source is Prometheus: the checks come from the `analysisSource`. */
   prometheus?: PrometheusSettings;
 }

@@ -40,8 +40,6 @@ export interface Observation {
   peers: ObservedPeer[];
   discovery?: { converged: boolean; message: string };
   analysis?: ObservedAnalysis;
-  /** Whether going back from the new version to the old is safe, from storageVersionHash. Deprecated: the planner judges it from `storage`. */
-  rollback?: { safe: boolean; blocking: string[]; message: string };
   /**
    * Storage hashes per version of the servers up now; a version appears only when every legacy discovery
    * document of one of its servers was read (a partial read is no verdict).
