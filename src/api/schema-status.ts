@@ -295,6 +295,8 @@ export const statusSchema: Schema = {
     lastAnalysis,
     pause,
     rollbackStartedAt: timeField('When the upgrade went RollingBack.'),
+    observedAbort: stringField('The last value of the upgrade.apiserver.dev/abort annotation acted on: a new value rolls back now, through the same safety checks as onBreach Rollback.', 253),
+    observedRetry: stringField('The last value of the upgrade.apiserver.dev/retry annotation acted on: a new value re-runs a Failed upgrade from preflight, or resumes a paused one.', 253),
     resumedAt: timeField('When the upgrade was last resumed: calls that failed before it are retried under a new key, not paused on again.'),
     observedResume: stringField(
       'The last value of the upgrade.apiserver.dev/resume annotation acted on. An automatic pause ends when the annotation is set to a new value, so resuming needs no spec edit (Git does not drift).',

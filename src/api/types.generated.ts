@@ -272,6 +272,16 @@ export interface ApiServerUpgradeStatus {
   /** When the upgrade went RollingBack. */
   rollbackStartedAt?: string;
   /**
+   * The last value of the upgrade.apiserver.dev/abort annotation acted on: a new value rolls back now,
+   * through the same safety checks as onBreach Rollback.
+   */
+  observedAbort?: string;
+  /**
+   * The last value of the upgrade.apiserver.dev/retry annotation acted on: a new value re-runs a Failed
+   * upgrade from preflight, or resumes a paused one.
+   */
+  observedRetry?: string;
+  /**
    * When the upgrade was last resumed: calls that failed before it are retried under a new key, not paused on
    * again.
    */
@@ -499,7 +509,7 @@ export interface PauseStatus {
 }
 
 /** Why the upgrade paused. */
-export type PauseReasonName = 'PausedBySpec' | 'AnalysisBreach' | 'BatchTimeout' | 'DriverFailed' | 'DiscoveryNotConverged' | 'RollbackUnsafe' | 'RollbackSafetyUnknown' | 'MembershipChanged';
+export type PauseReasonName = 'PausedBySpec' | 'AnalysisBreach' | 'BatchTimeout' | 'DriverFailed' | 'DiscoveryNotConverged' | 'RollbackUnsafe' | 'RollbackSafetyUnknown' | 'MembershipChanged' | 'Aborted';
 
 /** One driver call: a replacement is asynchronous, so each call has a lifecycle (docs/lifecycle.md). */
 export interface DriverCall {

@@ -32,8 +32,14 @@ export const PAUSE_REASONS = [
   'RollbackUnsafe',
   'RollbackSafetyUnknown',
   'MembershipChanged',
+  'Aborted',
 ] as const;
 export type PauseReason = (typeof PAUSE_REASONS)[number];
 
 /** Reasons that end a Paused phase automatically, without a human: everything else pages. */
 export const SELF_RESUMING: ReadonlySet<PauseReason> = new Set<PauseReason>(['PausedBySpec']);
+
+/** The annotations a human (kubectl plugin, Argo CD action) sets to act on an upgrade; each new value acts once. */
+export const RESUME_ANNOTATION = 'upgrade.apiserver.dev/resume';
+export const ABORT_ANNOTATION = 'upgrade.apiserver.dev/abort';
+export const RETRY_ANNOTATION = 'upgrade.apiserver.dev/retry';

@@ -1,12 +1,14 @@
 import type { ApiServerUpgrade } from '../api/types.generated.ts';
-import { isTerminal } from '../api/vocabulary.ts';
+import { RETRY_ANNOTATION, isTerminal } from '../api/vocabulary.ts';
 
 /**
  * An upgrade whose work is over: terminal, and its status computed from the current generation. Nothing is
  * observed or called for it (a spec edit after the end is still acknowledged once).
  */
 export function isFinished(u: ApiServerUpgrade): boolean {
-  return isTerminal(u.status?.phase) && u.status?.observedGeneration === u.metadata?.generation;
+  const retry = u.metadata?.annotations?.[RETRY_ANNOTATION];
+  const retryPending = u.status?.phase === 'Failed' && retry !== undefined && retry !== u.status.observedRetry;
+  return isTerminal(u.status?.phase) && u.status?.observedGeneration === u.metadata?.generation && !retryPending;
 }
 
 function waitingToStart(u: ApiServerUpgrade): boolean {

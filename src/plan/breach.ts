@@ -12,28 +12,37 @@ import { acceptMembership } from './membership.ts';
  */
 export function onBreach(ctx: PlanContext, reason: PauseReason, message: string): void {
   ctx.condition({ type: 'Degraded', status: 'True', reason, message });
-  const wantsRollback = ctx.spec.analysis.onBreach === 'Rollback' && ctx.phase === 'Upgrading';
-  if (wantsRollback) {
-    if (touchedServers(ctx).length > 0) {
-      const safety = reportRollbackSafety(ctx);
-      if (safety.verdict === 'unsafe') {
-        ctx.status.rollbackBlockedBy = [...safety.blocking];
-        pause(ctx, 'RollbackUnsafe', `${message}; rollback refused: ${safety.message}`, ctx.phase);
-        return;
-      }
-      if (safety.verdict === 'unknown') {
-        pause(ctx, 'RollbackSafetyUnknown', `${message}; rollback not started: ${safety.message}. Resume continues the upgrade; roll back by hand if the cause is the new version`, ctx.phase);
-        return;
-      }
-    }
-    ctx.setPhase('RollingBack');
-    ctx.status.rollbackStartedAt = ctx.now.toISOString();
-    ctx.event('Warning', 'RollingBack', `${message}; rolling back to ${ctx.status.fromVersion}`);
-    ctx.condition({ type: 'Progressing', status: 'True', reason: 'RollingBack', message: `rolling back to ${ctx.status.fromVersion}: ${message}` });
-    ctx.requeue(0);
+  if (ctx.spec.analysis.onBreach === 'Rollback' && ctx.phase === 'Upgrading') {
+    startRollback(ctx, message, ctx.phase);
     return;
   }
   pause(ctx, reason, message, ctx.phase);
+}
+
+/**
+ * Goes RollingBack — after a breach with onBreach Rollback, or on a human's abort — once storage allows it.
+ * With servers touched, the verdict must be known and safe; unknown or unsafe pauses instead, saying what
+ * is missing, and a resume returns to `resumePhase`. Nothing touched: nothing to judge or undo.
+ */
+export function startRollback(ctx: PlanContext, message: string, resumePhase: UpgradePhase): void {
+  if (touchedServers(ctx).length > 0) {
+    const safety = reportRollbackSafety(ctx);
+    if (safety.verdict === 'unsafe') {
+      ctx.status.rollbackBlockedBy = [...safety.blocking];
+      pause(ctx, 'RollbackUnsafe', `${message}; rollback refused: ${safety.message}`, resumePhase);
+      return;
+    }
+    if (safety.verdict === 'unknown') {
+      pause(ctx, 'RollbackSafetyUnknown', `${message}; rollback not started: ${safety.message}. Resume continues the upgrade; roll back by hand if the cause is the new version`, resumePhase);
+      return;
+    }
+  }
+  delete ctx.status.pause;
+  ctx.setPhase('RollingBack');
+  ctx.status.rollbackStartedAt = ctx.now.toISOString();
+  ctx.event('Warning', 'RollingBack', `${message}; rolling back to ${ctx.status.fromVersion}`);
+  ctx.condition({ type: 'Progressing', status: 'True', reason: 'RollingBack', message: `rolling back to ${ctx.status.fromVersion}: ${message}` });
+  ctx.requeue(0);
 }
 
 export function pause(ctx: PlanContext, reason: PauseReason, message: string, resumePhase: UpgradePhase): void {

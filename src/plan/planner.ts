@@ -1,7 +1,7 @@
 import type { ApiServerUpgradeSpec, ApiServerUpgradeStatus } from '../api/types.generated.ts';
 import { resolveSpec, SpecError, type ResolvedSpec } from '../api/defaults.ts';
 import { setCondition } from '../api/conditions.ts';
-import { isTerminal } from '../api/vocabulary.ts';
+import { ABORT_ANNOTATION, RESUME_ANNOTATION, RETRY_ANNOTATION, isTerminal } from '../api/vocabulary.ts';
 import { PlanContext, type UpgradeInput } from './context.ts';
 import type { Action } from './actions.ts';
 import type { Observation } from './observation.ts';
@@ -10,12 +10,13 @@ import { runPreflight } from './preflight.ts';
 import { gatePass } from './gate-pass.ts';
 import { runUpgrading } from './upgrading.ts';
 import { runRollingBack } from './rolling-back.ts';
-import { pause, resume } from './breach.ts';
-import { advanceCalls } from './calls.ts';
+import { pause, resume, startRollback } from './breach.ts';
+import { advanceCalls, inFlight } from './calls.ts';
+import { touchedServers } from './rolling-back.ts';
 import { membershipChange } from './membership.ts';
 import { recordTargetStorage, reportRollbackSafety } from './rollback-verdict.ts';
 
-export const RESUME_ANNOTATION = 'upgrade.apiserver.dev/resume';
+export { RESUME_ANNOTATION, ABORT_ANNOTATION, RETRY_ANNOTATION };
 
 export interface Plan {
   status: ApiServerUpgradeStatus;
@@ -40,12 +41,15 @@ export function plan(upgrade: UpgradeInput, specIn: ApiServerUpgradeSpec, status
   }
   const ctx = new PlanContext(upgrade, spec, statusIn ?? {}, obs, now);
   ctx.status.observedGeneration = upgrade.generation;
+  const retryToken = takeToken(ctx, RETRY_ANNOTATION, 'observedRetry');
+  if (retryToken !== undefined && ctx.phase === 'Failed') retryFailed(ctx, retryToken);
   if (isTerminal(ctx.phase)) return done(ctx);
   ctx.status.peers = refreshPeers(ctx.status.peers, obs.peers);
   advanceCalls(ctx);
   recordTargetStorage(ctx);
   if (ctx.status.plan) reportRollbackSafety(ctx);
-  const resumeToken = takeResumeToken(ctx);
+  const resumeToken = takeToken(ctx, RESUME_ANNOTATION, 'observedResume') ?? (ctx.phase === 'Paused' ? retryToken : undefined);
+  const abortToken = takeToken(ctx, ABORT_ANNOTATION, 'observedAbort');
 
   if (ctx.phase === 'Pending') {
     ctx.status.startedAt = now.toISOString();
@@ -57,6 +61,7 @@ export function plan(upgrade: UpgradeInput, specIn: ApiServerUpgradeSpec, status
   if (ctx.phase === 'Preflight') runPreflight(ctx);
   if (isTerminal(ctx.phase)) return done(ctx);
 
+  if (abortToken !== undefined && abort(ctx, abortToken)) return done(ctx);
   if (handlePause(ctx, resumeToken)) return done(ctx);
 
   const change = membershipChange(ctx);
@@ -86,14 +91,52 @@ export function plan(upgrade: UpgradeInput, specIn: ApiServerUpgradeSpec, status
 }
 
 /**
- * The resume annotation's value, if it changed since last seen. It is recorded whenever it changes, in any
- * phase, so a value set before a pause never resumes that pause: only a new value written while paused does.
+ * An action annotation's value, if it changed since last seen. It is recorded whenever it changes, in any
+ * phase, so a value set before a pause never resumes (or aborts) later: only a new value acts, once.
  */
-function takeResumeToken(ctx: PlanContext): string | undefined {
-  const token = ctx.upgrade.annotations[RESUME_ANNOTATION];
-  if (token === undefined || token === ctx.status.observedResume) return undefined;
-  ctx.status.observedResume = token;
+function takeToken(ctx: PlanContext, annotation: string, field: 'observedResume' | 'observedAbort' | 'observedRetry'): string | undefined {
+  const token = ctx.upgrade.annotations[annotation];
+  if (token === undefined || token === ctx.status[field]) return undefined;
+  ctx.status[field] = token;
   return token;
+}
+
+/**
+ * A human's abort: roll back now, through the same safety checks as onBreach Rollback. Before anything was
+ * touched it ends RolledBack at once (nothing to undo); while rolling back or finished it changes nothing.
+ * Returns true when the step is over.
+ */
+function abort(ctx: PlanContext, token: string): boolean {
+  const message = `aborted by the ${ABORT_ANNOTATION} annotation (${token})`;
+  if (ctx.phase === 'RollingBack') return false;
+  ctx.condition({ type: 'Degraded', status: 'True', reason: 'Aborted', message });
+  const untouched = touchedServers(ctx).length === 0 && !(ctx.status.driverCalls ?? []).some(inFlight);
+  if (ctx.phase === 'Pending' || ctx.phase === 'Preflight' || !ctx.status.plan || untouched) {
+    delete ctx.status.pause;
+    ctx.setPhase('RolledBack');
+    ctx.status.completedAt = ctx.now.toISOString();
+    const what = `${message} before any server changed version (a proxy gate turned on stays on)`;
+    ctx.condition({ type: 'Progressing', status: 'False', reason: 'Aborted', message: what });
+    ctx.condition({ type: 'Complete', status: 'False', reason: 'Aborted', message });
+    ctx.event('Warning', 'Aborted', what);
+    return true;
+  }
+  const resumePhase = ctx.phase === 'Paused' ? (ctx.status.pause?.resumePhase ?? 'Upgrading') : ctx.phase;
+  ctx.event('Warning', 'Aborted', message);
+  startRollback(ctx, message, resumePhase);
+  return ctx.phase === 'Paused';
+}
+
+/** A human's retry of a Failed upgrade: preflight runs again, from what is observed now. */
+function retryFailed(ctx: PlanContext, token: string): void {
+  const why = `retried by the ${RETRY_ANNOTATION} annotation (${token})`;
+  delete ctx.status.completedAt;
+  delete ctx.status.plan;
+  delete ctx.status.batch;
+  ctx.setPhase('Preflight');
+  ctx.condition({ type: 'Complete', status: 'False', reason: 'Retried', message: why });
+  ctx.condition({ type: 'Progressing', status: 'True', reason: 'Retried', message: why });
+  ctx.event('Normal', 'Retried', why);
 }
 
 /** Returns true when the upgrade is (or just became) paused and nothing else should happen this step. */

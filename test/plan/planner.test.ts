@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Sim, peer, spec, storage, OLD, NEW } from './fleet.ts';
-import { RESUME_ANNOTATION, recordCallOutcome } from '../../src/plan/index.ts';
+import { ABORT_ANNOTATION, RESUME_ANNOTATION, RETRY_ANNOTATION, recordCallOutcome } from '../../src/plan/index.ts';
 
 /** The shell's record of one delivery of the call at `index` of status.driverCalls. */
 function answer(sim: Sim, index: number, kind: 'accepted' | 'rejected' | 'transient', message: string = kind): void {
@@ -391,4 +391,63 @@ test('revertAfter does nothing where the target has the gate on by default (beta
   const sim = new Sim(threeOld('off'), spec({ proxy: { gate: 'Auto', revertAfter: true } }));
   assert.ok(runToEnd(sim).every((c) => !c.startsWith('RevertProxy')));
   assert.equal(sim.status?.phase, 'Succeeded');
+});
+
+test('abort mid-upgrade rolls back now, through the same safety checks; a second abort value while rolling back changes nothing', () => {
+  const sim = new Sim(threeOld('on'));
+  sim.step();
+  sim.step();
+  sim.applyDriverCalls(); // cp-1 upgraded
+  sim.step();
+  sim.applyDriverCalls(); // cp-2 upgraded
+  sim.upgrade = { ...sim.upgrade, annotations: { [ABORT_ANNOTATION]: 'a1' } };
+  sim.step();
+  assert.equal(sim.status?.phase, 'RollingBack');
+  assert.equal(sim.status?.observedAbort, 'a1');
+  assert.equal(sim.condition('Degraded')?.reason, 'Aborted');
+  assert.deepEqual(runToEnd(sim), ['Rollback:cp-2', 'Rollback:cp-1']);
+  assert.equal(sim.status?.phase, 'RolledBack');
+  assert.ok(sim.peers.every((p) => p.version === OLD));
+});
+
+test('abort with unknown rollback safety pauses (RollbackSafetyUnknown) instead of rolling back', () => {
+  const sim = new Sim(threeOld('on'));
+  sim.extra.storage = [storage(OLD)]; // no server of the target version was ever read
+  sim.step();
+  sim.step();
+  sim.applyDriverCalls();
+  sim.peers.find((p) => p.hostname === 'cp-1')!.ready = false; // the only new server is down
+  sim.upgrade = { ...sim.upgrade, annotations: { [ABORT_ANNOTATION]: 'now' } };
+  sim.step();
+  assert.equal(sim.status?.phase, 'Paused');
+  assert.equal(sim.status?.pause?.reason, 'RollbackSafetyUnknown');
+  assert.equal(sim.condition('RollbackSafe')?.status, 'Unknown');
+  assert.deepEqual(sim.calls(), []);
+});
+
+test('abort before anything was touched ends RolledBack at once, with no call', () => {
+  const sim = new Sim(threeOld('on'), spec({ paused: true }));
+  sim.step();
+  assert.equal(sim.status?.phase, 'Paused');
+  sim.upgrade = { ...sim.upgrade, annotations: { [ABORT_ANNOTATION]: 'x' } };
+  sim.step();
+  assert.equal(sim.status?.phase, 'RolledBack');
+  assert.equal(sim.status?.driverCalls, undefined);
+});
+
+test('retry re-runs a Failed upgrade from preflight; a retry value seen before the failure does not', () => {
+  const sim = new Sim(threeOld('on'), spec({ targetVersion: 'v1.37.2' }));
+  sim.upgrade = { ...sim.upgrade, annotations: { [RETRY_ANNOTATION]: 'early' } };
+  sim.step();
+  assert.equal(sim.status?.phase, 'Failed');
+  sim.step();
+  assert.equal(sim.status?.phase, 'Failed', 'the value recorded before the failure does not retry');
+  // The fleet was moved to v1.36 by hand meanwhile: the retry's preflight now passes.
+  for (const p of sim.peers) p.version = NEW;
+  sim.extra.storage = [storage(NEW)];
+  sim.upgrade = { ...sim.upgrade, annotations: { [RETRY_ANNOTATION]: 'again' } };
+  sim.step();
+  assert.equal(sim.status?.observedRetry, 'again');
+  assert.equal(sim.status?.phase, 'Upgrading');
+  assert.deepEqual(sim.calls(), ['Upgrade:cp-1']);
 });
