@@ -9,54 +9,28 @@
 // (binaries for the clusters, helm, kubectl when the machine has none) are built in parallel with live progress
 // into the cache outside the repo (AUO_BIN_CACHE). Nothing is skipped: what cannot be set up is an error.
 import { execFileSync } from 'node:child_process';
-import { accessSync, constants, copyFileSync, mkdirSync, renameSync, statSync, symlinkSync, unlinkSync } from 'node:fs';
-import { delimiter, join } from 'node:path';
+import { copyFileSync, mkdirSync, renameSync, symlinkSync, unlinkSync } from 'node:fs';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { clusterBinaries, ensureBinaries, findGo, HELM_VERSION, OLD_VERSION, requireGo, builtBinary, type BinarySpec } from '../e2e/cluster/binaries.ts';
 import { toolCache } from '../e2e/support/tools.ts';
+import { aptCommand, missingSystem, onPath, WHAT, type Profile } from '../e2e/cluster/requirements.ts';
 
-export type Profile = 'test' | 'demo' | 'e2e' | 'tools';
+export type { Profile };
 const PROFILES: Record<string, Profile[]> = { test: ['test'], demo: ['demo'], e2e: ['e2e'], ci: ['test', 'e2e'], tools: ['tools'] };
 
-/** The one list of system packages: the command that must be on PATH, the Debian package that has it, why, and for what. */
-const SYSTEM: { command: string; pkg: string; why: string; for: Profile[] }[] = [
-  { command: 'lua5.1', pkg: 'lua5.1', why: 'the Argo CD health check test runs in Lua 5.1 (Argo CD\'s dialect)', for: ['test'] },
-  { command: 'lua5.4', pkg: 'lua5.4', why: 'the Argo CD health check test also runs in Lua 5.4', for: ['test'] },
-  { command: 'haproxy', pkg: 'haproxy', why: 'the load balancer in front of the kube-apiservers', for: ['demo', 'e2e'] },
-  { command: 'openssl', pkg: 'openssl', why: 'the cluster\'s certificates', for: ['demo', 'e2e'] },
-  { command: 'ip', pkg: 'iproute2', why: 'the network namespace the servers run in', for: ['demo', 'e2e'] },
-  { command: 'unshare', pkg: 'util-linux', why: 'a hostname per kube-apiserver', for: ['demo', 'e2e'] },
-  { command: 'flock', pkg: 'util-linux', why: 'one build per binary across processes', for: ['demo', 'e2e', 'tools'] },
-  { command: 'promtool', pkg: 'prometheus', why: 'the chart\'s alert rules are checked with promtool', for: ['e2e', 'tools'] },
-  { command: 'prometheus', pkg: 'prometheus', why: 'the Prometheus-source e2e tests scrape through a real Prometheus', for: ['e2e', 'tools'] },
-];
-
-const WHAT: Record<Profile, string> = { test: 'npm test', demo: 'npm run demo', e2e: 'npm run e2e', tools: 'the chart tests' };
 const say = (s: string): void => void process.stderr.write(`[setup] ${s}\n`);
-
-function onPath(cmd: string): string | undefined {
-  for (const d of (process.env.PATH ?? '').split(delimiter).filter(Boolean)) {
-    const p = join(d, cmd);
-    try {
-      accessSync(p, constants.X_OK);
-      if (statSync(p).isFile()) return p;
-    } catch {
-      /* next */
-    }
-  }
-  return undefined;
-}
 
 const isRoot = (): boolean => process.getuid?.() === 0;
 
 /** Installs the missing system packages of these profiles with apt-get (root), or throws with the command that does. */
 function systemPackages(profiles: Profile[]): void {
-  const missing = SYSTEM.filter((n) => n.for.some((f) => profiles.includes(f)) && onPath(n.command) === undefined);
+  const missing = missingSystem(profiles);
   if (missing.length === 0) return;
   const pkgs = [...new Set(missing.map((m) => m.pkg))];
   const why = missing.map((m) => `${m.command}: ${m.why}`).join('; ');
   const forWhat = [...new Set(missing.flatMap((m) => m.for.filter((f) => profiles.includes(f)).map((f) => WHAT[f])))].join(', ');
-  const cmd = `apt-get update && apt-get install -y --no-install-recommends ${pkgs.join(' ')}`;
+  const cmd = aptCommand(pkgs);
   if (onPath('apt-get') === undefined) throw new Error(`${forWhat} needs ${pkgs.join(', ')} (${why}); this machine has no apt-get: install them with its package manager`);
   if (!isRoot()) throw new Error(`${forWhat} needs ${pkgs.join(', ')}, missing (${why}). Run as root: sudo sh -c '${cmd}'`);
   say(`installing ${pkgs.join(' ')} with apt-get for ${forWhat} (${why})`);

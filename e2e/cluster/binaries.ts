@@ -4,6 +4,7 @@ import { availableParallelism, homedir } from 'node:os';
 import { delimiter, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createInterface } from 'node:readline';
+import { requireCommands } from './requirements.ts';
 
 /** Default versions of the e2e cluster: an adjacent old/new pair where the proxy gate goes alpha -> beta. */
 export const OLD_VERSION = process.env.AUO_OLD_VERSION ?? 'v1.35.4';
@@ -296,6 +297,7 @@ function runBuild(spec: BinarySpec): Promise<string> {
   board.add(state);
   return slot(async () => {
     const go = requireGo(`${spec.what} ${spec.version}`);
+    requireCommands(['flock'], `building ${spec.what} ${spec.version}`);
     state.phase = 'resolving';
     state.startedAt = Date.now();
     state.concurrent = running;

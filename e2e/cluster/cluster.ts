@@ -13,6 +13,7 @@ import { apiServerFlags, proxyGateEnabled, SECURE_PORT } from './apiserver-flags
 import { registerTeardown, unregisterTeardown, destroySync, sweepStale, stateDir, writeState, STATE_ROOT, type ClusterState } from './cleanup.ts';
 import { adminRequest, type HttpResult } from './http.ts';
 import { sleep, waitFor } from './exec.ts';
+import { requireCommands } from './requirements.ts';
 
 export interface ServerConfig {
   version: string;
@@ -100,6 +101,8 @@ export class Cluster {
     const log = (m: string): void => {
       if (opts.verbose) process.stderr.write(`[cluster +${((Date.now() - t0) / 1000).toFixed(1)}s] ${m}\n`);
     };
+    if (process.getuid?.() !== 0) throw new Error('the e2e cluster must run as root: it creates a network namespace and runs each kube-apiserver under unshare --uts');
+    requireCommands(['haproxy', 'openssl', 'ip', 'unshare'], 'the e2e cluster');
     const swept = sweepStale();
     if (swept > 0) log(`removed ${swept} stale cluster(s) left by dead runs`);
     const n = opts.servers ?? 3;
@@ -205,6 +208,7 @@ export class Cluster {
    */
   async startPrometheus(o: { scrapeIntervalSeconds?: number } = {}): Promise<string> {
     if (this.prometheus && !this.prometheus.proc.exited) return this.prometheus.url;
+    if (!process.env.AUO_PROMETHEUS) requireCommands(['prometheus'], 'startPrometheus()');
     const interval = o.scrapeIntervalSeconds ?? 1;
     const cfg = await writePrometheusConfig(this.dir, this.pki, this.slots.map((s) => ({ address: s.info.address, port: s.info.port })), interval);
     const port = await freePort();

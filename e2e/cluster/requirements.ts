@@ -1,0 +1,60 @@
+// The one list of system packages the repo's commands need. scripts/setup.ts installs what is missing (as root,
+// with apt-get); the cluster harness checks the same list before it starts anything, so a run that skipped the
+// set-up fails at once with the command that fixes it, never halfway through a cluster start.
+import { accessSync, constants, statSync } from 'node:fs';
+import { delimiter, join } from 'node:path';
+
+export type Profile = 'test' | 'demo' | 'e2e' | 'tools';
+
+export interface SystemNeed {
+  /** What must be on PATH. */
+  command: string;
+  /** The Debian package that has it. */
+  pkg: string;
+  why: string;
+  for: Profile[];
+}
+
+export const SYSTEM: SystemNeed[] = [
+  { command: 'lua5.1', pkg: 'lua5.1', why: 'the Argo CD health check test runs in Lua 5.1 (Argo CD\'s dialect)', for: ['test'] },
+  { command: 'lua5.4', pkg: 'lua5.4', why: 'the Argo CD health check test also runs in Lua 5.4', for: ['test'] },
+  { command: 'haproxy', pkg: 'haproxy', why: 'the load balancer in front of the kube-apiservers', for: ['demo', 'e2e'] },
+  { command: 'openssl', pkg: 'openssl', why: 'the cluster\'s certificates', for: ['demo', 'e2e'] },
+  { command: 'ip', pkg: 'iproute2', why: 'the network namespace the servers run in', for: ['demo', 'e2e'] },
+  { command: 'unshare', pkg: 'util-linux', why: 'a hostname per kube-apiserver', for: ['demo', 'e2e'] },
+  { command: 'flock', pkg: 'util-linux', why: 'one build per binary across processes', for: ['demo', 'e2e', 'tools'] },
+  { command: 'promtool', pkg: 'prometheus', why: 'the chart\'s alert rules are checked with promtool', for: ['e2e', 'tools'] },
+  { command: 'prometheus', pkg: 'prometheus', why: 'the Prometheus-source e2e tests scrape through a real Prometheus', for: ['e2e', 'tools'] },
+];
+
+export const WHAT: Record<Profile, string> = { test: 'npm test', demo: 'npm run demo', e2e: 'npm run e2e', tools: 'the chart tests' };
+
+/** The path of a command on PATH, or undefined. */
+export function onPath(cmd: string): string | undefined {
+  for (const d of (process.env.PATH ?? '').split(delimiter).filter(Boolean)) {
+    const p = join(d, cmd);
+    try {
+      accessSync(p, constants.X_OK);
+      if (statSync(p).isFile()) return p;
+    } catch {
+      /* next */
+    }
+  }
+  return undefined;
+}
+
+/** What the profiles need that is not on PATH (optionally only some commands). */
+export function missingSystem(profiles: Profile[], only?: string[]): SystemNeed[] {
+  return SYSTEM.filter((n) => n.for.some((f) => profiles.includes(f)) && (only === undefined || only.includes(n.command)) && onPath(n.command) === undefined);
+}
+
+export function aptCommand(pkgs: string[]): string {
+  return `apt-get update && apt-get install -y --no-install-recommends ${[...new Set(pkgs)].join(' ')}`;
+}
+
+/** Throws, naming the command that installs them, when any of these commands is missing. */
+export function requireCommands(commands: string[], forWhat: string): void {
+  const missing = SYSTEM.filter((n) => commands.includes(n.command) && onPath(n.command) === undefined);
+  if (missing.length === 0) return;
+  throw new Error(`${forWhat} needs ${missing.map((m) => `${m.command} (${m.why})`).join(', ')}, not on PATH: run \`${aptCommand(missing.map((m) => m.pkg))}\` as root (scripts/setup.ts, which npm test, npm run e2e and npm run demo run first, does it)`);
+}
