@@ -239,3 +239,37 @@ export function legacyDiscoveryPaths(doc: APIGroupDiscoveryList): string[] {
   }
   return paths;
 }
+
+/** An APIService (apiregistration.k8s.io/v1), as far as the storage read needs it. */
+export interface APIServiceLike {
+  metadata?: { name?: string };
+  spec?: { group?: string; version?: string; service?: unknown };
+}
+
+export interface APIServiceListLike {
+  kind?: string;
+  items?: APIServiceLike[];
+}
+
+/**
+ * The legacy discovery paths of the group/versions kube-apiserver hands to an extension server: those of an
+ * APIService whose `spec.service` is set. Their objects are stored by that server, not by kube-apiserver. A
+ * local APIService (`spec.service` null or absent: kube-apiserver's built-in groups and CRDs) is not
+ * aggregated. The v2 discovery document cannot tell them apart (k8s.io/apiserver's aggregated discovery
+ * knows each group/version's source but does not serve it), hence the list. Throws on any other body.
+ */
+export function aggregatedDiscoveryPaths(list: APIServiceListLike): Set<string> {
+  if (list?.kind !== 'APIServiceList' || !Array.isArray(list.items)) {
+    throw new Error(`expected an APIServiceList, got ${String(list?.kind)}${Array.isArray(list?.items) ? '' : ' without items'}`);
+  }
+  const out = new Set<string>();
+  for (const s of list.items) {
+    const service = s?.spec?.service;
+    if (service === undefined || service === null) continue;
+    const group = s.spec?.group ?? '';
+    const version = s.spec?.version;
+    if (!version) throw new Error(`APIService ${String(s.metadata?.name)} has spec.service but no spec.version`);
+    out.add(group === '' ? `/api/${version}` : `/apis/${group}/${version}`);
+  }
+  return out;
+}

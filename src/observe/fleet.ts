@@ -6,7 +6,7 @@ import { buildInventory, addressesToProbe, type Inventory, type IdentityLeaseLik
 import { mapLimitSettled } from './map-limit.ts';
 import { SIGNAL_FAMILIES, windowDeltas, type WindowDeltas } from './signals.ts';
 import type { ParsedMetrics } from './prom-text.ts';
-import { resourceSet, convergence, storageVersionHashes, resourceKinds, mergeHashes, legacyDiscoveryPaths, type APIResourceList, type ServerDiscovery } from './discovery.ts';
+import { resourceSet, convergence, storageVersionHashes, resourceKinds, mergeHashes, legacyDiscoveryPaths, aggregatedDiscoveryPaths, type APIResourceList, type APIServiceListLike, type ServerDiscovery } from './discovery.ts';
 import { summarizeAnalysis } from './analysis-summary.ts';
 import { cachedCertificateDnsNames, hintsFromCertificateCache, hintsFromMirrorPods } from './hostname-hints.ts';
 import type { PrometheusSettings } from './prometheus-source.ts';
@@ -51,6 +51,9 @@ interface StorageRead {
 }
 
 const CONCURRENCY = 4;
+
+/** The APIServices, read through the balancer to tell aggregated group/versions from kube-apiserver's own. */
+export const APISERVICES_PATH = '/apis/apiregistration.k8s.io/v1/apiservices';
 
 /**
  * The imperative shell of observation: fetches leases, EndpointSlices, each server's /version, /readyz,
@@ -203,6 +206,9 @@ export class FleetObserver {
    * A read is kept while its server runs the same binary (same version and lease holder) and forgotten when
    * it restarts or leaves. A version without a kept read is read from one of its up servers, a different one
    * after each failure; a partial read is neither kept nor reported: the next observation tries again.
+   * Aggregated group/versions (an APIService with `spec.service`) are left out of a read: their extension
+   * server stores them, not kube-apiserver. The APIServices are listed once per observation that reads; when
+   * they cannot be listed, nothing is read (no entry for a version without a kept read) and a log line says why.
    */
   private async storage(peers: readonly ObservedPeer[], up: readonly ObservedPeer[]): Promise<ObservedStorage[]> {
     for (const [hostname, read] of this.storageReads) {
@@ -211,6 +217,7 @@ export class FleetObserver {
     }
     const out: ObservedStorage[] = [];
     const versions = [...new Set(up.map((p) => p.version!))].sort();
+    let aggregated: Promise<ReadonlySet<string> | undefined> | undefined;
     for (const version of versions) {
       const cohort = up.filter((p) => p.version === version).sort((a, b) => a.hostname.localeCompare(b.hostname));
       const kept = cohort.map((p) => this.storageReads.get(p.hostname)).find((r) => r !== undefined);
@@ -218,9 +225,13 @@ export class FleetObserver {
         out.push(kept.storage);
         continue;
       }
+      aggregated ??= this.aggregatedPaths();
+      const skip = await aggregated;
+      // Not the server's fault: the next observation asks the same server again.
+      if (!skip) continue;
       const attempt = this.storageAttempts.get(version) ?? 0;
       const p = cohort[attempt % cohort.length]!;
-      const storage = await this.readStorage(p);
+      const storage = await this.readStorage(p, skip);
       if (storage) {
         this.storageReads.set(p.hostname, { holderIdentity: p.holderIdentity ?? '', storage });
         this.storageAttempts.delete(version);
@@ -233,13 +244,28 @@ export class FleetObserver {
     return out;
   }
 
-  /** Every legacy discovery document the server lists for itself, or undefined when any one of them failed. */
-  private async readStorage(p: ObservedPeer): Promise<ObservedStorage | undefined> {
+  /** The legacy discovery paths of the aggregated group/versions; undefined (logged) when the APIServices cannot be listed. */
+  private async aggregatedPaths(): Promise<ReadonlySet<string> | undefined> {
+    try {
+      return aggregatedDiscoveryPaths(await this.list<APIServiceListLike>(APISERVICES_PATH));
+    } catch (err) {
+      this.log.info('storage hashes not read: cannot list APIServices to leave aggregated APIs out (needs list apiservices.apiregistration.k8s.io); read again at the next observation', { path: APISERVICES_PATH, error: String(err) });
+      return undefined;
+    }
+  }
+
+  /**
+   * Every legacy discovery document the server lists for itself except the aggregated ones (`skip`), or
+   * undefined when any one of them failed.
+   */
+  private async readStorage(p: ObservedPeer, skip: ReadonlySet<string>): Promise<ObservedStorage | undefined> {
     const address = p.address!;
     try {
       const [own, core] = await Promise.all([this.direct.discovery(address, { peer: false, core: false }), this.direct.discovery(address, { peer: false, core: true })]);
-      const paths = [...legacyDiscoveryPaths(core), ...legacyDiscoveryPaths(own)];
-      if (paths.length === 0) throw new Error('discovery lists no group/version');
+      const listed = [...legacyDiscoveryPaths(core), ...legacyDiscoveryPaths(own)];
+      const paths = listed.filter((path) => !skip.has(path));
+      if (paths.length === 0) throw new Error('discovery lists no group/version kube-apiserver serves itself');
+      if (paths.length < listed.length) this.log.debug('storage hashes: aggregated APIs left out', { server: p.hostname, aggregated: listed.filter((path) => skip.has(path)) });
       const lists = await mapLimitSettled(paths, CONCURRENCY, async (path) => checkedResourceList(path, await this.direct.resourceList(address, path)));
       const failed = paths.flatMap((path, i) => {
         const r = lists[i]!;

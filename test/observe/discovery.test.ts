@@ -3,6 +3,7 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import type { APIGroupDiscoveryList, ServerDiscovery } from '../../src/observe/discovery.ts';
 import {
+  aggregatedDiscoveryPaths,
   convergence,
   diffSets,
   legacyDiscoveryPaths,
@@ -135,5 +136,29 @@ describe('storageVersionHashes (synthetic)', () => {
     assert.deepEqual([...apps], [['apps/v1/deployments', 'AAA=']]);
     const core = storageVersionHashes({ groupVersion: 'v1', resources: [{ name: 'pods', storageVersionHash: 'PPP=' }, { name: 'bindings' }] });
     assert.deepEqual([...core], [['/v1/pods', 'PPP=']]);
+  });
+});
+
+describe('aggregatedDiscoveryPaths (synthetic)', () => {
+  const svc = (group: string, version: string, service: unknown) => ({ metadata: { name: `${version}.${group || ''}` }, spec: { group, version, service } });
+  it('names the group/versions of APIServices with spec.service; local ones (built-ins, CRDs) are not aggregated', () => {
+    const paths = aggregatedDiscoveryPaths({
+      kind: 'APIServiceList',
+      items: [
+        svc('', 'v1', null),
+        svc('apps', 'v1', null),
+        svc('stable.example.com', 'v1', null),
+        { metadata: { name: 'v1.batch' }, spec: { group: 'batch', version: 'v1' } },
+        svc('metrics.k8s.io', 'v1beta1', { namespace: 'kube-system', name: 'metrics-server', port: 443 }),
+        svc('custom.metrics.k8s.io', 'v1beta2', { namespace: 'monitoring', name: 'adapter' }),
+      ],
+    });
+    assert.deepEqual([...paths], ['/apis/metrics.k8s.io/v1beta1', '/apis/custom.metrics.k8s.io/v1beta2']);
+  });
+  it('throws on a body that is not an APIServiceList, or an aggregated APIService without a version', () => {
+    assert.throws(() => aggregatedDiscoveryPaths({ kind: 'Status' }), /expected an APIServiceList, got Status/);
+    assert.throws(() => aggregatedDiscoveryPaths({ kind: 'APIServiceList' }), /without items/);
+    assert.throws(() => aggregatedDiscoveryPaths({ kind: 'APIServiceList', items: [{ metadata: { name: 'x' }, spec: { group: 'g', service: {} } }] }), /no spec.version/);
+    assert.deepEqual([...aggregatedDiscoveryPaths({ kind: 'APIServiceList', items: [] })], []);
   });
 });

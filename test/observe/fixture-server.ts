@@ -1,7 +1,8 @@
 // Serves the pages captured from real kube-apiservers (test/fixtures/<version>/) over local HTTPS, as one
 // server at 127.0.0.<n>: /version, /readyz, /metrics, aggregated discovery and legacy discovery. The
 // aggregated documents are cut down to the group/versions whose legacy document was captured, so a server
-// is complete exactly when every document it lists answers. `fail` makes chosen paths answer an error.
+// is complete exactly when every document it lists answers. `fail` makes chosen paths answer an error;
+// `extra` adds group/versions (e.g. an aggregated API or a CRD) to `/apis` with their legacy documents.
 //
 // Certificates: test/observe/tls/cp-<n>.{crt,key}, self-signed (EC P-256, valid until 2126), with SANs
 // IP:127.0.0.<n>, DNS:kubernetes, DNS:kubernetes.default.svc, DNS:localhost, DNS:cp-<n>. Made with
@@ -14,7 +15,7 @@ import type { AddressInfo } from 'node:net';
 import type { SecureContextOptions } from 'node:tls';
 import { fixtureFiles, readFixture } from './fixtures.ts';
 import { DirectClient } from '../../src/observe/direct-client.ts';
-import type { APIGroupDiscoveryList } from '../../src/observe/discovery.ts';
+import type { APIGroupDiscoveryList, APIResourceList } from '../../src/observe/discovery.ts';
 
 const TLS_DIR = join(import.meta.dirname, 'tls');
 
@@ -45,6 +46,21 @@ function cutDown(version: string, file: string, captured: ReadonlySet<string>, c
   return JSON.stringify(doc);
 }
 
+/** The `/apis` document with the extra group/versions (`/apis/<group>/<version>` -> legacy document) added. */
+function withExtra(apis: string, extra: ReadonlyMap<string, APIResourceList>): string {
+  if (extra.size === 0) return apis;
+  const doc = JSON.parse(apis) as APIGroupDiscoveryList;
+  for (const [path, list] of extra) {
+    const [group, version] = path.slice('/apis/'.length).split('/') as [string, string];
+    const resources = (list.resources ?? []).filter((r) => !r.name.includes('/')).map((r) => ({ resource: r.name, responseKind: { group, version, kind: r.kind ?? '' }, scope: r.namespaced ? 'Namespaced' : 'Cluster', verbs: r.verbs ?? [] }));
+    const entry = { version, resources, freshness: 'Current' };
+    const g = doc.items?.find((x) => x.metadata?.name === group);
+    if (g) g.versions = [...(g.versions ?? []), entry];
+    else doc.items = [...(doc.items ?? []), { metadata: { name: group }, versions: [entry] }];
+  }
+  return JSON.stringify(doc);
+}
+
 export interface FixtureServer {
   /** `127.0.0.<n>:<port>` */
   address: string;
@@ -53,6 +69,8 @@ export interface FixtureServer {
   requests: string[];
   /** A path -> HTTP status to answer instead of the fixture; change it at will between observations. */
   fail: Map<string, number>;
+  /** `/apis/<group>/<version>` -> its legacy document: served, and listed in `/apis`; change it at will. */
+  extra: Map<string, APIResourceList>;
   close(): Promise<void>;
 }
 
@@ -63,6 +81,7 @@ export async function startFixtureServer(version: string, n: number, extra: Secu
   const metrics = readFixture(version, 'metrics.txt');
   const requests: string[] = [];
   const fail = new Map<string, number>();
+  const extraLegacy = new Map<string, APIResourceList>();
   const server: Server = createServer({ ...tlsMaterial(n), ...extra }, (req, res) => {
     const path = (req.url ?? '/').split('?')[0]!;
     requests.push(path);
@@ -76,8 +95,10 @@ export async function startFixtureServer(version: string, n: number, extra: Secu
     if (path === '/version') return send(200, readFixture(version, 'version.json'));
     if (path === '/readyz') return send(200, 'ok', 'text/plain');
     if (path === '/metrics') return send(200, metrics, 'text/plain; version=0.0.4');
-    if (path === '/apis') return send(200, accept.includes('profile=nopeer') ? apis.nopeer : apis.peer);
+    if (path === '/apis') return send(200, withExtra(accept.includes('profile=nopeer') ? apis.nopeer : apis.peer, extraLegacy));
     if (path === '/api') return send(200, api);
+    const added = extraLegacy.get(path);
+    if (added) return send(200, JSON.stringify(added));
     const file = legacyFile(path);
     if (file && captured.has(file)) return send(200, readFixture(version, file));
     return send(404, JSON.stringify({ kind: 'Status', code: 404 }));
@@ -92,6 +113,7 @@ export async function startFixtureServer(version: string, n: number, extra: Secu
     hostname: `cp-${n}`,
     requests,
     fail,
+    extra: extraLegacy,
     close: () => new Promise<void>((resolve) => {
       server.closeAllConnections();
       server.close(() => resolve());

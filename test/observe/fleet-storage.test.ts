@@ -1,12 +1,15 @@
 // FleetObserver.observe() against servers that serve the captured pages over local HTTPS (fixture-server.ts):
-// the storage hashes it reports per version (issue 8, defect 2), and the stale identity Leases it counts.
+// the storage hashes it reports per version (issue 8, defect 2), aggregated APIs left out of them, and the
+// stale identity Leases it counts.
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
+import { Writable } from 'node:stream';
+import winston from 'winston';
 import { KubeConfig, type V1EndpointSliceList, type V1PodList } from '@kubernetes/client-node';
-import { FleetObserver, type AnalysisSettings } from '../../src/observe/fleet.ts';
+import { FleetObserver, APISERVICES_PATH, type AnalysisSettings } from '../../src/observe/fleet.ts';
 import type { IdentityLeaseLike } from '../../src/observe/inventory.ts';
-import { mergeHashes, resourceKinds, storageVersionHashes, type APIResourceList } from '../../src/observe/discovery.ts';
-import { silentLogger } from '../../src/runtime/logger.ts';
+import { legacyDiscoveryPaths, mergeHashes, resourceKinds, storageVersionHash, storageVersionHashes, type APIResourceList, type APIServiceLike } from '../../src/observe/discovery.ts';
+import { silentLogger, type Logger } from '../../src/runtime/logger.ts';
 import { fixtureFiles, readFixture } from './fixtures.ts';
 import { fixtureDirectClient, startFixtureServer, type FixtureServer } from './fixture-server.ts';
 
@@ -21,9 +24,53 @@ function expectedStorage(version: string): { hashes: Record<string, string>; kin
   return { hashes: Object.fromEntries(mergeHashes(LEGACY(version).map(storageVersionHashes))), kinds: Object.fromEntries(mergeHashes(LEGACY(version).map(resourceKinds))) };
 }
 
-/** The cluster's API as the observer lists it: identity leases pointing at the fixture servers. */
+/** metrics-server's legacy discovery (with a hash, though the real one has none, to show it is left out even so). */
+const METRICS_PATH = '/apis/metrics.k8s.io/v1beta1';
+const METRICS: APIResourceList = {
+  kind: 'APIResourceList',
+  groupVersion: 'metrics.k8s.io/v1beta1',
+  resources: [
+    { name: 'nodes', kind: 'NodeMetrics', namespaced: false, verbs: ['get', 'list'], storageVersionHash: storageVersionHash('metrics.k8s.io', 'v1beta1', 'NodeMetrics') },
+    { name: 'pods', kind: 'PodMetrics', namespaced: true, verbs: ['get', 'list'], storageVersionHash: storageVersionHash('metrics.k8s.io', 'v1beta1', 'PodMetrics') },
+  ],
+};
+/** A CRD's group/version: served by kube-apiserver (apiextensions) and stored by it. */
+const CRD_PATH = '/apis/stable.example.com/v1';
+const CRONTAB_HASH = storageVersionHash('stable.example.com', 'v1', 'CronTab');
+const CRD: APIResourceList = {
+  kind: 'APIResourceList',
+  groupVersion: 'stable.example.com/v1',
+  resources: [
+    { name: 'crontabs', kind: 'CronTab', namespaced: true, verbs: ['get', 'list', 'create'], storageVersionHash: CRONTAB_HASH },
+    { name: 'crontabs/status', kind: 'CronTab', namespaced: true, verbs: ['get', 'patch'] },
+  ],
+};
+/** An APIService as kube-apiserver lists it: local (`spec.service` null) unless a service is given. */
+const apiService = (group: string, version: string, service: { namespace: string; name: string; port?: number } | null = null): APIServiceLike => (
+  { metadata: { name: `${version}.${group}` }, spec: { group, version, service } }
+);
+const METRICS_SERVICE = { namespace: 'kube-system', name: 'metrics-server', port: 443 };
+
+/** A logger that keeps every line (JSON objects), debug included. */
+function capturingLogger(): { log: Logger; lines: Record<string, unknown>[] } {
+  const lines: Record<string, unknown>[] = [];
+  const stream = new Writable({
+    write(chunk: Buffer | string, _encoding, callback) {
+      for (const line of String(chunk).split('\n')) if (line.trim()) lines.push(JSON.parse(line) as Record<string, unknown>);
+      callback();
+    },
+  });
+  return { log: winston.createLogger({ level: 'debug', format: winston.format.json(), transports: [new winston.transports.Stream({ stream })] }), lines };
+}
+
+/** The cluster's API as the observer lists it: identity leases pointing at the fixture servers, and the APIServices. */
 class FakeApi {
   leases = new Map<string, IdentityLeaseLike>();
+  /** The APIService list's items (none by default: nothing aggregated). */
+  apiServices: APIServiceLike[] = [];
+  /** When set, listing the APIServices fails with it (e.g. a 403 without the RBAC rule). */
+  apiServicesError: Error | undefined;
+  apiServiceLists = 0;
   private rv = 100;
 
   add(s: Pick<FixtureServer, 'hostname' | 'address'>, holder = `apiserver-${s.hostname}_uuid-1`): void {
@@ -51,6 +98,11 @@ class FakeApi {
       return { items: [{ addressType: 'IPv4', endpoints: ips.map((ip) => ({ addresses: [ip], conditions: { ready: true } })), ports: [{ name: 'https', port: 6443 }] }] } as unknown as V1EndpointSliceList as T;
     }
     if (path.includes('/pods')) return { items: [] } as unknown as V1PodList as T;
+    if (path === APISERVICES_PATH) {
+      this.apiServiceLists++;
+      if (this.apiServicesError) throw this.apiServicesError;
+      return { kind: 'APIServiceList', apiVersion: 'apiregistration.k8s.io/v1', items: this.apiServices } as unknown as T;
+    }
     throw new Error(`unexpected list ${path}`);
   };
 }
@@ -68,15 +120,16 @@ describe('FleetObserver storage hashes (issue 8, defect 2)', () => {
   after(async () => {
     await Promise.all(servers.map((s) => s.close()));
   });
-  const fresh = (which: number[]) => {
+  const fresh = (which: number[], log: Logger = silentLogger()) => {
     observer?.close();
     api = new FakeApi();
+    for (const s of servers) s.extra.clear();
     for (const i of which) {
       api.add(servers[i]!);
       servers[i]!.requests.length = 0;
       servers[i]!.fail.clear();
     }
-    observer = new FleetObserver(new KubeConfig(), api.list, silentLogger(), fixtureDirectClient());
+    observer = new FleetObserver(new KubeConfig(), api.list, log, fixtureDirectClient());
   };
   after(() => observer?.close());
 
@@ -133,6 +186,88 @@ describe('FleetObserver storage hashes (issue 8, defect 2)', () => {
     assert.equal((await observer.observe(SETTINGS, NOW)).storage?.length, 2);
     api.leases.delete('cp-1');
     assert.deepEqual((await observer.observe(SETTINGS, NOW + 10_000)).storage?.map((s) => s.version), [NEW]);
+  });
+
+  it('an aggregated API (APIService with spec.service) answering 503 forever is left out: the entry is reported without it', async () => {
+    const { log, lines } = capturingLogger();
+    fresh([0], log);
+    servers[0]!.extra.set(METRICS_PATH, METRICS);
+    servers[0]!.fail.set(METRICS_PATH, 503);
+    // The local APIServices (kube-apiserver's own groups) stay in the read; only metrics.k8s.io is aggregated.
+    api.apiServices = [apiService('', 'v1'), apiService('apps', 'v1'), apiService('batch', 'v1'), apiService('metrics.k8s.io', 'v1beta1', METRICS_SERVICE)];
+    const direct = fixtureDirectClient();
+    try {
+      const listed = legacyDiscoveryPaths(await direct.discovery(servers[0]!.address, { peer: false, core: false }));
+      assert.ok(listed.includes(METRICS_PATH), 'the server lists the broken aggregated API in its own discovery');
+    } finally {
+      direct.close();
+    }
+
+    const first = await observer.observe(SETTINGS, NOW);
+    assert.deepEqual(first.storage, [{ version: OLD, server: 'cp-1', ...expectedStorage(OLD) }], 'every built-in group/version, nothing of metrics.k8s.io');
+    assert.equal(first.storage?.[0]?.hashes['apps/v1/deployments'], expectedStorage(OLD).hashes['apps/v1/deployments'], 'a local APIService stays in the read');
+    assert.ok(!servers[0]!.requests.includes(METRICS_PATH), 'the aggregated group/version is not even asked for');
+    assert.equal(api.apiServiceLists, 1);
+    assert.deepEqual(lines.find((l) => l.message === 'storage hashes: aggregated APIs left out')?.aggregated, [METRICS_PATH]);
+
+    // Answering or not, an aggregated API is never part of the hashes: a read after a restart gives the same entry.
+    servers[0]!.fail.clear();
+    api.renew('cp-1', 'apiserver-cp-1_uuid-2');
+    const second = await observer.observe(SETTINGS, NOW + 10_000);
+    assert.deepEqual(second.storage, first.storage);
+    assert.ok(!Object.keys(second.storage?.[0]?.hashes ?? {}).some((k) => k.startsWith('metrics.k8s.io/')));
+  });
+
+  it('the same 503 for a group/version that is not aggregated (local APIService) still withholds the entry', async () => {
+    fresh([0]);
+    servers[0]!.extra.set(METRICS_PATH, METRICS);
+    servers[0]!.fail.set(METRICS_PATH, 503);
+    api.apiServices = [apiService('apps', 'v1'), apiService('metrics.k8s.io', 'v1beta1')];
+    assert.deepEqual((await observer.observe(SETTINGS, NOW)).storage, [], 'a local group/version kube-apiserver failed to list: fail closed');
+    assert.ok(servers[0]!.requests.includes(METRICS_PATH));
+
+    servers[0]!.fail.clear();
+    const second = await observer.observe(SETTINGS, NOW + 10_000);
+    assert.equal(second.storage?.[0]?.hashes['metrics.k8s.io/v1beta1/nodes'], METRICS.resources![0]!.storageVersionHash, 'read once it answers');
+  });
+
+  it('a CRD\'s group/version stays in the read: its 503 withholds the entry, and once it answers its hashes are in', async () => {
+    fresh([0]);
+    servers[0]!.extra.set(CRD_PATH, CRD);
+    servers[0]!.fail.set(CRD_PATH, 503);
+    // CRDs get local APIServices (the crd-registration controller); an unrelated aggregated API is listed too.
+    api.apiServices = [apiService('stable.example.com', 'v1'), apiService('metrics.k8s.io', 'v1beta1', METRICS_SERVICE)];
+    assert.deepEqual((await observer.observe(SETTINGS, NOW)).storage, []);
+
+    servers[0]!.fail.clear();
+    const second = await observer.observe(SETTINGS, NOW + 10_000);
+    const old = second.storage?.[0];
+    assert.equal(old?.hashes['stable.example.com/v1/crontabs'], CRONTAB_HASH);
+    assert.equal(old?.kinds['stable.example.com/v1/crontabs'], 'CronTab');
+    assert.deepEqual(old?.hashes, { ...expectedStorage(OLD).hashes, 'stable.example.com/v1/crontabs': CRONTAB_HASH });
+  });
+
+  it('APIServices that cannot be listed: no entry for a version without a kept read, a log line says why; kept reads stay', async () => {
+    const { log, lines } = capturingLogger();
+    fresh([0, 2], log);
+    assert.equal((await observer.observe(SETTINGS, NOW)).storage?.length, 2);
+    assert.equal(api.apiServiceLists, 1, 'listed once per observation that reads, not once per version');
+
+    api.renew('cp-1');
+    api.renew('cp-3', 'apiserver-cp-3_uuid-2');
+    api.apiServicesError = new Error(`GET ${APISERVICES_PATH}: 403 Forbidden: apiservices.apiregistration.k8s.io is forbidden`);
+    const reads = legacyRequests(servers[2]!);
+    const second = await observer.observe(SETTINGS, NOW + 10_000);
+    assert.deepEqual(second.storage?.map((s) => s.version), [OLD], 'the kept read of the old version stays; the restarted new server is not read');
+    assert.equal(legacyRequests(servers[2]!), reads, 'nothing read without knowing what is aggregated');
+    const why = lines.find((l) => typeof l.message === 'string' && l.message.startsWith('storage hashes not read: cannot list APIServices'));
+    assert.ok(why, `log lines: ${lines.map((l) => String(l.message)).join(' | ')}`);
+    assert.equal(why.level, 'info');
+    assert.match(String(why.error), /403 Forbidden/);
+
+    api.apiServicesError = undefined;
+    const third = await observer.observe(SETTINGS, NOW + 20_000);
+    assert.deepEqual(third.storage?.map((s) => [s.version, s.server]), [[OLD, 'cp-1'], [NEW, 'cp-3']]);
   });
 
   it('stalePeers: the analysis counts identity Leases unchanged for the window on the operator\'s clock', async () => {
