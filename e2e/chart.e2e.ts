@@ -271,7 +271,8 @@ test('the chart\'s RBAC, created for real, grants each call the operator makes a
     ['list', 'pods', { ns: 'kube-system' }],
     ['create', 'events.events.k8s.io', { ns: 'default' }],
     ['get', `secrets/${HOOK_SECRET}`, { ns: NS }],
-    ['create', 'jobs.batch', { ns: 'kube-system' }],
+    ['create', 'jobs.batch', { ns: 'kube-system' }], ['get', 'jobs.batch', { ns: 'kube-system' }],
+    ['list', 'apiservices.apiregistration.k8s.io'],
     ...['/version', '/readyz', '/metrics', '/api', '/api/v1', '/apis', '/apis/apps/v1'].map((p): [string, string] => ['get', p]),
   ];
   const denied: [string, string, { ns?: string; sub?: string }?][] = [

@@ -64,7 +64,15 @@ for (const [point, port] of [['before-call', 18090], ['after-call', 18092]] as c
     assert.deepEqual(starts, ['cp-1', 'cp-2', 'cp-3'], 'each server replaced exactly once');
     const killedKey = received.find((c) => c.key === pending[0]!.key);
     assert.ok(killedKey, 'the call recorded before the kill was delivered by the new process under the same key');
-    assert.equal(killedKey.deliveries, point === 'after-call' ? 2 : 1, 'the re-sent key was recognised, not replayed');
+    if (point === 'before-call') assert.equal(killedKey.deliveries, 1, 'sent once, by the new process');
+    else {
+      // Either the new process re-sent the key (the hook answered "duplicate" and replaced nothing), or the
+      // replacement had landed by the time it looked and the call was resolved from observation.
+      const recorded = final.status?.driverCalls?.find((c) => c.key === killedKey.key);
+      process.stderr.write(`after-call: deliveries ${killedKey.deliveries}; status: ${recorded?.message}\n`);
+      assert.ok(killedKey.deliveries === 2 || /landed before its acceptance was recorded/.test(recorded?.message ?? ''), `re-sent under the same key or resolved by observation: ${JSON.stringify(recorded)}`);
+      assert.ok(killedKey.deliveries <= 2);
+    }
     const calls = final.status?.driverCalls ?? [];
     assert.ok(calls.every((c) => c.result === 'Done'), `no call left Requested or Accepted: ${JSON.stringify(calls.map((c) => `${c.server}:${c.result}`))}`);
     assert.equal(new Set(calls.map((c) => c.key)).size, 3);
