@@ -6,7 +6,7 @@
 import fc from 'fast-check';
 import type { ApiServerUpgradeSpec } from '../../../src/api/types.generated.ts';
 import { ModelRun, type Inv, type RunSetup, START } from './run.ts';
-import { stamp, type DeliveryFault, type Fate } from './world.ts';
+import { release, stamp, type DeliveryFault, type Fate } from './world.ts';
 
 export const OLD = 'v1.35.4';
 
@@ -36,7 +36,7 @@ export type Event =
   | { e: 'paused'; v: boolean }
   | { e: 'onBreach'; v: 'Pause' | 'Rollback' }
   | { e: 'resume' }
-  | { e: 'join' }
+  | { e: 'join'; at: 'from' | 'target' }
   | { e: 'leave'; i: number }
   | { e: 'breach'; s: number; v: 'Breach' | 'Inconclusive' }
   | { e: 'blip'; i: number }
@@ -84,7 +84,7 @@ const eventArb: fc.Arbitrary<Event> = fc.oneof(
   { weight: 1, arbitrary: fc.record({ e: fc.constant('paused' as const), v: fc.boolean() }) },
   { weight: 1, arbitrary: fc.record({ e: fc.constant('onBreach' as const), v: fc.constantFrom('Pause' as const, 'Rollback' as const) }) },
   { weight: 2, arbitrary: fc.record({ e: fc.constant('resume' as const) }) },
-  { weight: 1, arbitrary: fc.record({ e: fc.constant('join' as const) }) },
+  { weight: 1, arbitrary: fc.record({ e: fc.constant('join' as const), at: fc.constantFrom('from' as const, 'from' as const, 'target' as const) }) },
   { weight: 1, arbitrary: fc.record({ e: fc.constant('leave' as const), i: fc.integer({ min: 0, max: 5 }) }) },
   { weight: 3, arbitrary: fc.record({ e: fc.constant('breach' as const), s: fc.constantFrom(10, 30, 60, 120), v: fc.constantFrom('Breach' as const, 'Breach' as const, 'Inconclusive' as const) }) },
   { weight: 2, arbitrary: fc.record({ e: fc.constant('blip' as const), i: fc.integer({ min: 0, max: 5 }) }) },
@@ -161,7 +161,7 @@ function renderEvent(ev: Event): string {
     case 'resume':
       return 'resume annotation set to a new value';
     case 'join':
-      return `a server joins at ${OLD}`;
+      return `a server joins at ${ev.at === 'from' ? 'the from-version' : 'the target version (once the plan is made)'}`;
     case 'leave':
       return `server #${ev.i} (by position) leaves`;
     case 'breach':
@@ -198,7 +198,9 @@ function apply(run: ModelRun, ev: Event): void {
       run.resume();
       break;
     case 'join':
-      if (w.servers.size < 7) w.addServer(OLD, false);
+      // A node provisioned with the new image joins at the target; before the plan is made that would only
+      // be a mixed fleet for preflight to wait on, so it joins at the from-version then.
+      if (w.servers.size < 7) w.addServer(ev.at === 'target' && run.persisted?.plan?.batches ? release(run.setup.targetVersion) : OLD, ev.at === 'target');
       break;
     case 'leave': {
       const s = byPos(ev.i);
