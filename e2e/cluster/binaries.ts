@@ -186,7 +186,10 @@ interface BuildState {
   last?: BuildRecord;
 }
 
-const fmt = (s: number): string => (s < 60 ? `${Math.round(s)}s` : `${Math.floor(s / 60)}m${String(Math.round(s % 60)).padStart(2, '0')}s`);
+function fmt(seconds: number): string {
+  const s = Math.round(seconds);
+  return s < 60 ? `${s}s` : `${Math.floor(s / 60)}m${String(s % 60).padStart(2, '0')}s`;
+}
 
 function eta(b: BuildState, now: number): string {
   const last = b.last;
