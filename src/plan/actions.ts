@@ -8,6 +8,11 @@ export interface DriverRequest {
   batch: number;
   server: { identity: string; hostname: string; address?: string };
   targetVersion: string;
+  /**
+   * `--emulated-version` the server must run with ("1.35"), for a two-phase upgrade's first phase and for a
+   * rollback that re-applies it; absent: no emulation flag (the binary's own version).
+   */
+  emulatedVersion?: string;
   featureGates: Record<string, boolean>;
 }
 

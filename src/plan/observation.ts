@@ -16,6 +16,11 @@ export interface ObservedPeer {
   lastRenew?: string;
   /** The identity Lease was not renewed for several renew periods: a crashed server's lingering lease. */
   stale: boolean;
+  /**
+   * The version the server emulates, "1.35" (`/version` emulationMajor.emulationMinor, KEP-4330); absent when
+   * it did not say. A server without --emulated-version emulates its own minor.
+   */
+  emulation?: string;
 }
 
 export interface ObservedAnalysis {
@@ -29,6 +34,8 @@ export interface ObservedAnalysis {
 /** The storage version hashes of one version, read completely from one up server of it. */
 export interface ObservedStorage {
   version: string;
+  /** The emulated version of the server read ("1.35"), when it reported one: hashes differ by emulation. */
+  emulation?: string;
   server: string;
   /** `group/version/resource` -> storageVersionHash. */
   hashes: Record<string, string>;
@@ -36,9 +43,31 @@ export interface ObservedStorage {
   kinds: Record<string, string>;
 }
 
+/** One server's own (`nopeer`) discovery: the group/version/resources it serves itself. */
+export interface ObservedOwnDiscovery {
+  server: string;
+  version: string;
+  emulation?: string;
+  resources: string[];
+}
+
+/** Objects of one resource that only the target version serves: a rollback below it orphans them. */
+export interface ObservedOrphans {
+  /** group/version/resource */
+  resource: string;
+  count: number;
+  /** Up to 20 names (namespace/name for namespaced objects). */
+  names: string[];
+}
+
 export interface Observation {
   peers: ObservedPeer[];
-  discovery?: { converged: boolean; message: string };
+  discovery?: { converged: boolean; message: string; own?: ObservedOwnDiscovery[] };
+  /**
+   * Objects of resources served by the target version's own discovery but not by the from-version's, when
+   * the settings asked for them (a rollback across the API change is being considered). Absent: not read.
+   */
+  orphans?: ObservedOrphans[];
   analysis?: ObservedAnalysis;
   /**
    * Storage hashes per version of the servers up now; a version appears only when every legacy discovery
