@@ -19,11 +19,11 @@ export type Inv = (typeof INVARIANTS)[number];
 export const INVARIANT_TEXT: Record<Inv, string> = {
   I1: 'no server ever has two accepted ops in flight at the driver; a stopping step emits no call (RollingBack: only Rollback calls); nothing new is sent to a server with a call Requested/Accepted',
   I2: 'Succeeded => every current member runs the target and the driver holds no op; RolledBack => every member runs the from-version and the driver holds no op',
-  I3: 'an Upgrade call for batch k is decided only while every member of batches < k is up at the target, and (when it starts batch k > 1) the last check did not breach',
+  I3: 'an Upgrade call for batch k is decided only while every member of batches < k is up at the target; one that starts batch k > 1 only when the last check did not breach and, after a resume during batch k-1, on a healthy check newer than that resume',
   I4: 'no Rollback call while rollback safety is unknown (from- or target-version storage never persisted-observed) or unsafe (truth)',
   I5: 'status stays writable: < 512 KiB as JSON, batch.history <= 256, driverCalls <= 1024, peers <= 256',
   I6: 'never silent: Paused has a reason, an active phase requeues; once faults stop the run reaches a terminal phase or a Paused with a reason, and resuming leads on to a terminal phase',
-  I7: 'call hygiene: proxy.gate Unmanaged never touches the gate; RevertProxy only on servers in plan.gateTurnedOn whose gate a call of this upgrade did turn on; one batch-history record and one BatchSucceeded per batch',
+  I7: 'hygiene: proxy.gate Unmanaged never touches the gate; RevertProxy only on servers in plan.gateTurnedOn whose gate a call of this upgrade did turn on; one batch-history record and one BatchSucceeded per batch; a Done, Rejected, TimedOut or Abandoned call keeps its result, Abandoned only from Requested, Done only once the driver landed that very call',
 };
 
 const STOPPING = new Set(['Paused', 'Succeeded', 'RolledBack', 'Failed']);
@@ -71,6 +71,12 @@ export class ModelRun {
   private targetSeen = false;
   private resumes = 0;
   private batchSucceededEvents = 0;
+  /** When the last resume of an automatic pause took effect (the persisted phase left Paused). */
+  private lastResumeAt: number | undefined;
+  /** The newest Healthy check a persisted plan saw. */
+  private lastHealthyCheck = -Infinity;
+  /** When each batch's first Upgrade call was decided. */
+  private batchStart = new Map<number, number>();
   reconciles = 0;
   /** The longest calm segment (reconciles from calm or a resume to rest), for calibrating the limits. */
   longestSegment = 0;
@@ -256,6 +262,9 @@ export class ModelRun {
     }
     const beforeKeys = new Set((before?.driverCalls ?? []).map((c) => c.key));
     const fresh = (s.driverCalls ?? []).filter((c) => !beforeKeys.has(c.key));
+    const now = this.world.now;
+    if (before?.phase === 'Paused' && before.pause?.reason !== 'PausedBySpec' && phase !== 'Paused') this.lastResumeAt = now;
+    if (obs.analysis?.verdict === 'Healthy') this.lastHealthyCheck = Math.max(this.lastHealthyCheck, Date.parse(obs.analysis.time));
     // I3: widen only from a good place.
     for (const c of fresh.filter((x) => x.action === 'Upgrade')) {
       const k = c.batch ?? 0;
@@ -270,6 +279,11 @@ export class ModelRun {
       if (bad.length) this.fail('I3', `Upgrade ${c.server} ${short(c.key)} for batch ${k} decided while earlier-batch ${bad.join(', ')}`);
       const startsBatch = k > 1 && !(before?.driverCalls ?? []).some((x) => x.action === 'Upgrade' && x.batch === k);
       if (startsBatch && obs.analysis?.verdict === 'Breach') this.fail('I3', `batch ${k} started (Upgrade ${c.server}) on a breaching check (${obs.analysis.time})`);
+      const previous = this.batchStart.get(k - 1);
+      if (startsBatch && this.lastResumeAt !== undefined && previous !== undefined && this.lastResumeAt >= previous && this.lastHealthyCheck <= this.lastResumeAt) {
+        this.fail('I3', `batch ${k} started (Upgrade ${c.server}) with no healthy check newer than the resume at ${stamp(this.lastResumeAt - START)} during batch ${k - 1}`);
+      }
+      if (!this.batchStart.has(k)) this.batchStart.set(k, now);
     }
     // I4: rollback only when known safe.
     for (const c of fresh.filter((x) => x.action === 'Rollback')) {
@@ -279,6 +293,18 @@ export class ModelRun {
         ...(this.targetSeen ? [] : ['the target-version storage was never observed']),
       ];
       if (why.length) this.fail('I4', `Rollback ${c.server} ${short(c.key)} decided although ${why.join(' and ')}`);
+    }
+    // I7: the call lifecycle.
+    for (const c of s.driverCalls ?? []) {
+      const was = before?.driverCalls?.find((x) => x.key === c.key)?.result;
+      if (was === c.result) continue;
+      const who = `${c.action} ${c.server} ${short(c.key)}`;
+      if (was !== undefined && FINISHED.has(was)) this.fail('I7', `${who} was ${was}, now ${c.result}`);
+      else if (c.result === 'Abandoned' && was !== undefined && was !== 'Requested') this.fail('I7', `${who} Abandoned from ${was}: only a call never accepted is abandoned`);
+      else if (c.result === 'Done' && !this.world.ops.some((o) => o.key === c.key && o.landed)) {
+        const op = this.world.ops.find((o) => o.key === c.key);
+        this.fail('I7', `${who} marked Done, but the driver ${op ? `${op.stage === 'superseded' ? 'superseded' : op.fate === 'fail' && op.stage === 'finished' ? 'failed' : 'has not landed'} it (${op.fate})` : 'never carried it out'}`);
+      }
     }
     // I7: one history record and one BatchSucceeded per batch.
     const history = s.batch?.history ?? [];

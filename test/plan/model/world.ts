@@ -75,6 +75,8 @@ export interface Op {
   upAt: number;
   fate: Fate;
   stage: 'scheduled' | 'down' | 'finished' | 'superseded';
+  /** It brought its server back at its target (under its name, or a new one). */
+  landed?: boolean;
 }
 
 export interface WorldParams {
@@ -228,6 +230,7 @@ export class World {
       return;
     }
     op.stage = 'finished';
+    op.landed = op.fate !== 'fail';
     if (op.fate === 'rename') {
       this.servers.delete(s.hostname);
       const base = s.hostname.replace(/-r\d+$/, '');
