@@ -1,0 +1,143 @@
+// The plugin's I/O: the user's kubeconfig (--kubeconfig, --context, $KUBECONFIG, as kubectl reads them),
+// the ApiServerUpgrade API, its Events, a watch, and the fleet observed exactly as the operator observes it.
+import { KubeConfig } from '@kubernetes/client-node';
+import type { ApiServerUpgrade, ApiServerUpgradeSpec } from '../api/types.generated.ts';
+import { resolveSpec } from '../api/defaults.ts';
+import { KubeApiError, KubeClient, MERGE_PATCH } from '../runtime/kube.ts';
+import { Informer } from '../runtime/informer.ts';
+import type { KubeObject } from '../runtime/object-cache.ts';
+import { silentLogger } from '../runtime/logger.ts';
+import { FleetObserver, type AnalysisSettings } from '../observe/fleet.ts';
+import type { InventoryRow } from '../observe/inventory.ts';
+import type { Observation } from '../plan/index.ts';
+import { EVENTS_PATH, eventsFieldSelector, type KubeEvent } from './events.ts';
+
+/** An error the plugin reports in one line, exit status 1. */
+export class CliError extends Error {
+  override readonly name = 'CliError';
+}
+
+export interface Connection {
+  kubeconfig?: string | undefined;
+  context?: string | undefined;
+}
+
+/** What the commands need from the cluster; tests replace it with a fake. */
+export interface UpgradeApi {
+  /** undefined when there is no such object. */
+  get(name: string): Promise<ApiServerUpgrade | undefined>;
+  list(): Promise<ApiServerUpgrade[]>;
+  /** A JSON merge patch of the object (not its status). */
+  patch(name: string, patch: Record<string, unknown>): Promise<ApiServerUpgrade>;
+  events(name: string): Promise<KubeEvent[]>;
+  /** Calls `onChange` with the object on every change (undefined once deleted) until stopped. */
+  watch(name: string, onChange: (u: ApiServerUpgrade | undefined) => void): { stop(): Promise<void> };
+  /** One observation of the fleet, as the operator makes it (read-only). */
+  observe(spec: ApiServerUpgradeSpec): Promise<{ observation: Observation; inventory: InventoryRow[] | undefined }>;
+  close(): void;
+}
+
+/** kubectl's precedence: --kubeconfig, else $KUBECONFIG (a list, merged), else ~/.kube/config; then --context. */
+export function loadConfig(c: Connection): KubeConfig {
+  const kc = new KubeConfig();
+  try {
+    if (c.kubeconfig) kc.loadFromFile(c.kubeconfig);
+    else kc.loadFromDefault();
+  } catch (err) {
+    throw new CliError(`cannot load the kubeconfig${c.kubeconfig ? ` ${c.kubeconfig}` : ''}: ${(err as Error).message}`);
+  }
+  if (c.context !== undefined) {
+    if (!kc.getContexts().some((x) => x.name === c.context)) throw new CliError(`context "${c.context}" is not in the kubeconfig (contexts: ${kc.getContexts().map((x) => x.name).join(', ') || 'none'})`);
+    kc.setCurrentContext(c.context);
+  }
+  if (!kc.getCurrentCluster()) throw new CliError('the kubeconfig has no current cluster: pass --kubeconfig or --context, or set KUBECONFIG');
+  return kc;
+}
+
+const UPGRADES = '/apis/upgrade.apiserver.dev/v1alpha1/apiserverupgrades';
+
+/** A 404 on the collection means the CRD is not installed (the name-level 404 is "not found"). */
+function explain(err: unknown): never {
+  if (err instanceof KubeApiError && err.statusCode === 404) {
+    throw new CliError(`the cluster does not serve apiserverupgrades.upgrade.apiserver.dev: is the operator's CRD installed? (${err.message})`);
+  }
+  throw err;
+}
+
+export class KubeUpgradeApi implements UpgradeApi {
+  private readonly kc: KubeConfig;
+  private readonly kube: KubeClient;
+  private readonly log = silentLogger();
+
+  constructor(kc: KubeConfig) {
+    this.kc = kc;
+    this.kube = new KubeClient(kc, { logger: this.log, retry: { attempts: 3 } });
+  }
+
+  static connect(c: Connection): KubeUpgradeApi {
+    return new KubeUpgradeApi(loadConfig(c));
+  }
+
+  async get(name: string): Promise<ApiServerUpgrade | undefined> {
+    try {
+      return await this.kube.getUpgrade(name);
+    } catch (err) {
+      return explain(err);
+    }
+  }
+
+  async list(): Promise<ApiServerUpgrade[]> {
+    try {
+      return (await this.kube.listUpgrades()).items;
+    } catch (err) {
+      return explain(err);
+    }
+  }
+
+  patch(name: string, patch: Record<string, unknown>): Promise<ApiServerUpgrade> {
+    return this.kube.request<ApiServerUpgrade>('PATCH', `${UPGRADES}/${encodeURIComponent(name)}`, { body: patch, contentType: MERGE_PATCH });
+  }
+
+  async events(name: string): Promise<KubeEvent[]> {
+    try {
+      return (await this.kube.request<{ items?: KubeEvent[] }>('GET', EVENTS_PATH, { query: { fieldSelector: eventsFieldSelector(name) } })).items ?? [];
+    } catch (err) {
+      // A server that does not know the field selector: list them all and filter here.
+      if (err instanceof KubeApiError && err.statusCode === 400) return (await this.kube.request<{ items?: KubeEvent[] }>('GET', EVENTS_PATH)).items ?? [];
+      throw err;
+    }
+  }
+
+  watch(name: string, onChange: (u: ApiServerUpgrade | undefined) => void): { stop(): Promise<void> } {
+    // The operator's own informer: every way a watch can end leads to a re-watch or a relist.
+    const informer = new Informer({ kubeConfig: this.kc, path: UPGRADES, fieldSelector: `metadata.name=${name}`, name: 'apiserverupgrade', logger: this.log });
+    // The informer holds the objects as the API sent them: ApiServerUpgrades, by the path.
+    const changed = (o: KubeObject): void => onChange(o as unknown as ApiServerUpgrade);
+    informer.addHandlers({ add: changed, update: (_o, u) => changed(u), delete: () => onChange(undefined) });
+    informer.start();
+    return { stop: () => informer.stop() };
+  }
+
+  async observe(spec: ApiServerUpgradeSpec): Promise<{ observation: Observation; inventory: InventoryRow[] | undefined }> {
+    const s = resolveSpec(spec);
+    // The reconciler's settings for this spec; the analysis does not matter before the first batch.
+    const settings: AnalysisSettings = {
+      intervalMs: s.analysis.intervalMs,
+      due: true,
+      proxyErrorRatio: s.analysis.thresholds.proxyErrorRatio,
+      errorRatio: s.analysis.thresholds.errorRatio,
+      latencyP99Seconds: s.analysis.thresholds.latencyP99Ms / 1000,
+    };
+    const observer = new FleetObserver(this.kc, (path) => this.kube.request('GET', path), this.log);
+    try {
+      const observation = await observer.observe(settings);
+      return { observation, inventory: observer.lastInventory?.servers };
+    } finally {
+      observer.close();
+    }
+  }
+
+  close(): void {
+    /* nothing pooled beyond the process */
+  }
+}

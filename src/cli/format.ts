@@ -1,0 +1,97 @@
+// Small pure helpers for the plugin's human output: tables, ages, a progress bar, machine output.
+import { stringify } from 'yaml';
+
+export type OutputFormat = 'human' | 'json' | 'yaml';
+
+/** JSON (2-space indented) or YAML of any view; both end with a newline. */
+export function machine(value: unknown, format: 'json' | 'yaml'): string {
+  return format === 'json' ? `${JSON.stringify(value, null, 2)}\n` : stringify(value, { lineWidth: 0 });
+}
+
+/**
+ * A kubectl-style table: upper-case headers, columns separated by three spaces, no trailing blanks.
+ * Cells are single-line (newlines become spaces); empty cells show as `-` unless `blank` is set.
+ */
+export function table(headers: readonly string[], rows: readonly (readonly (string | number | boolean | undefined)[])[], indent = ''): string {
+  const cells = rows.map((r) => headers.map((_, i) => cell(r[i])));
+  const widths = headers.map((h, i) => Math.max(width(h), ...cells.map((r) => width(r[i]!))));
+  const line = (r: readonly string[]): string => indent + r.map((c, i) => (i === r.length - 1 ? c : pad(c, widths[i]!))).join('   ').trimEnd();
+  return [line(headers), ...cells.map(line)].join('\n') + '\n';
+}
+
+function cell(v: string | number | boolean | undefined): string {
+  if (v === undefined || v === '') return '-';
+  return String(v).replace(/\s*\n\s*/g, ' ');
+}
+
+/** Display width: counts code points, so the bar's block characters and the marks align. */
+function width(s: string): number {
+  return [...s].length;
+}
+
+function pad(s: string, w: number): string {
+  return s + ' '.repeat(Math.max(0, w - width(s)));
+}
+
+/** Cuts a long message for a table cell; the full text is in `-o json`. */
+export function truncate(s: string | undefined, max = 100): string | undefined {
+  if (s === undefined) return undefined;
+  const one = s.replace(/\s*\n\s*/g, ' ');
+  return width(one) <= max ? one : `${[...one].slice(0, max - 1).join('')}…`;
+}
+
+/** kubectl's age format: 45s, 3m12s, 2h5m, 3d4h, 400d. */
+export function age(fromIso: string | undefined, now: Date): string | undefined {
+  if (!fromIso) return undefined;
+  const t = Date.parse(fromIso);
+  if (Number.isNaN(t)) return undefined;
+  return shortDuration(Math.max(0, now.getTime() - t));
+}
+
+export function shortDuration(ms: number): string {
+  const s = Math.floor(ms / 1000);
+  if (s < 60) return `${s}s`;
+  const m = Math.floor(s / 60);
+  if (m < 10) return s % 60 === 0 ? `${m}m` : `${m}m${s % 60}s`;
+  if (m < 60) return `${m}m`;
+  const h = Math.floor(m / 60);
+  if (h < 8) return m % 60 === 0 ? `${h}h` : `${h}h${m % 60}m`;
+  if (h < 48) return `${h}h`;
+  const d = Math.floor(h / 24);
+  return d < 8 && h % 24 !== 0 ? `${d}d${h % 24}h` : `${d}d`;
+}
+
+/** `2025-11-29T10:00:00Z (3m12s ago)`, or `in 40s` for a time still ahead. */
+export function when(iso: string | undefined, now: Date): string | undefined {
+  if (!iso) return undefined;
+  const t = Date.parse(iso);
+  if (Number.isNaN(t)) return iso;
+  const d = now.getTime() - t;
+  return d >= 0 ? `${iso} (${shortDuration(d)} ago)` : `${iso} (in ${shortDuration(-d)})`;
+}
+
+export const BAR_DONE = '█';
+export const BAR_CURRENT = '▒';
+export const BAR_TODO = '░';
+
+/** A progress bar of `size` cells: finished parts full, the part in progress shaded, the rest light. */
+export function bar(done: number, current: number, total: number, size = 30): string {
+  if (total <= 0) return `[${BAR_TODO.repeat(size)}]`;
+  const full = Math.min(size, Math.round((done / total) * size));
+  const shaded = Math.min(size - full, Math.round(((done + current) / total) * size) - full);
+  return `[${BAR_DONE.repeat(full)}${BAR_CURRENT.repeat(Math.max(0, shaded))}${BAR_TODO.repeat(Math.max(0, size - full - Math.max(0, shaded)))}]`;
+}
+
+/** A signal value for a table: ratios with 4 decimals, seconds with ms precision. */
+export function num(v: number | undefined, unit: 'ratio' | 'seconds' | 'count'): string | undefined {
+  if (v === undefined || !Number.isFinite(v)) return undefined;
+  if (unit === 'ratio') return v.toFixed(4);
+  if (unit === 'seconds') return `${Number(v.toFixed(3))}s`;
+  return String(v);
+}
+
+/** A timestamp as ISO text, whether it came as JSON text or as a Date (client-node's typed models). */
+export function iso(v: unknown): string | undefined {
+  if (v instanceof Date) return Number.isNaN(v.getTime()) ? undefined : v.toISOString();
+  return typeof v === 'string' && v !== '' ? v : undefined;
+}

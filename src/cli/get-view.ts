@@ -1,0 +1,254 @@
+// `kubectl apiserver-upgrade get NAME`: one upgrade as a person reads it. buildGetView computes everything
+// shown (also what `-o json|yaml` prints); renderGet lays it out. Both are pure.
+import type { ApiServerUpgrade, ApiServerUpgradeStatus, Condition } from '../api/types.generated.ts';
+import { resolveSpec, type ResolvedSpec } from '../api/defaults.ts';
+import { formatDuration } from '../api/duration.ts';
+import { isTerminal, RESUME_ANNOTATION } from '../api/vocabulary.ts';
+import { eventsAbout, type EventRow, type KubeEvent } from './events.ts';
+import { age, bar, iso, num, table, truncate, when } from './format.ts';
+
+export type BatchState = 'done' | 'current' | 'pending' | 'failed' | 'timedOut' | 'rolledBack';
+
+export interface SignalRow {
+  signal: string;
+  value: string | undefined;
+  threshold: string | undefined;
+  /** undefined when there is no value or no threshold to compare with. */
+  ok: boolean | undefined;
+}
+
+export interface GetView {
+  name: string;
+  uid: string | undefined;
+  phase: string;
+  message: string | undefined;
+  fromVersion: string | undefined;
+  targetVersion: string;
+  specPaused: boolean;
+  createdAt: string | undefined;
+  startedAt: string | undefined;
+  completedAt: string | undefined;
+  strategy: string | undefined;
+  driver: string | undefined;
+  progress: {
+    current: number;
+    total: number;
+    done: number;
+    batches: { index: number; servers: string[]; state: BatchState }[];
+    soakUntil: string | undefined;
+  };
+  proxyGate: { on: string[]; off: string[]; unknown: string[]; turnedOnByUpgrade: string[] };
+  servers: { hostname: string; version: string | undefined; ready: boolean | undefined; gate: string | undefined; state: string | undefined; batch: number | undefined; message: string | undefined }[];
+  analysis: {
+    time: string | undefined;
+    verdict: string | undefined;
+    consecutiveBreaches: number;
+    failureLimit: number | undefined;
+    onBreach: string | undefined;
+    signals: SignalRow[];
+    breaches: { signal: string; server: string | undefined; observed: string | undefined; threshold: string | undefined; message: string | undefined }[];
+  } | undefined;
+  pause: { reason: string; message: string | undefined; since: string | undefined; resumePhase: string | undefined; howToResume: string } | undefined;
+  conditions: { type: string; status: string; reason: string; message: string; lastTransitionTime: string | undefined }[];
+  calls: { time: string | undefined; action: string; server: string; batch: number | undefined; target: string | undefined; gate: boolean | undefined; result: string | undefined; attempts: number | undefined; key: string; message: string | undefined }[];
+  events: EventRow[];
+}
+
+function resolved(u: ApiServerUpgrade): ResolvedSpec | undefined {
+  try {
+    return resolveSpec(u.spec);
+  } catch {
+    return undefined;
+  }
+}
+
+/** Each planned batch's state, from the batch in progress and the finished batches' history. */
+export function batchStates(status: ApiServerUpgradeStatus | undefined): GetView['progress']['batches'] {
+  const batches = status?.plan?.batches ?? [];
+  const current = status?.batch?.current ?? 0;
+  const phase = status?.phase;
+  const history = new Map((status?.batch?.history ?? []).map((h) => [h.index, h]));
+  return batches.map((b) => {
+    const h = history.get(b.index);
+    let state: BatchState;
+    if (h?.result === 'Failed') state = 'failed';
+    else if (h?.result === 'TimedOut') state = 'timedOut';
+    else if (h?.result === 'RolledBack') state = 'rolledBack';
+    else if (h?.result === 'Succeeded' || phase === 'Succeeded' || b.index < current) state = 'done';
+    else if (b.index === current && !isTerminal(phase)) state = 'current';
+    else state = 'pending';
+    return { index: b.index, servers: [...b.servers], state };
+  });
+}
+
+function signalRows(status: ApiServerUpgradeStatus | undefined, spec: ResolvedSpec | undefined): SignalRow[] {
+  const s = status?.lastAnalysis?.signals ?? {};
+  const t = spec?.analysis.thresholds;
+  const le = (v: number | undefined, max: number | undefined): boolean | undefined => (v === undefined || max === undefined ? undefined : v <= max);
+  const rows: SignalRow[] = [
+    { signal: 'proxyErrorRatio', value: num(s.proxyErrorRatio, 'ratio'), threshold: t ? `<= ${t.proxyErrorRatio}` : undefined, ok: le(s.proxyErrorRatio, t?.proxyErrorRatio) },
+    { signal: 'errorRatio', value: num(s.errorRatio, 'ratio'), threshold: t ? `<= ${t.errorRatio}` : undefined, ok: le(s.errorRatio, t?.errorRatio) },
+    { signal: 'latencyP99', value: num(s.latencyP99Seconds, 'seconds'), threshold: t ? `<= ${formatDuration(t.latencyP99Ms)}` : undefined, ok: le(s.latencyP99Seconds, t === undefined ? undefined : t.latencyP99Ms / 1000) },
+  ];
+  if (s.discoveryConverged !== undefined || s.discoveryPendingSeconds !== undefined) {
+    const pending = s.discoveryPendingSeconds;
+    const value = s.discoveryConverged === true ? 'converged' : pending !== undefined ? `pending ${pending}s` : 'not converged';
+    const ok = s.discoveryConverged === true ? true : pending !== undefined && t ? pending * 1000 <= t.discoveryConvergenceMs : undefined;
+    rows.push({ signal: 'discovery', value, threshold: t ? `converges within ${formatDuration(t.discoveryConvergenceMs)}` : undefined, ok });
+  }
+  if (s.stalePeers !== undefined) rows.push({ signal: 'stalePeers', value: num(s.stalePeers, 'count'), threshold: undefined, ok: undefined });
+  return rows;
+}
+
+function howToResume(name: string, reason: string, specPaused: boolean): string {
+  if (specPaused || reason === 'PausedBySpec') {
+    return `kubectl apiserver-upgrade resume ${name} (sets spec.paused to false: a spec edit; if Git manages this object, change it there)`;
+  }
+  return `once the cause is fixed: kubectl apiserver-upgrade resume ${name} (sets the ${RESUME_ANNOTATION} annotation, no spec edit); or roll back: kubectl apiserver-upgrade abort ${name}`;
+}
+
+function describeDriver(spec: ResolvedSpec | undefined): string | undefined {
+  if (!spec) return undefined;
+  if (spec.driver.kind === 'webhook') return `webhook ${spec.driver.webhook.url} (timeout ${formatDuration(spec.driver.webhook.timeoutMs)})`;
+  return `staticPod ${spec.driver.staticPod.image} (agent ${spec.driver.staticPod.agentImage}, Jobs in ${spec.driver.staticPod.namespace})`;
+}
+
+export function buildGetView(u: ApiServerUpgrade, events: readonly KubeEvent[], eventLimit = 10): GetView {
+  const st = u.status;
+  const spec = resolved(u);
+  const name = u.metadata?.name ?? '';
+  const phase = st?.phase ?? 'Pending';
+  const batches = batchStates(st);
+  const total = batches.length || st?.batch?.total || 0;
+  const done = batches.length ? batches.filter((b) => b.state === 'done').length : phase === 'Succeeded' ? total : 0;
+  const peers = st?.peers ?? [];
+  const progress = conditionOf(st?.conditions, 'Progressing');
+  const message = st?.pause?.message ?? (progress?.status === 'True' || isTerminal(phase) ? progress?.message : undefined) ?? conditionOf(st?.conditions, 'PreflightPassed')?.message;
+  const last = st?.lastAnalysis;
+  return {
+    name,
+    uid: u.metadata?.uid,
+    phase,
+    message,
+    fromVersion: st?.fromVersion ?? st?.plan?.fromVersion,
+    targetVersion: st?.targetVersion ?? u.spec?.targetVersion ?? '',
+    specPaused: u.spec?.paused === true,
+    createdAt: iso(u.metadata?.creationTimestamp),
+    startedAt: st?.startedAt,
+    completedAt: st?.completedAt,
+    strategy: spec ? `batchSize ${spec.strategy.batchSize}, soak ${formatDuration(spec.strategy.soakMs)}, batchTimeout ${formatDuration(spec.strategy.batchTimeoutMs)}, proxy.gate ${spec.proxy.gate}` : undefined,
+    driver: describeDriver(spec),
+    progress: { current: st?.batch?.current ?? 0, total, done, batches, soakUntil: st?.batch?.soakUntil },
+    proxyGate: {
+      on: peers.filter((p) => p.proxyGate === 'Enabled').map((p) => p.hostname),
+      off: peers.filter((p) => p.proxyGate === 'Disabled').map((p) => p.hostname),
+      unknown: peers.filter((p) => p.proxyGate !== 'Enabled' && p.proxyGate !== 'Disabled').map((p) => p.hostname),
+      turnedOnByUpgrade: [...(st?.plan?.gateTurnedOn ?? [])],
+    },
+    servers: peers.map((p) => ({ hostname: p.hostname, version: p.version, ready: p.ready, gate: p.proxyGate, state: p.state, batch: p.batch, message: p.message })),
+    analysis: last
+      ? {
+        time: last.time,
+        verdict: last.verdict,
+        consecutiveBreaches: last.consecutiveBreaches ?? 0,
+        failureLimit: spec?.analysis.failureLimit,
+        onBreach: spec?.analysis.onBreach,
+        signals: signalRows(st, spec),
+        breaches: (last.breaches ?? []).map((b) => ({ signal: b.signal, server: b.server, observed: b.observed, threshold: b.threshold, message: b.message })),
+      }
+      : undefined,
+    pause: st?.pause
+      ? { reason: st.pause.reason, message: st.pause.message, since: st.pause.since, resumePhase: st.pause.resumePhase, howToResume: howToResume(name, st.pause.reason, u.spec?.paused === true) }
+      : undefined,
+    conditions: (st?.conditions ?? []).map((c) => ({ type: c.type, status: c.status, reason: c.reason, message: c.message, lastTransitionTime: c.lastTransitionTime })),
+    calls: (st?.driverCalls ?? []).map((c) => ({ time: c.time, action: c.action, server: c.server, batch: c.batch, target: c.target, gate: c.gate, result: c.result, attempts: c.attempts, key: c.key, message: c.message })),
+    events: eventsAbout(u, events, eventLimit),
+  };
+}
+
+function conditionOf(conditions: readonly Condition[] | undefined, type: string): Condition | undefined {
+  return conditions?.find((c) => c.type === type);
+}
+
+const PHASE_MARK: Record<string, string> = {
+  Pending: '·', Preflight: '◌', EnablingProxy: '◌', Upgrading: '◌', Paused: '॥', RollingBack: '⟲', Succeeded: '✔', RolledBack: '⟲', Failed: '✖',
+};
+const BATCH_MARK: Record<BatchState, string> = { done: '✔', current: '▶', pending: '·', failed: '✖', timedOut: '✖', rolledBack: '⟲' };
+
+function batchLabel(index: number): string {
+  return index === 0 ? 'gate' : index < 0 ? 'rollback' : String(index);
+}
+
+function field(label: string, value: string | undefined): string {
+  return value === undefined ? '' : `${`${label}:`.padEnd(14)}${value}\n`;
+}
+
+export function renderGet(v: GetView, now: Date): string {
+  const out: string[] = [];
+  const p = v.progress;
+  const pauseNote = v.pause ? ` (${v.pause.reason})` : v.specPaused ? ' (spec.paused is true)' : '';
+  let head = field('Name', v.name);
+  head += field('Phase', `${PHASE_MARK[v.phase] ?? '?'} ${v.phase}${pauseNote}`);
+  head += field('Message', v.message);
+  head += field('Versions', `${v.fromVersion ?? '(not known yet)'} -> ${v.targetVersion}`);
+  head += field('Strategy', v.strategy);
+  head += field('Driver', v.driver);
+  if (p.total > 0) {
+    const current = p.batches.some((b) => b.state === 'current') ? 1 : 0;
+    head += field('Progress', `batch ${p.current}/${p.total}  ${bar(p.done, current, p.total)}  ${p.done}/${p.total} done`);
+    head += field('Batches', p.batches.map((b) => `${BATCH_MARK[b.state]} ${b.index}: ${b.servers.join('+') || '(none)'}`).join('   '));
+    if (p.soakUntil && !isTerminal(v.phase)) head += field('Soak until', when(p.soakUntil, now));
+  } else {
+    head += field('Progress', 'no plan yet (preflight freezes it)');
+  }
+  const g = v.proxyGate;
+  if (v.servers.length > 0) {
+    const turned = g.turnedOnByUpgrade.length ? `; turned on by this upgrade: ${g.turnedOnByUpgrade.join(', ')}` : '';
+    head += field('Proxy gate', `on on ${g.on.length}/${v.servers.length}${g.off.length ? ` (off: ${g.off.join(', ')})` : ''}${g.unknown.length ? ` (unknown: ${g.unknown.join(', ')})` : ''}${turned}`);
+  }
+  head += field('Created', when(v.createdAt, now));
+  head += field('Started', when(v.startedAt, now));
+  head += field('Completed', when(v.completedAt, now));
+  out.push(head);
+
+  if (v.pause) {
+    out.push(`Paused: ${v.pause.reason}${v.pause.since ? ` since ${when(v.pause.since, now)}` : ''}${v.pause.resumePhase ? `, resumes into ${v.pause.resumePhase}` : ''}\n` +
+      `  ${v.pause.message ?? ''}\n  resume: ${v.pause.howToResume}\n`);
+  }
+
+  if (v.servers.length > 0) {
+    out.push('Servers:\n' + table(['HOSTNAME', 'VERSION', 'READY', 'GATE', 'STATE', 'BATCH', 'MESSAGE'],
+      v.servers.map((s) => [s.hostname, s.version, s.ready === undefined ? undefined : String(s.ready), s.gate, s.state, s.batch, truncate(s.message, 80)]), '  '));
+  }
+
+  const a = v.analysis;
+  if (a) {
+    const limit = a.failureLimit === undefined ? '' : ` of failureLimit ${a.failureLimit}${a.onBreach ? ` (then ${a.onBreach})` : ''}`;
+    let s = `Analysis: ${a.verdict ?? '?'} at ${when(a.time, now) ?? '?'}; ${a.consecutiveBreaches} breaching check(s) in a row${limit}\n`;
+    s += table(['SIGNAL', 'VALUE', 'THRESHOLD', 'OK'], a.signals.map((r) => [r.signal, r.value ?? 'no data', r.threshold, r.ok === undefined ? '' : r.ok ? '✔' : '✖']), '  ');
+    for (const b of a.breaches) s += `  breach: ${b.signal}${b.server ? `@${b.server}` : ''} ${b.observed ?? '?'} > ${b.threshold ?? '?'}${b.message ? ` (${truncate(b.message, 120)})` : ''}\n`;
+    out.push(s);
+  } else {
+    out.push('Analysis: no check yet\n');
+  }
+
+  if (v.calls.length > 0) {
+    out.push('Driver calls:\n' + table(['AGE', 'ACTION', 'SERVER', 'BATCH', 'TARGET', 'GATE', 'RESULT', 'ATTEMPTS', 'KEY', 'MESSAGE'],
+      v.calls.map((c) => [age(c.time, now), c.action, c.server, c.batch === undefined ? undefined : batchLabel(c.batch), c.target, c.gate === undefined ? undefined : c.gate ? 'on' : 'off', c.result, c.attempts, c.key, truncate(c.message, 70)]), '  '));
+  } else {
+    out.push('Driver calls: none\n');
+  }
+
+  if (v.conditions.length > 0) {
+    out.push('Conditions:\n' + table(['TYPE', 'STATUS', 'REASON', 'AGE', 'MESSAGE'],
+      v.conditions.map((c) => [c.type, c.status, c.reason, age(c.lastTransitionTime, now), truncate(c.message, 90)]), '  '));
+  }
+
+  if (v.events.length > 0) {
+    out.push(`Events (last ${v.events.length}):\n` + table(['AGE', 'TYPE', 'REASON', 'NOTE'],
+      v.events.map((e) => [age(e.time, now), e.type, e.count > 1 ? `${e.reason} (x${e.count})` : e.reason, truncate(e.note, 110)]), '  '));
+  } else {
+    out.push('Events: none\n');
+  }
+  return out.join('\n');
+}

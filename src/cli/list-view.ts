@@ -1,0 +1,53 @@
+// `kubectl apiserver-upgrade list`: every upgrade, one row each. Pure.
+import type { ApiServerUpgrade } from '../api/types.generated.ts';
+import { batchStates } from './get-view.ts';
+import { age, iso, table } from './format.ts';
+
+export interface ListRow {
+  name: string;
+  phase: string;
+  from: string | undefined;
+  to: string;
+  /** Batches done / planned, e.g. 1/3; undefined before preflight froze a plan. */
+  progress: string | undefined;
+  batch: { current: number; total: number; done: number };
+  pauseReason: string | undefined;
+  specPaused: boolean;
+  createdAt: string | undefined;
+}
+
+export function listRows(items: readonly ApiServerUpgrade[]): ListRow[] {
+  return [...items]
+    .sort((a, b) => (iso(a.metadata?.creationTimestamp) ?? '').localeCompare(iso(b.metadata?.creationTimestamp) ?? '') || (a.metadata?.name ?? '').localeCompare(b.metadata?.name ?? ''))
+    .map((u) => {
+      const st = u.status;
+      const batches = batchStates(st);
+      const total = batches.length || st?.batch?.total || 0;
+      const done = batches.length ? batches.filter((b) => b.state === 'done').length : st?.phase === 'Succeeded' ? total : 0;
+      return {
+        name: u.metadata?.name ?? '',
+        phase: st?.phase ?? 'Pending',
+        from: st?.fromVersion,
+        to: st?.targetVersion ?? u.spec?.targetVersion ?? '',
+        progress: total > 0 ? `${done}/${total}` : undefined,
+        batch: { current: st?.batch?.current ?? 0, total, done },
+        pauseReason: st?.pause?.reason,
+        specPaused: u.spec?.paused === true,
+        createdAt: iso(u.metadata?.creationTimestamp),
+      };
+    });
+}
+
+export function renderList(rows: readonly ListRow[], now: Date): string {
+  if (rows.length === 0) return 'No ApiServerUpgrades found.\n';
+  return table(['NAME', 'PHASE', 'FROM', 'TO', 'DONE', 'BATCH', 'PAUSED', 'AGE'], rows.map((r) => [
+    r.name,
+    r.phase,
+    r.from,
+    r.to,
+    r.progress,
+    r.batch.total > 0 ? `${r.batch.current}/${r.batch.total}` : undefined,
+    r.pauseReason ?? (r.specPaused ? 'spec.paused' : undefined),
+    age(r.createdAt, now),
+  ]));
+}
