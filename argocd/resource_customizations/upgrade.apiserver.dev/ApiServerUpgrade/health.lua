@@ -1,7 +1,25 @@
 -- Argo CD health check for upgrade.apiserver.dev/ApiServerUpgrade
 -- (resource.customizations.health.upgrade.apiserver.dev_ApiServerUpgrade in argocd-cm; see docs/argocd.md).
--- Lua 5.1 compatible, as Argo CD runs it with gopher-lua. Tested by test/argocd/health.test.ts.
+-- Lua 5.1, as Argo CD runs it with gopher-lua, and only the base library: a health check from argocd-cm runs
+-- without the standard libraries (no string, math). Cases: health_test.yaml, run by test/argocd/.
 local hs = {}
+
+-- Every pause reason of src/api/vocabulary.ts PAUSE_REASONS (test/argocd/vocabulary.test.ts keeps both lists
+-- equal). "PausedBySpec" is declarative: it ends when spec.paused is false again and does not page. The others
+-- are automatic: the operator paged, and waits for a human to fix the cause and resume. Either way the upgrade
+-- is Suspended, not Degraded: nothing is broken, it waits for a human (the Degraded condition an automatic pause
+-- sets is for alerts, not for Argo CD).
+local AUTOMATIC_PAUSE = {
+  ["AnalysisBreach"] = true,
+  ["BatchTimeout"] = true,
+  ["DriverFailed"] = true,
+  ["DiscoveryNotConverged"] = true,
+  ["RollbackUnsafe"] = true,
+  ["RollbackSafetyUnknown"] = true,
+  ["MembershipChanged"] = true,
+  ["EmulationIneffective"] = true,
+  ["RollbackOrphans"] = true,
+}
 
 local function condition(conditions, ctype)
   if conditions == nil then return nil end
@@ -56,6 +74,11 @@ elseif phase == "Paused" then
   local p = status.pause or {}
   hs.message = "Paused (" .. (p.reason or "Unknown") .. ")"
   if p.message ~= nil and p.message ~= "" then hs.message = hs.message .. ": " .. p.message end
+  if p.reason == "PausedBySpec" then
+    hs.message = hs.message .. "; resumes when spec.paused is false"
+  elseif AUTOMATIC_PAUSE[p.reason] then
+    hs.message = hs.message .. "; resume once the cause is fixed"
+  end
 elseif phase == "Failed" then
   hs.status = "Degraded"
   hs.message = with_message("Failed", condition(status.conditions, "Degraded") or condition(status.conditions, "Progressing"))
@@ -74,7 +97,11 @@ elseif phase == "Pending" or phase == "Preflight" or phase == "EnablingProxy" or
     return hs
   end
   hs.status = "Progressing"
-  hs.message = phase .. " to " .. target .. batch_text(status)
+  if phase == "RollingBack" then
+    hs.message = "RollingBack to " .. (status.fromVersion or "the previous version")
+  else
+    hs.message = phase .. " to " .. target .. batch_text(status)
+  end
   local preflight = condition(status.conditions, "PreflightPassed")
   if (phase == "Pending" or phase == "Preflight") and preflight ~= nil and preflight.status == "False" and preflight.message ~= nil then
     hs.message = hs.message .. ": " .. preflight.message
