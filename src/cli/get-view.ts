@@ -204,7 +204,7 @@ export function renderGet(v: GetView, now: Date): string {
   const g = v.proxyGate;
   if (v.servers.length > 0) {
     const turned = g.turnedOnByUpgrade.length ? `; turned on by this upgrade: ${g.turnedOnByUpgrade.join(', ')}` : '';
-    head += field('Proxy gate', `on on ${g.on.length}/${v.servers.length}${g.off.length ? ` (off: ${g.off.join(', ')})` : ''}${g.unknown.length ? ` (unknown: ${g.unknown.join(', ')})` : ''}${turned}`);
+    head += field('Proxy gate', `on for ${g.on.length}/${v.servers.length} servers${g.off.length ? ` (off: ${g.off.join(', ')})` : ''}${g.unknown.length ? ` (unknown: ${g.unknown.join(', ')})` : ''}${turned}`);
   }
   head += field('Created', when(v.createdAt, now));
   head += field('Started', when(v.startedAt, now));

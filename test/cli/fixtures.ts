@@ -1,5 +1,5 @@
 // Objects for the plugin's unit tests: an upgrade in the middle of batch 2 of 3, its Events, and a fleet.
-import type { ApiServerUpgrade, ApiServerUpgradeSpec } from '../../src/api/types.generated.ts';
+import type { ApiServerUpgrade, ApiServerUpgradeSpec, PauseReasonName } from '../../src/api/types.generated.ts';
 import type { Observation, ObservedPeer } from '../../src/plan/index.ts';
 import type { KubeEvent } from '../../src/cli/events.ts';
 
@@ -59,7 +59,7 @@ export function upgrading(): ApiServerUpgrade {
   };
 }
 
-export function paused(reason: 'PausedBySpec' | 'AnalysisBreach' | 'BatchTimeout', specPaused = reason === 'PausedBySpec'): ApiServerUpgrade {
+export function paused(reason: PauseReasonName, specPaused = reason === 'PausedBySpec'): ApiServerUpgrade {
   const u = upgrading();
   u.spec.paused = specPaused;
   u.status!.phase = 'Paused';

@@ -1,0 +1,104 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { batchStates, buildGetView, renderGet } from '../../src/cli/get-view.ts';
+import { listRows, renderList } from '../../src/cli/list-view.ts';
+import { eventsAbout } from '../../src/cli/events.ts';
+import { NOW, ago, event, paused, upgrading, withPhase } from './fixtures.ts';
+
+test('batch states come from the batch in progress and the history', () => {
+  assert.deepEqual(batchStates(upgrading().status).map((b) => b.state), ['done', 'current', 'pending']);
+  assert.deepEqual(batchStates(withPhase('Succeeded').status).map((b) => b.state), ['done', 'done', 'done']);
+  const rolled = withPhase('RolledBack');
+  rolled.status!.batch!.history!.push({ index: 2, servers: ['cp-2'], result: 'RolledBack' });
+  assert.deepEqual(batchStates(rolled.status).map((b) => b.state), ['done', 'rolledBack', 'pending']);
+  assert.deepEqual(batchStates(undefined), []);
+});
+
+test('get: the view compares each signal with the spec threshold and keeps the driver calls and Events', () => {
+  const v = buildGetView(upgrading(), [event('BatchStarted', 'batch 2/3: cp-2 -> v1.36.3', 60), event('Started', 'upgrade to v1.36.3 started', 290)]);
+  assert.equal(v.phase, 'Upgrading');
+  assert.deepEqual([v.fromVersion, v.targetVersion], ['v1.35.4', 'v1.36.3']);
+  assert.deepEqual([v.progress.current, v.progress.total, v.progress.done], [2, 3, 1]);
+  const sig = Object.fromEntries(v.analysis!.signals.map((s) => [s.signal, s]));
+  assert.deepEqual(sig.proxyErrorRatio, { signal: 'proxyErrorRatio', value: '0.0200', threshold: '<= 0.01', ok: false });
+  assert.deepEqual(sig.errorRatio, { signal: 'errorRatio', value: '0.0010', threshold: '<= 0.05', ok: true });
+  assert.deepEqual(sig.latencyP99, { signal: 'latencyP99', value: '0.043s', threshold: '<= 1s', ok: true });
+  assert.equal(sig.discovery!.value, 'converged');
+  assert.equal(v.analysis!.failureLimit, 3);
+  assert.equal(v.calls.length, 2);
+  assert.deepEqual(v.events.map((e) => e.reason), ['Started', 'BatchStarted'], 'oldest first');
+  assert.deepEqual(v.proxyGate.on, ['cp-1', 'cp-2', 'cp-3']);
+});
+
+test('get: the human view shows phase, progress bar, servers, signals, calls and Events', () => {
+  const text = renderGet(buildGetView(upgrading(), [event('BatchStarted', 'batch 2/3: cp-2 -> v1.36.3', 60)]), NOW);
+  assert.match(text, /^Name: +to-v1-36$/m);
+  assert.match(text, /^Phase: +◌ Upgrading$/m);
+  assert.match(text, /^Versions: +v1\.35\.4 -> v1\.36\.3$/m);
+  assert.match(text, /^Progress: +batch 2\/3 +\[█{10}▒{10}░{10}\] +1\/3 done$/m);
+  assert.match(text, /^Batches: +✔ 1: cp-1 +▶ 2: cp-2 +· 3: cp-3$/m);
+  assert.match(text, /^Proxy gate: +on for 3\/3 servers; turned on by this upgrade: cp-1, cp-2, cp-3$/m);
+  assert.match(text, /^Soak until: +2026-03-01T12:00:20\.000Z \(in 20s\)$/m);
+  assert.match(text, /^ {2}cp-3 +v1\.35\.4 +true +Enabled +Pending +- +-$/m);
+  assert.match(text, /^Analysis: Breach at .*\(4s ago\); 1 breaching check\(s\) in a row of failureLimit 3 \(then Pause\)$/m);
+  assert.match(text, /^ {2}proxyErrorRatio +0\.0200 +<= 0\.01 +✖$/m);
+  assert.match(text, /^ {2}breach: proxyErrorRatio@cp-3 0\.02 > 0\.01$/m);
+  assert.match(text, /^ {2}3m20s +Upgrade +cp-1 +1 +v1\.36\.3 +on +Done +1 +upgrade-cp-1-aaaaaaaaaaaaaaaa/m);
+  assert.match(text, /^ {2}1m +Normal +BatchStarted +batch 2\/3: cp-2 -> v1\.36\.3$/m);
+  assert.doesNotMatch(text, /^Paused:/m);
+});
+
+test('get: a pause shows its reason, message and how to resume it (spec edit or annotation)', () => {
+  const bySpec = renderGet(buildGetView(paused('PausedBySpec'), []), NOW);
+  assert.match(bySpec, /^Phase: +॥ Paused \(PausedBySpec\)$/m);
+  assert.match(bySpec, /^Paused: PausedBySpec since .*\(30s ago\), resumes into Upgrading$/m);
+  assert.match(bySpec, /resume: kubectl apiserver-upgrade resume to-v1-36 \(sets spec\.paused to false: a spec edit/);
+  const auto = renderGet(buildGetView(paused('AnalysisBreach'), []), NOW);
+  assert.match(auto, /^ {2}3 consecutive breaching checks$/m);
+  assert.match(auto, /resume: once the cause is fixed: kubectl apiserver-upgrade resume to-v1-36 \(sets the upgrade\.apiserver\.dev\/resume annotation, no spec edit\); or roll back: kubectl apiserver-upgrade abort to-v1-36/);
+});
+
+test('get: an upgrade the operator has not seen yet still renders', () => {
+  const u = upgrading();
+  delete u.status;
+  const text = renderGet(buildGetView(u, []), NOW);
+  assert.match(text, /^Phase: +· Pending$/m);
+  assert.match(text, /^Progress: +no plan yet/m);
+  assert.match(text, /^Analysis: no check yet$/m);
+  assert.match(text, /^Driver calls: none$/m);
+  assert.match(text, /^Events: none$/m);
+});
+
+test('Events: only those regarding this object (same uid), oldest first, the last N, ties in creation order', () => {
+  const u = upgrading();
+  const items = [
+    event('B', 'second', 10),
+    event('A', 'first', 20),
+    event('X', 'other object', 5, { regarding: { kind: 'ApiServerUpgrade', name: 'other', uid: 'uid-2' } }),
+    event('Y', 'earlier object of the same name', 5, { regarding: { kind: 'ApiServerUpgrade', name: 'to-v1-36', uid: 'uid-0' } }),
+    { ...event('D', 'same ms, created later', 1), eventTime: ago(1), metadata: { name: 'z', resourceVersion: '2000' } },
+    { ...event('C', 'same ms, created first', 1), eventTime: ago(1), metadata: { name: 'y', resourceVersion: '1999' } },
+  ];
+  assert.deepEqual(eventsAbout(u, items).map((e) => e.reason), ['A', 'B', 'C', 'D']);
+  assert.deepEqual(eventsAbout(u, items, 2).map((e) => e.reason), ['C', 'D']);
+});
+
+test('list: one row per upgrade, oldest first, with phase, versions, progress, pause and age', () => {
+  const a = upgrading();
+  const b = paused('AnalysisBreach');
+  b.metadata!.name = 'older';
+  b.metadata!.creationTimestamp = ago(3600) as unknown as Date;
+  const c = withPhase('Succeeded');
+  c.metadata!.name = 'done';
+  c.metadata!.creationTimestamp = ago(7200) as unknown as Date;
+  const rows = listRows([a, b, c]);
+  assert.deepEqual(rows.map((r) => [r.name, r.phase, r.progress, r.pauseReason]), [['done', 'Succeeded', '3/3', undefined], ['older', 'Paused', '1/3', 'AnalysisBreach'], ['to-v1-36', 'Upgrading', '1/3', undefined]]);
+  assert.equal(renderList(rows, NOW), [
+    'NAME       PHASE       FROM      TO        DONE   BATCH   PAUSED           AGE',
+    'done       Succeeded   v1.35.4   v1.36.3   3/3    2/3     -                2h',
+    'older      Paused      v1.35.4   v1.36.3   1/3    2/3     AnalysisBreach   1h',
+    'to-v1-36   Upgrading   v1.35.4   v1.36.3   1/3    2/3     -                5m',
+    '',
+  ].join('\n'));
+  assert.equal(renderList([], NOW), 'No ApiServerUpgrades found.\n');
+});
