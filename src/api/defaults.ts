@@ -2,6 +2,8 @@ import type {
   AnalysisPolicy,
   ApiServerUpgradeSpec,
   BreachAction,
+  OrphanPolicy,
+  UpgradePhases,
   ProxyGateMode,
   SignalSource,
   StaticPodDriver,
@@ -25,7 +27,8 @@ export interface ResolvedSpec {
   targetVersion: string;
   paused: boolean;
   allowPrerelease: boolean;
-  strategy: { batchSize: number | string; soakMs: number; batchTimeoutMs: number };
+  strategy: { batchSize: number | string; soakMs: number; batchTimeoutMs: number; phases: UpgradePhases; phaseSoakMs: number };
+  rollback: { orphanedObjects: OrphanPolicy };
   proxy: { gate: ProxyGateMode; revertAfter: boolean };
   driver: ResolvedDriver;
   analysis: {
@@ -70,7 +73,10 @@ export function resolveSpec(spec: ApiServerUpgradeSpec): ResolvedSpec {
       batchSize: batchSize(strategy.batchSize),
       soakMs: duration(strategy.soakDuration, 'spec.strategy.soakDuration'),
       batchTimeoutMs: duration(strategy.batchTimeout, 'spec.strategy.batchTimeout'),
+      phases: strategy.phases,
+      phaseSoakMs: duration(strategy.phaseSoakDuration, 'spec.strategy.phaseSoakDuration'),
     },
+    rollback: { orphanedObjects: s.rollback?.orphanedObjects ?? 'Pause' },
     proxy: { gate: s.proxy?.gate ?? 'Auto', revertAfter: s.proxy?.revertAfter === true },
     driver: resolveDriver(s),
     analysis: {

@@ -40,11 +40,42 @@ const strategy: Schema = {
       '24h',
     ),
     batchTimeout: durationField(
-      'How long a batch may take from the first driver call until every server in it is ready and discovery converged; on timeout the upgrade pauses (or rolls back when analysis.onBreach is Rollback).',
+      'How long one driver call may take until its server is back, restarted and ready at its goal; on timeout the upgrade pauses (or rolls back when analysis.onBreach is Rollback). After that, a server\'s health is the analysis\' (failureLimit).',
       '10m',
       '30s',
       '24h',
     ),
+    phases: {
+      tsType: 'UpgradePhases',
+      type: 'string',
+      description:
+        'OnePhase: each server moves to the target version in one replacement. TwoPhase (KEP-4330 compatibility versions): phase one replaces every server with the target binary started with --emulated-version of the from-version\'s minor (the API and storage stay the from-version\'s: no skew for the proxy to bridge, and going back to the old binary stays safe); after phaseSoakDuration, phase two lifts the emulation server by server (docs/two-phase.md).',
+      enum: ['OnePhase', 'TwoPhase'],
+      default: 'OnePhase',
+    },
+    phaseSoakDuration: durationField(
+      'TwoPhase only: how long to watch the fleet once every server runs the new binary emulating the old version, before phase two lifts the emulation.',
+      '5m',
+      '0s',
+      '168h',
+    ),
+  },
+};
+
+const rollbackPolicy: Schema = {
+  tsType: 'RollbackPolicy',
+  type: 'object',
+  description: 'What a rollback may cost.',
+  default: {},
+  properties: {
+    orphanedObjects: {
+      tsType: 'OrphanPolicy',
+      type: 'string',
+      description:
+        'A rollback across an API change (phase two of a TwoPhase upgrade) stops serving the resources only the target version has; their objects stay in etcd, answer 404 and are no longer enforced (an admission policy, say). Pause: name them and pause instead of rolling back. Proceed: roll back and report them in status.orphanedObjects.',
+      enum: ['Pause', 'Proceed'],
+      default: 'Pause',
+    },
   },
 };
 
@@ -267,5 +298,6 @@ export const specSchema: Schema = {
     proxy,
     driver,
     analysis,
+    rollback: rollbackPolicy,
   },
 };

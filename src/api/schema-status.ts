@@ -98,6 +98,7 @@ const batch: Schema = {
     startedAt: timeField('When the current batch started.'),
     soakUntil: timeField('When the current batch\'s soak ends.'),
     discoveryPendingSince: timeField('Since when discovery has not converged in this batch (restarts on resume).'),
+    phaseSoakUntil: timeField('TwoPhase: when the soak between phase one and phase two ends.'),
     soakHeldSince: timeField('Since when the soak has been held past its end because checks breach (or a fresh check is awaited).'),
     checkAfter: timeField('The batch ends only on a check newer than this: set on resume, so a batch never ends on the breaching check it was paused for.'),
     history: {
@@ -188,6 +189,7 @@ const driverCall: Schema = {
     },
     target: stringField('The version the server should run after the call.', 64),
     gate: { type: 'boolean', description: 'The proxy gate the server should run with after the call; absent when the call leaves it alone.' },
+    emulatedVersion: stringField('The --emulated-version the server should run with after the call; absent: none (its binary\'s own version).', 16),
     time: timeField('When the call was recorded (its batchTimeout counts from here).'),
     holderBefore: stringField('holderIdentity of the server\'s identity Lease when the call was recorded: a new holder proves a restart.', 253),
     acceptedAt: timeField('When the driver accepted the call.'),
@@ -216,6 +218,14 @@ const storageHash: Schema = {
   },
 };
 
+// One schema object for every stage field (the type generator maps one tsType to one schema).
+const stageSchema: Schema = {
+  tsType: 'UpgradeStage',
+  type: 'string',
+  description: 'TwoPhase upgrades: Binaries (phase one, the new binary emulating the old version) or API (phase two, the emulation lifted).',
+  enum: ['Binaries', 'API'],
+};
+
 const frozenBatch: Schema = {
   tsType: 'PlannedBatch',
   type: 'object',
@@ -224,6 +234,8 @@ const frozenBatch: Schema = {
   properties: {
     index: { type: 'integer', format: 'int32', minimum: 1, description: 'Batch number, 1-based.' },
     servers: { type: 'array', description: 'Hostnames of the servers the batch replaces.', maxItems: 256, 'x-kubernetes-list-type': 'atomic', items: stringField('Hostname.', 253) },
+    stage: stageSchema,
+    emulatedVersion: stringField('The --emulated-version the batch\'s servers run with ("1.35"); absent: none.', 16),
   },
 };
 
@@ -237,6 +249,14 @@ const frozenPlan: Schema = {
     members: { type: 'array', description: 'Hostnames of the servers the plan covers.', maxItems: 256, 'x-kubernetes-list-type': 'atomic', items: stringField('Hostname.', 253) },
     batches: { type: 'array', description: 'The batches, in order.', maxItems: 256, 'x-kubernetes-list-type': 'atomic', items: frozenBatch },
     batchSize: stringField('The strategy.batchSize the batches were computed with.', 8),
+    phases: { type: 'string', description: 'strategy.phases when the plan was made.', enum: ['OnePhase', 'TwoPhase'] },
+    fromResources: {
+      type: 'array',
+      description: 'TwoPhase: the group/version/resources the from-version serves itself, read at preflight: phase one checks that the emulating servers serve exactly these.',
+      maxItems: 2048,
+      'x-kubernetes-list-type': 'atomic',
+      items: stringField('group/version/resource.', 316),
+    },
     gateTurnedOn: {
       type: 'array',
       description: 'Hostnames where the operator turned the proxy gate on (the only servers revertAfter turns it off on).',
@@ -291,6 +311,24 @@ export const statusSchema: Schema = {
       items: peer,
     },
     plan: frozenPlan,
+    stage: stageSchema,
+    orphanedObjects: {
+      type: 'array',
+      description: 'Objects of resources only the target version serves, which a rollback across the API change left in etcd unserved (reported when rollback.orphanedObjects is Proceed, or named while it pauses).',
+      maxItems: 64,
+      'x-kubernetes-list-type': 'atomic',
+      items: {
+        tsType: 'OrphanedObjects',
+        type: 'object',
+        description: 'Objects of one resource.',
+        required: ['resource'],
+        properties: {
+          resource: stringField('group/version/resource.', 316),
+          count: { type: 'integer', format: 'int32', minimum: 0, description: 'How many objects.' },
+          names: { type: 'array', description: 'Up to 20 of them (namespace/name).', maxItems: 20, 'x-kubernetes-list-type': 'atomic', items: stringField('namespace/name.', 507) },
+        },
+      },
+    },
     batch,
     lastAnalysis,
     pause,

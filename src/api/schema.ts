@@ -29,6 +29,7 @@ export const printerColumns: readonly PrinterColumn[] = [
   { name: 'From', type: 'string', jsonPath: '.status.fromVersion', description: 'Version before the upgrade.' },
   { name: 'To', type: 'string', jsonPath: '.spec.targetVersion', description: 'Target version.' },
   { name: 'Batch', type: 'string', jsonPath: '.status.batch.progress', description: 'Current batch / total batches.' },
+  { name: 'Stage', type: 'string', jsonPath: '.status.stage', description: 'TwoPhase upgrades: Binaries (phase one) or API (phase two).' },
   { name: 'Paused', type: 'boolean', jsonPath: '.spec.paused', description: 'Declarative pause from the spec.' },
   { name: 'Reason', type: 'string', jsonPath: '.status.pause.reason', description: 'Why the upgrade is paused (by the spec or automatically).' },
   { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp', description: 'Age of the object.' },

@@ -46,6 +46,8 @@ export interface ApiServerUpgradeSpec {
   driver: UpgradeDriver;
   /** How health is judged during the upgrade and what happens on a breach. */
   analysis?: AnalysisPolicy;
+  /** What a rollback may cost. */
+  rollback?: RollbackPolicy;
 }
 
 /** How servers are replaced: how many at a time, and how long to watch each batch. */
@@ -62,12 +64,35 @@ export interface UpgradeStrategy {
    */
   soakDuration?: string;
   /**
-   * How long a batch may take from the first driver call until every server in it is ready and discovery
-   * converged; on timeout the upgrade pauses (or rolls back when analysis.onBreach is Rollback). A Go
-   * duration (10s, 2m, 1h30m) between 30s and 24h. Default: `"10m"`.
+   * How long one driver call may take until its server is back, restarted and ready at its goal; on timeout
+   * the upgrade pauses (or rolls back when analysis.onBreach is Rollback). After that, a server's health is
+   * the analysis' (failureLimit). A Go duration (10s, 2m, 1h30m) between 30s and 24h. Default: `"10m"`.
    */
   batchTimeout?: string;
+  /**
+   * OnePhase: each server moves to the target version in one replacement. TwoPhase (KEP-4330 compatibility
+   * versions): phase one replaces every server with the target binary started with --emulated-version of the
+   * from-version's minor (the API and storage stay the from-version's: no skew for the proxy to bridge, and
+   * going back to the old binary stays safe); after phaseSoakDuration, phase two lifts the emulation server
+   * by server (docs/two-phase.md). Default: `"OnePhase"`.
+   */
+  phases?: UpgradePhases;
+  /**
+   * TwoPhase only: how long to watch the fleet once every server runs the new binary emulating the old
+   * version, before phase two lifts the emulation. A Go duration (10s, 2m, 1h30m) between 0s and 168h.
+   * Default: `"5m"`.
+   */
+  phaseSoakDuration?: string;
 }
+
+/**
+ * OnePhase: each server moves to the target version in one replacement. TwoPhase (KEP-4330 compatibility
+ * versions): phase one replaces every server with the target binary started with --emulated-version of the
+ * from-version's minor (the API and storage stay the from-version's: no skew for the proxy to bridge, and
+ * going back to the old binary stays safe); after phaseSoakDuration, phase two lifts the emulation server by
+ * server (docs/two-phase.md). Default: `"OnePhase"`.
+ */
+export type UpgradePhases = 'OnePhase' | 'TwoPhase';
 
 /**
  * Policy for the Mixed Version Proxy (feature gate UnknownVersionInteroperabilityProxy). The proxy only helps
@@ -240,6 +265,25 @@ export interface PrometheusSource {
   window?: string;
 }
 
+/** What a rollback may cost. */
+export interface RollbackPolicy {
+  /**
+   * A rollback across an API change (phase two of a TwoPhase upgrade) stops serving the resources only the
+   * target version has; their objects stay in etcd, answer 404 and are no longer enforced (an admission
+   * policy, say). Pause: name them and pause instead of rolling back. Proceed: roll back and report them in
+   * status.orphanedObjects. Default: `"Pause"`.
+   */
+  orphanedObjects?: OrphanPolicy;
+}
+
+/**
+ * A rollback across an API change (phase two of a TwoPhase upgrade) stops serving the resources only the
+ * target version has; their objects stay in etcd, answer 404 and are no longer enforced (an admission policy,
+ * say). Pause: name them and pause instead of rolling back. Proceed: roll back and report them in
+ * status.orphanedObjects. Default: `"Pause"`.
+ */
+export type OrphanPolicy = 'Pause' | 'Proceed';
+
 /** What the operator observed and did. Written only by the operator. */
 export interface ApiServerUpgradeStatus {
   /** A phase of the upgrade. */
@@ -263,6 +307,16 @@ export interface ApiServerUpgradeStatus {
    * change. Only batches not yet started change, on a resume after a membership change or a strategy edit.
    */
   plan?: FrozenPlan;
+  /**
+   * TwoPhase upgrades: Binaries (phase one, the new binary emulating the old version) or API (phase two, the
+   * emulation lifted).
+   */
+  stage?: UpgradeStage;
+  /**
+   * Objects of resources only the target version serves, which a rollback across the API change left in etcd
+   * unserved (reported when rollback.orphanedObjects is Proceed, or named while it pauses).
+   */
+  orphanedObjects?: OrphanedObjects[];
   /** Progress of the batches. */
   batch?: BatchStatus;
   /** The last analysis check. */
@@ -367,6 +421,13 @@ export interface FrozenPlan {
   batches?: PlannedBatch[];
   /** The strategy.batchSize the batches were computed with. */
   batchSize?: string;
+  /** strategy.phases when the plan was made. */
+  phases?: 'OnePhase' | 'TwoPhase';
+  /**
+   * TwoPhase: the group/version/resources the from-version serves itself, read at preflight: phase one checks
+   * that the emulating servers serve exactly these.
+   */
+  fromResources?: string[];
   /** Hostnames where the operator turned the proxy gate on (the only servers revertAfter turns it off on). */
   gateTurnedOn?: string[];
   /** The server the from-version storage hashes were read from. */
@@ -391,7 +452,20 @@ export interface PlannedBatch {
   index: number;
   /** Hostnames of the servers the batch replaces. */
   servers: string[];
+  /**
+   * TwoPhase upgrades: Binaries (phase one, the new binary emulating the old version) or API (phase two, the
+   * emulation lifted).
+   */
+  stage?: UpgradeStage;
+  /** The --emulated-version the batch's servers run with ("1.35"); absent: none. */
+  emulatedVersion?: string;
 }
+
+/**
+ * TwoPhase upgrades: Binaries (phase one, the new binary emulating the old version) or API (phase two, the
+ * emulation lifted).
+ */
+export type UpgradeStage = 'Binaries' | 'API';
 
 /** The storage version hash of one group/version/resource. */
 export interface StorageHash {
@@ -401,6 +475,16 @@ export interface StorageHash {
   hash: string;
   /** Kind, so a changed hash can be decoded into a version. */
   kind?: string;
+}
+
+/** Objects of one resource. */
+export interface OrphanedObjects {
+  /** group/version/resource. */
+  resource: string;
+  /** How many objects. Range: 0 to ∞. */
+  count?: number;
+  /** Up to 20 of them (namespace/name). */
+  names?: string[];
 }
 
 /** Progress of the batches. */
@@ -419,6 +503,8 @@ export interface BatchStatus {
   soakUntil?: string;
   /** Since when discovery has not converged in this batch (restarts on resume). */
   discoveryPendingSince?: string;
+  /** TwoPhase: when the soak between phase one and phase two ends. */
+  phaseSoakUntil?: string;
   /** Since when the soak has been held past its end because checks breach (or a fresh check is awaited). */
   soakHeldSince?: string;
   /**
@@ -509,7 +595,7 @@ export interface PauseStatus {
 }
 
 /** Why the upgrade paused. */
-export type PauseReasonName = 'PausedBySpec' | 'AnalysisBreach' | 'BatchTimeout' | 'DriverFailed' | 'DiscoveryNotConverged' | 'RollbackUnsafe' | 'RollbackSafetyUnknown' | 'MembershipChanged' | 'Aborted';
+export type PauseReasonName = 'PausedBySpec' | 'AnalysisBreach' | 'BatchTimeout' | 'DriverFailed' | 'DiscoveryNotConverged' | 'RollbackUnsafe' | 'RollbackSafetyUnknown' | 'MembershipChanged' | 'EmulationIneffective' | 'RollbackOrphans';
 
 /** One driver call: a replacement is asynchronous, so each call has a lifecycle (docs/lifecycle.md). */
 export interface DriverCall {
@@ -527,6 +613,11 @@ export interface DriverCall {
   target?: string;
   /** The proxy gate the server should run with after the call; absent when the call leaves it alone. */
   gate?: boolean;
+  /**
+   * The --emulated-version the server should run with after the call; absent: none (its binary's own
+   * version).
+   */
+  emulatedVersion?: string;
   /** When the call was recorded (its batchTimeout counts from here). */
   time?: string;
   /**

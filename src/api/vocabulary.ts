@@ -32,7 +32,8 @@ export const PAUSE_REASONS = [
   'RollbackUnsafe',
   'RollbackSafetyUnknown',
   'MembershipChanged',
-  'Aborted',
+  'EmulationIneffective',
+  'RollbackOrphans',
 ] as const;
 export type PauseReason = (typeof PAUSE_REASONS)[number];
 

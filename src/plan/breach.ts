@@ -36,6 +36,14 @@ export function startRollback(ctx: PlanContext, message: string, resumePhase: Up
       pause(ctx, 'RollbackSafetyUnknown', `${message}; rollback not started: ${safety.message}. Resume continues the upgrade; roll back by hand if the cause is the new version`, resumePhase);
       return;
     }
+    if (safety.verdict === 'orphans') {
+      ctx.status.orphanedObjects = safety.orphans.slice(0, 64).map((o) => ({ resource: o.resource, count: o.count, names: o.names.slice(0, 20) }));
+      if (ctx.spec.rollback.orphanedObjects !== 'Proceed') {
+        pause(ctx, 'RollbackOrphans', `${message}; rollback not started: ${safety.message}. Set spec.rollback.orphanedObjects to Proceed to roll back anyway, or resume to continue the upgrade`, resumePhase);
+        return;
+      }
+      ctx.event('Warning', 'OrphanedObjects', safety.message);
+    }
   }
   delete ctx.status.pause;
   ctx.setPhase('RollingBack');

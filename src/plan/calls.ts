@@ -2,7 +2,7 @@ import type { DriverAction, DriverCall } from '../api/types.generated.ts';
 import { IN_FLIGHT_RESULTS, type CallResult } from '../api/vocabulary.ts';
 import type { PlanContext } from './context.ts';
 import { isUp } from './peers.ts';
-import { sameRelease } from './version.ts';
+import { minorOf, sameRelease } from './version.ts';
 
 /** Whether a call may still change its server: nothing else is sent to that server meanwhile. */
 export function inFlight(c: DriverCall): boolean {
@@ -14,10 +14,18 @@ export function callInFlight(ctx: PlanContext, hostname: string): DriverCall | u
   return (ctx.status.driverCalls ?? []).find((c) => c.server === hostname && inFlight(c));
 }
 
-/** Whether a server is up and runs `version` (build metadata ignored), with the proxy gate as asked. */
-export function serverAt(ctx: PlanContext, hostname: string, version: string, gate?: 'on' | 'off'): boolean {
+/** The version a server emulates: what it says, else its binary's own minor. */
+export function emulationOf(p: { version?: string; emulation?: string } | undefined): string | undefined {
+  return p?.emulation ?? (p?.version === undefined ? undefined : minorOf(p.version));
+}
+
+/**
+ * Whether a server is up and runs `version` (build metadata ignored) emulating `emulated` (default: the
+ * version's own minor, i.e. no emulation), with the proxy gate as asked.
+ */
+export function serverAt(ctx: PlanContext, hostname: string, version: string, gate?: 'on' | 'off', emulated?: string): boolean {
   const p = ctx.observed(hostname);
-  return isUp(p) && sameRelease(p.version, version) && (gate === undefined || p.proxyGate === gate);
+  return isUp(p) && sameRelease(p.version, version) && (gate === undefined || p.proxyGate === gate) && emulationOf(p) === (emulated ?? minorOf(version));
 }
 
 function gateGoal(action: DriverAction): 'on' | 'off' | undefined {
@@ -30,7 +38,7 @@ function gateGoal(action: DriverAction): 'on' | 'off' | undefined {
  * version (a rollback target, say) proves nothing about the call.
  */
 export function landed(ctx: PlanContext, c: DriverCall): boolean {
-  if (!serverAt(ctx, c.server, c.target ?? '', gateGoal(c.action))) return false;
+  if (!serverAt(ctx, c.server, c.target ?? '', gateGoal(c.action), c.emulatedVersion)) return false;
   const holder = ctx.observed(c.server)?.holderIdentity;
   return c.holderBefore === undefined || (holder !== undefined && holder !== c.holderBefore);
 }
@@ -60,7 +68,7 @@ export function advanceCalls(ctx: PlanContext): void {
     const secs = Math.round(timeoutMs / 1000);
     const why = c.result === 'Requested'
       ? `the driver was never reached within ${secs}s${c.message ? ` (${c.message})` : ''}`
-      : `accepted, but ${c.server} did not come back at ${c.target}${gateGoal(c.action) ? ` with the proxy gate ${gateGoal(c.action)}` : ''} within ${secs}s`;
+      : `accepted, but ${c.server} did not come back at ${c.target}${c.emulatedVersion ? ` emulating ${c.emulatedVersion}` : ''}${gateGoal(c.action) ? ` with the proxy gate ${gateGoal(c.action)}` : ''} within ${secs}s`;
     finish(ctx, c, 'TimedOut', why);
   }
 }
@@ -85,7 +93,7 @@ export type StepState = 'done' | 'waiting' | { failed: 'DriverFailed' | 'BatchTi
  * `always` sends a call even when the server already looks right (a rollback must supersede whatever the
  * driver may still carry out for that server).
  */
-export function driveStep(ctx: PlanContext, hostname: string, batch: number, action: DriverAction, target: string, gate: boolean | undefined, opts: { always?: boolean } = {}): StepState {
+export function driveStep(ctx: PlanContext, hostname: string, batch: number, action: DriverAction, target: string, gate: boolean | undefined, opts: { always?: boolean; emulatedVersion?: string } = {}): StepState {
   const latest = latestAttempt(ctx, hostname, batch, action, target);
   if (latest && !latest.acknowledged) {
     const c = latest.call;
@@ -100,7 +108,7 @@ export function driveStep(ctx: PlanContext, hostname: string, batch: number, act
   }
   const other = callInFlight(ctx, hostname);
   if (other) return 'waiting';
-  if (!opts.always && serverAt(ctx, hostname, target, gateGoal(action))) return 'done';
-  ctx.requestCall(action, batch, hostname, target, gate);
+  if (!opts.always && serverAt(ctx, hostname, target, gateGoal(action), opts.emulatedVersion)) return 'done';
+  ctx.requestCall(action, batch, hostname, target, gate, opts.emulatedVersion);
   return 'waiting';
 }

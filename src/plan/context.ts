@@ -85,7 +85,7 @@ export class PlanContext {
    * Records a new attempt of a step as Requested and asks the shell to make it. The shell persists the
    * status before it calls, so a crash in between leaves a Requested call that is sent again, same key.
    */
-  requestCall(action: DriverAction, batch: number, hostname: string, target: string, gate: boolean | undefined): DriverCall {
+  requestCall(action: DriverAction, batch: number, hostname: string, target: string, gate: boolean | undefined, emulatedVersion?: string): DriverCall {
     const attempt = this.attempts(hostname, batch, action, target).length;
     const key = idempotencyKey(this.upgrade.uid, batch, hostname, action, target, attempt);
     const observed = this.observed(hostname);
@@ -97,6 +97,7 @@ export class PlanContext {
       action,
       target,
       ...(gate === undefined ? {} : { gate }),
+      ...(emulatedVersion === undefined ? {} : { emulatedVersion }),
       time: this.now.toISOString(),
       ...(observed?.holderIdentity === undefined ? {} : { holderBefore: observed.holderIdentity }),
       attempts: 0,
@@ -120,6 +121,7 @@ export class PlanContext {
       batch: call.batch ?? 0,
       server: { identity: call.identity ?? observed?.identity ?? row?.identity ?? '', hostname: call.server, ...(address === undefined ? {} : { address }) },
       targetVersion: call.target ?? '',
+      ...(call.emulatedVersion === undefined ? {} : { emulatedVersion: call.emulatedVersion }),
       featureGates: callGates(call),
     };
     this.actions.push({ kind: 'callDriver', request });

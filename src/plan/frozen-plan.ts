@@ -1,14 +1,33 @@
-import type { FrozenPlan, PlannedBatch, StorageHash } from '../api/types.generated.ts';
+import type { FrozenPlan, PlannedBatch, StorageHash, UpgradeStage } from '../api/types.generated.ts';
 import { resolveBatchSize } from '../api/batch-size.ts';
 import type { PlanContext } from './context.ts';
 import type { ObservedStorage } from './observation.ts';
 import { peerRowFrom } from './peers.ts';
-import { sameRelease } from './version.ts';
+import { minorOf, sameRelease } from './version.ts';
 
-/** Splits servers into batches of the spec's size, numbered from `firstIndex`. */
-function chunk(servers: readonly string[], size: number, firstIndex: number): PlannedBatch[] {
+/** What one stage of the plan does to each server: TwoPhase has two, OnePhase one (no stage fields). */
+interface StageDef {
+  stage?: UpgradeStage;
+  emulatedVersion?: string;
+}
+
+/** The stages of a plan: OnePhase moves each server once; TwoPhase first emulating the from-version, then not. */
+export function stageDefs(phases: FrozenPlan['phases'], fromVersion: string): StageDef[] {
+  if (phases !== 'TwoPhase') return [{}];
+  return [{ stage: 'Binaries', emulatedVersion: minorOf(fromVersion)! }, { stage: 'API' }];
+}
+
+/** Splits servers into batches, numbered from `firstIndex`, all of one stage. */
+function chunk(servers: readonly string[], size: number, firstIndex: number, def: StageDef = {}): PlannedBatch[] {
   const out: PlannedBatch[] = [];
-  for (let i = 0; i < servers.length; i += size) out.push({ index: firstIndex + out.length, servers: servers.slice(i, i + size) });
+  for (let i = 0; i < servers.length; i += size) out.push({ index: firstIndex + out.length, servers: servers.slice(i, i + size), ...def });
+  return out;
+}
+
+/** Cuts each stage's servers into batches, stage after stage, numbered from `firstIndex`. */
+function cutStages(defs: readonly StageDef[], serversOf: (d: StageDef) => string[], size: number, firstIndex: number): PlannedBatch[] {
+  const out: PlannedBatch[] = [];
+  for (const d of defs) out.push(...chunk(serversOf(d), size, firstIndex + out.length, d));
   return out;
 }
 
@@ -16,21 +35,24 @@ export function storageList(s: ObservedStorage): StorageHash[] {
   return Object.keys(s.hashes).sort().map((resource) => ({ resource, hash: s.hashes[resource]!, ...(s.kinds[resource] ? { kind: s.kinds[resource] } : {}) }));
 }
 
-/** The observed storage hashes of servers running `version`, if read completely. */
-export function observedStorage(ctx: PlanContext, version: string): ObservedStorage | undefined {
-  return ctx.obs.storage?.find((s) => sameRelease(s.version, version));
+/** The observed storage hashes of servers running `version` emulating `emulated` (default: none), if read completely. */
+export function observedStorage(ctx: PlanContext, version: string, emulated?: string): ObservedStorage | undefined {
+  const want = emulated ?? minorOf(version);
+  return ctx.obs.storage?.find((s) => sameRelease(s.version, version) && (s.emulation ?? minorOf(s.version)) === want);
 }
 
 /** The plan fixed at preflight: the members in hostname order, cut into batches. */
 export function freezePlan(ctx: PlanContext, fromVersion: string, fromStorage: ObservedStorage): FrozenPlan {
   const members = ctx.obs.peers.map((p) => p.hostname).sort((a, b) => a.localeCompare(b));
   const size = resolveBatchSize(ctx.spec.strategy.batchSize, members.length);
+  const phases = ctx.spec.strategy.phases;
   ctx.status.peers = [...ctx.obs.peers].sort((a, b) => a.hostname.localeCompare(b.hostname)).map((p) => ({ ...peerRowFrom(p), state: 'Pending' }));
   return {
     fromVersion,
     members,
-    batches: chunk(members, size, 1),
+    batches: cutStages(stageDefs(phases, fromVersion), () => members, size, 1),
     batchSize: String(ctx.spec.strategy.batchSize),
+    phases,
     // Every call the operator makes asks for the gate on (unless Unmanaged), so where it is off now, the
     // operator is the one turning it on: the only servers revertAfter may turn it off on again.
     gateTurnedOn: ctx.spec.proxy.gate === 'Unmanaged' ? [] : ctx.obs.peers.filter((p) => p.proxyGate === 'off').map((p) => p.hostname).sort(),
@@ -54,10 +76,14 @@ export function replanRemaining(ctx: PlanContext): void {
   const plan = ctx.status.plan;
   if (!plan) return;
   const started = startedBatches(ctx);
-  const taken = new Set(started.flatMap((b) => b.servers));
-  const remaining = (plan.members ?? []).filter((h) => !taken.has(h));
-  const size = resolveBatchSize(ctx.spec.strategy.batchSize, (plan.members ?? []).length);
-  plan.batches = [...started, ...chunk(remaining, size, started.length + 1)];
+  const members = plan.members ?? [];
+  const size = resolveBatchSize(ctx.spec.strategy.batchSize, members.length);
+  // Per stage, the members no started batch of that stage holds: none skipped, none moved twice.
+  const remaining = (d: StageDef): string[] => {
+    const taken = new Set(started.filter((b) => b.stage === d.stage).flatMap((b) => b.servers));
+    return members.filter((h) => !taken.has(h));
+  };
+  plan.batches = [...started, ...cutStages(stageDefs(plan.phases, plan.fromVersion ?? ''), remaining, size, started.length + 1)];
   plan.batchSize = String(ctx.spec.strategy.batchSize);
   if (ctx.status.batch) {
     ctx.status.batch.total = plan.batches.length;
@@ -75,5 +101,9 @@ export function applyBatchSizeEdit(ctx: PlanContext): void {
 }
 
 export function batchOf(ctx: PlanContext, index: number): string[] {
-  return ctx.status.plan?.batches?.find((b) => b.index === index)?.servers ?? [];
+  return batchDef(ctx, index)?.servers ?? [];
+}
+
+export function batchDef(ctx: PlanContext, index: number): PlannedBatch | undefined {
+  return ctx.status.plan?.batches?.find((b) => b.index === index);
 }

@@ -2,6 +2,7 @@ import type { PlanContext } from './context.ts';
 import { callInFlight } from './calls.ts';
 import { peerRowFrom } from './peers.ts';
 import { replanRemaining } from './frozen-plan.ts';
+import { sameRelease } from './version.ts';
 
 export interface MembershipChange {
   joined: string[];
@@ -23,8 +24,13 @@ export function membershipChange(ctx: PlanContext): MembershipChange | undefined
   const joined = [...seen].filter((h) => !known.has(h)).sort();
   const missing = members.filter((h) => !seen.has(h));
   const vanished = missing.filter((h) => !callInFlight(ctx, h));
-  if (joined.length === 0 && vanished.length === 0) return undefined;
+  // A member on a version that is neither the from-version nor the target (a joiner on an older release, say)
+  // would widen the skew past what the policy allows: the plan cannot cover it.
+  const from = ctx.status.fromVersion ?? '';
+  const offPolicy = ctx.obs.peers.filter((p) => known.has(p.hostname) && p.version !== undefined && !sameRelease(p.version, from) && !sameRelease(p.version, ctx.spec.targetVersion));
+  if (joined.length === 0 && vanished.length === 0 && offPolicy.length === 0) return undefined;
   const parts = [
+    ...(offPolicy.length ? [`${offPolicy.map((p) => `${p.hostname} runs ${p.version}`).join(', ')}: neither ${from} nor ${ctx.spec.targetVersion}; bring it to ${from} or remove it before resuming`] : []),
     ...(joined.length ? [`joined: ${joined.join(', ')}`] : []),
     ...(vanished.length ? [`gone: ${vanished.join(', ')}`] : []),
     ...(joined.length && missing.length > vanished.length ? [`being replaced and not back: ${missing.filter((h) => !vanished.includes(h)).join(', ')} (a replacement back under a new hostname?)`] : []),

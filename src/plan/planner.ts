@@ -41,6 +41,9 @@ export function plan(upgrade: UpgradeInput, specIn: ApiServerUpgradeSpec, status
   }
   const ctx = new PlanContext(upgrade, spec, statusIn ?? {}, obs, now);
   ctx.status.observedGeneration = upgrade.generation;
+  if (ctx.status.conditions?.some((c) => c.type === 'Degraded' && c.status === 'True' && c.reason === 'InvalidSpec')) {
+    ctx.condition({ type: 'Degraded', status: 'False', reason: 'SpecValid', message: 'the spec is valid again' });
+  }
   const retryToken = takeToken(ctx, RETRY_ANNOTATION, 'observedRetry');
   if (retryToken !== undefined && ctx.phase === 'Failed') retryFailed(ctx, retryToken);
   if (isTerminal(ctx.phase)) return done(ctx);

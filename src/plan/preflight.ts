@@ -1,11 +1,19 @@
-import { classifyUpgrade } from './version.ts';
+import { classifyUpgrade, minorOf, sameRelease } from './version.ts';
 import { isUp } from './peers.ts';
 import { PROXY_GATE, type PlanContext } from './context.ts';
 import { freezePlan, observedStorage } from './frozen-plan.ts';
 import type { ObservedStorage } from './observation.ts';
 
 /** Preflight failures that retrying cannot fix: the plan itself is wrong for this fleet. */
-const FATAL = new Set(['Downgrade', 'SkipsMinor', 'MajorVersionChange', 'PrereleaseTarget', 'InvalidTargetVersion']);
+const FATAL = new Set(['Downgrade', 'SkipsMinor', 'MajorVersionChange', 'PrereleaseTarget', 'InvalidTargetVersion', 'TwoPhaseNeedsMinorUpgrade', 'CannotEmulate']);
+
+/**
+ * The oldest target this operator runs a TwoPhase upgrade to. Measured: v1.35.4 accepts
+ * --emulated-version=1.32..1.35 and v1.36.3 1.33..1.36 (their --help); compatibility versions went beta in
+ * 1.33 and a binary emulates at most three minors back.
+ */
+const EMULATION_MIN_TARGET_MINOR = 33;
+const EMULATION_MAX_MINORS_BACK = 3;
 
 interface PreflightVerdict {
   ok: boolean;
@@ -15,6 +23,7 @@ interface PreflightVerdict {
   alreadyAtTarget?: boolean;
   needsProxyPass?: boolean;
   fromStorage?: ObservedStorage;
+  fromResources?: string[];
 }
 
 /** Checks the version-skew policy, the fleet's health and the proxy prerequisites. Touches nothing. */
@@ -27,9 +36,12 @@ export function checkPreflight(ctx: PlanContext): PreflightVerdict {
     const why = down.map((p) => `${p.hostname} (${p.stale ? 'stale lease' : !p.ready ? 'not ready' : 'no /version'})`).join(', ');
     return { ok: false, reason: 'UnhealthyFleet', message: `every server must be healthy before an upgrade starts; not healthy: ${why}` };
   }
-  const versions = [...new Set(peers.map((p) => p.version!))].sort();
+  // One release, whatever build metadata or vendor suffix each server reports (docs/versions.md).
+  const versions: string[] = [];
+  for (const p of peers) if (!versions.some((v) => sameRelease(p.version!, v))) versions.push(p.version!);
+  versions.sort();
   if (versions.length > 1) {
-    const detail = versions.map((v) => `${v} (${peers.filter((p) => p.version === v).map((p) => p.hostname).join(', ')})`).join(' and ');
+    const detail = versions.map((v) => `${v} (${peers.filter((p) => sameRelease(p.version!, v)).map((p) => p.hostname).join(', ')})`).join(' and ');
     return { ok: false, reason: 'MixedVersions', message: `servers run ${detail}; an upgrade starts from one version` };
   }
   const fromVersion = versions[0]!;
@@ -43,6 +55,12 @@ export function checkPreflight(ctx: PlanContext): PreflightVerdict {
       reason: 'StorageVersionsUnknown',
       message: `waiting to read the storage version hashes of ${fromVersion} from a server running it: without them a rollback could not be judged safe once the old servers are gone`,
     };
+  }
+  let fromResources: string[] | undefined;
+  if (ctx.spec.strategy.phases === 'TwoPhase') {
+    const two = checkTwoPhase(ctx, fromVersion, skew.kind);
+    if (!two.ok) return two;
+    fromResources = two.fromResources;
   }
   const minorChange = skew.kind === 'minor';
   const gateOff = peers.filter((p) => p.proxyGate === 'off').map((p) => p.hostname);
@@ -58,7 +76,26 @@ export function checkPreflight(ctx: PlanContext): PreflightVerdict {
   if (mode === 'Unmanaged' && minorChange && gateOff.length > 0) {
     message += `; WARNING: proxy gate off on ${gateOff.join(', ')} and proxy.gate is Unmanaged: clients sent to old servers get 404 for new resources during the upgrade`;
   }
-  return { ok: true, reason: 'Passed', message, fromVersion, needsProxyPass, fromStorage };
+  if (fromResources) message += `; TwoPhase: phase one runs ${target} emulating ${minorOf(fromVersion)}, phase two lifts the emulation`;
+  return { ok: true, reason: 'Passed', message, fromVersion, needsProxyPass, fromStorage, ...(fromResources ? { fromResources } : {}) };
+}
+
+/** A TwoPhase plan needs a minor upgrade, a target binary that can emulate the from-version, and the from-version's own discovery. */
+function checkTwoPhase(ctx: PlanContext, fromVersion: string, kind: 'patch' | 'minor'): { ok: true; fromResources: string[] } | PreflightVerdict {
+  const target = ctx.spec.targetVersion;
+  if (kind !== 'minor') {
+    return { ok: false, reason: 'TwoPhaseNeedsMinorUpgrade', message: `${fromVersion} -> ${target} keeps the minor version: there is no API change to split off; use strategy.phases OnePhase` };
+  }
+  const [tMaj, tMin] = (minorOf(target) ?? '0.0').split('.').map(Number) as [number, number];
+  const [, fMin] = (minorOf(fromVersion) ?? '0.0').split('.').map(Number) as [number, number];
+  if ((tMaj === 1 && tMin < EMULATION_MIN_TARGET_MINOR) || tMin - fMin > EMULATION_MAX_MINORS_BACK) {
+    return { ok: false, reason: 'CannotEmulate', message: `${target} cannot run with --emulated-version=${minorOf(fromVersion)} (TwoPhase needs a target of v1.${EMULATION_MIN_TARGET_MINOR} or newer, at most ${EMULATION_MAX_MINORS_BACK} minors ahead)` };
+  }
+  const own = ctx.obs.discovery?.own?.find((o) => sameRelease(o.version, fromVersion) && (o.emulation ?? minorOf(o.version)) === minorOf(fromVersion));
+  if (!own) {
+    return { ok: false, reason: 'DiscoveryUnknown', message: `waiting to read the own discovery of a ${fromVersion} server: phase one checks that the emulating servers serve exactly these resources` };
+  }
+  return { ok: true, fromResources: [...own.resources].sort() };
 }
 
 /**
@@ -93,6 +130,7 @@ export function runPreflight(ctx: PlanContext): void {
     return;
   }
   ctx.status.plan = freezePlan(ctx, from, v.fromStorage!);
+  if (v.fromResources) ctx.status.plan.fromResources = v.fromResources;
   const total = ctx.status.plan.batches?.length ?? 0;
   ctx.status.batch = { current: 0, total, progress: `0/${total}`, history: [] };
   ctx.condition({ type: 'PreflightPassed', status: 'True', reason: 'Passed', message: v.message });

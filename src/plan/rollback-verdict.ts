@@ -1,12 +1,15 @@
 import type { StorageHash } from '../api/types.generated.ts';
+import type { ObservedOrphans } from './observation.ts';
 import type { PlanContext } from './context.ts';
 import { rollbackSafety, type ServerStorageHashes } from './rollback-safety.ts';
 import { observedStorage, storageList } from './frozen-plan.ts';
+import { minorOf } from './version.ts';
 
 export type RollbackVerdict =
   | { verdict: 'safe'; message: string }
   | { verdict: 'unsafe'; blocking: string[]; message: string }
-  | { verdict: 'unknown'; message: string };
+  | { verdict: 'unknown'; message: string }
+  | { verdict: 'orphans'; orphans: ObservedOrphans[]; message: string };
 
 function asServer(server: string, list: readonly StorageHash[]): ServerStorageHashes {
   return {
@@ -23,7 +26,9 @@ function asServer(server: string, list: readonly StorageHash[]): ServerStorageHa
 export function recordTargetStorage(ctx: PlanContext): void {
   const plan = ctx.status.plan;
   if (!plan || plan.targetStorage?.length) return;
-  const s = observedStorage(ctx, ctx.spec.targetVersion);
+  // TwoPhase: what a rollback to the old binary has to read is what phase one's emulating servers wrote.
+  const emulated = plan.phases === 'TwoPhase' ? minorOf(plan.fromVersion ?? '') : undefined;
+  const s = observedStorage(ctx, ctx.spec.targetVersion, emulated);
   if (!s) return;
   plan.targetStorage = storageList(s);
   plan.targetStorageServer = s.server;
@@ -34,6 +39,7 @@ export function recordTargetStorage(ctx: PlanContext): void {
  * read at preflight, the target's read since), never from memory: unknown is unsafe.
  */
 export function rollbackVerdict(ctx: PlanContext): RollbackVerdict {
+  if (ctx.status.stage === 'API') return orphanVerdict(ctx);
   const plan = ctx.status.plan;
   const from = plan?.fromStorage ?? [];
   const target = plan?.targetStorage ?? [];
@@ -51,11 +57,26 @@ export function rollbackVerdict(ctx: PlanContext): RollbackVerdict {
   };
 }
 
+/**
+ * Phase two of TwoPhase: going back re-applies the emulation on the same binary, which reads everything it
+ * stored; what is lost is the resources only the target version serves. Their objects stay in etcd unserved
+ * and unenforced: with any, the verdict is `orphans`; not read yet, unknown.
+ */
+function orphanVerdict(ctx: PlanContext): RollbackVerdict {
+  const o = ctx.obs.orphans;
+  if (o === undefined) return { verdict: 'unknown', message: `rollback safety unknown: the objects of resources only ${ctx.spec.targetVersion} serves have not been listed yet` };
+  const with_ = o.filter((x) => x.count > 0);
+  if (with_.length === 0) return { verdict: 'safe', message: `re-applying the emulation orphans no object: no resource only ${ctx.spec.targetVersion} serves has objects` };
+  const what = with_.map((x) => `${x.count} ${x.resource} (${x.names.slice(0, 5).join(', ')}${x.count > 5 ? ', …' : ''})`).join('; ');
+  return { verdict: 'orphans', orphans: with_, message: `re-applying the emulation would orphan objects only ${ctx.spec.targetVersion} serves — they stay in etcd, answer 404 and are no longer enforced: ${what}` };
+}
+
 /** Reflects the verdict in the RollbackSafe condition. */
 export function reportRollbackSafety(ctx: PlanContext): RollbackVerdict {
   const v = rollbackVerdict(ctx);
   if (v.verdict === 'safe') ctx.condition({ type: 'RollbackSafe', status: 'True', reason: 'StorageVersionsReadable', message: v.message });
   else if (v.verdict === 'unsafe') ctx.condition({ type: 'RollbackSafe', status: 'False', reason: 'StorageVersionsMoved', message: v.message });
+  else if (v.verdict === 'orphans') ctx.condition({ type: 'RollbackSafe', status: 'False', reason: 'WouldOrphanObjects', message: v.message });
   else ctx.condition({ type: 'RollbackSafe', status: 'Unknown', reason: 'StorageVersionsUnknown', message: v.message });
   return v;
 }

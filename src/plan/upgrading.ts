@@ -1,16 +1,18 @@
 import type { BatchRecord } from '../api/types.generated.ts';
 import type { PlanContext } from './context.ts';
-import { driveStep, callInFlight, inFlight } from './calls.ts';
+import { driveStep, callInFlight, inFlight, serverAt } from './calls.ts';
 import { onBreach } from './breach.ts';
 import { applyAnalysis, describeBreaches } from './analysis.ts';
 import { gatePass } from './gate-pass.ts';
-import { applyBatchSizeEdit, batchOf, startedBatches } from './frozen-plan.ts';
+import { applyBatchSizeEdit, batchDef, batchOf, startedBatches } from './frozen-plan.ts';
+import { emulationCheck } from './two-phase.ts';
 import { finishSucceeded } from './preflight.ts';
-import { isUp } from './peers.ts';
-import { proxyGateOnByDefault, sameRelease } from './version.ts';
+import { proxyGateOnByDefault } from './version.ts';
 
 function startBatch(ctx: PlanContext, k: number): void {
   const servers = batchOf(ctx, k);
+  const def = batchDef(ctx, k);
+  if (def?.stage) ctx.status.stage = def.stage;
   const b = ctx.status.batch ?? {};
   ctx.status.batch = { ...b, current: k, total: ctx.status.plan?.batches?.length ?? b.total ?? k, progress: `${k}/${ctx.status.plan?.batches?.length ?? '?'}`, servers, startedAt: ctx.now.toISOString() };
   delete ctx.status.batch.soakUntil;
@@ -21,7 +23,8 @@ function startBatch(ctx: PlanContext, k: number): void {
     const row = ctx.peerRow(h);
     if (row) row.batch = k;
   }
-  ctx.event('Normal', 'BatchStarted', `batch ${k}/${ctx.status.batch.total}: ${servers.join(', ') || '(no servers left)'} -> ${ctx.spec.targetVersion}`);
+  const goal = `${ctx.spec.targetVersion}${def?.emulatedVersion ? ` emulating ${def.emulatedVersion}` : ''}`;
+  ctx.event('Normal', 'BatchStarted', `batch ${k}/${ctx.status.batch.total}${def?.stage ? ` (${def.stage})` : ''}: ${servers.join(', ') || '(no servers left)'} -> ${goal}`);
 }
 
 /** Records a finished batch once: its history entry is keyed by index. */
@@ -38,13 +41,12 @@ function upgradeGate(ctx: PlanContext): boolean | undefined {
   return ctx.spec.proxy.gate === 'Unmanaged' ? undefined : true;
 }
 
-/** Every server of the batches started so far is up at the target. */
+/** Servers of the batches started so far that are not up at their goal (the latest started batch's, per server). */
 function startedBatchesBack(ctx: PlanContext): string[] {
   const target = ctx.spec.targetVersion;
-  return startedBatches(ctx).flatMap((b) => b.servers).filter((h) => {
-    const p = ctx.observed(h);
-    return !(isUp(p) && sameRelease(p.version, target));
-  });
+  const goal = new Map<string, string | undefined>();
+  for (const b of startedBatches(ctx)) for (const h of b.servers) goal.set(h, b.emulatedVersion);
+  return [...goal].filter(([h, emulated]) => !serverAt(ctx, h, target, undefined, emulated)).map(([h]) => h);
 }
 
 /** Replace a batch -> wait until each call is done -> discovery converges -> soak on a healthy check -> next. */
@@ -54,6 +56,7 @@ export function runUpgrading(ctx: PlanContext): void {
   if (!ctx.status.batch?.current) startBatch(ctx, 1);
   const k = ctx.status.batch!.current!;
   const servers = batchOf(ctx, k);
+  const emulatedVersion = batchDef(ctx, k)?.emulatedVersion;
 
   const checkBefore = ctx.status.lastAnalysis?.time;
   if (applyAnalysis(ctx)) return;
@@ -61,7 +64,7 @@ export function runUpgrading(ctx: PlanContext): void {
 
   let waiting = false;
   for (const h of servers) {
-    const r = driveStep(ctx, h, k, 'Upgrade', target, upgradeGate(ctx));
+    const r = driveStep(ctx, h, k, 'Upgrade', target, upgradeGate(ctx), emulatedVersion === undefined ? {} : { emulatedVersion });
     if (r === 'waiting') {
       waiting = true;
       ctx.setPeerState(h, 'Replacing', `upgrade to ${target} ${callInFlight(ctx, h)?.result === 'Accepted' ? 'in progress' : 'requested'}`);
@@ -87,6 +90,16 @@ export function runUpgrading(ctx: PlanContext): void {
     return;
   }
   if (!discoveryConverged(ctx)) return;
+  // Phase one of a TwoPhase upgrade relies on the emulation: the new servers must serve and store what the
+  // from-version does. If they do not, stop before anything else moves.
+  if (emulatedVersion !== undefined) {
+    const v = emulationCheck(ctx, emulatedVersion);
+    if (v.kind === 'waiting') return;
+    if (v.kind === 'broken') {
+      onBreach(ctx, 'EmulationIneffective', v.message);
+      return;
+    }
+  }
 
   const bs = ctx.status.batch!;
   if (!bs.soakUntil) {
@@ -102,12 +115,38 @@ export function runUpgrading(ctx: PlanContext): void {
   if (soakHeld(ctx, k, newCheck)) return;
   finishBatch(ctx, k);
   if (k < (ctx.status.plan?.batches?.length ?? k)) {
+    if (!betweenStages(ctx, k)) return;
     startBatch(ctx, k + 1);
     // Drive the new batch in this same step; the recursion is bounded by the number of batches.
     runUpgrading(ctx);
     return;
   }
   finishUpgrade(ctx);
+}
+
+/**
+ * Between phase one and phase two of a TwoPhase upgrade: every server runs the new binary emulating the
+ * from-version; the fleet is watched for phaseSoakDuration before the emulation is lifted. Returns true when
+ * the next batch may start.
+ */
+function betweenStages(ctx: PlanContext, k: number): boolean {
+  const cur = batchDef(ctx, k);
+  const next = batchDef(ctx, k + 1);
+  if (!next || next.stage === cur?.stage) return true;
+  const b = ctx.status.batch!;
+  if (!b.phaseSoakUntil) {
+    b.phaseSoakUntil = new Date(ctx.now.getTime() + ctx.spec.strategy.phaseSoakMs).toISOString();
+    ctx.event('Normal', 'PhaseOneDone', `every server runs ${ctx.spec.targetVersion} emulating ${cur?.emulatedVersion}; phase two (lifting the emulation) starts after ${b.phaseSoakUntil}`);
+  }
+  const left = Date.parse(b.phaseSoakUntil) - ctx.now.getTime();
+  if (left > 0) {
+    ctx.progressMessage = `phase one done: every server on ${ctx.spec.targetVersion} emulating ${cur?.emulatedVersion}; phase two starts at ${b.phaseSoakUntil}`;
+    ctx.requeue(Math.min(left, ctx.spec.analysis.intervalMs));
+    return false;
+  }
+  delete b.phaseSoakUntil;
+  ctx.event('Normal', 'PhaseTwoStarted', `lifting the emulation: servers move to the ${ctx.spec.targetVersion} API batch by batch`);
+  return true;
 }
 
 /**
@@ -170,7 +209,7 @@ function finishUpgrade(ctx: PlanContext): void {
   // Nothing may still be in flight anywhere (a call of a server that left the fleet included): the upgrade
   // never ends with a call Requested or Accepted.
   const flying = (ctx.status.driverCalls ?? []).filter(inFlight).map((c) => c.server);
-  const notThere = [...new Set([...members.filter((h) => !(isUp(ctx.observed(h)) && sameRelease(ctx.observed(h)!.version!, target))), ...flying])];
+  const notThere = [...new Set([...members.filter((h) => !serverAt(ctx, h, target)), ...flying])];
   if (notThere.length > 0) {
     ctx.progressMessage = `finishing: waiting for ${notThere.join(', ')}`;
     ctx.requeue(2_000);

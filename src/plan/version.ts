@@ -178,3 +178,12 @@ export function proxyGateOnByDefault(v: string | KubeVersion): boolean {
   const k = toVersion(v, 'proxyGateOnByDefault');
   return k.major > 1 || (k.major === 1 && k.minor >= 36);
 }
+
+/**
+ * The "major.minor" a server of this version emulates unless told otherwise ("v1.36.3" -> "1.36"), the form
+ * `--emulated-version` and `/version`'s emulationMajor/Minor use (KEP-4330). Undefined for a non-version.
+ */
+export function minorOf(v: string): string | undefined {
+  const k = parseVersion(v);
+  return k ? `${k.major}.${k.minor}` : undefined;
+}

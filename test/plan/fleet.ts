@@ -41,9 +41,12 @@ export class Sim {
     this.spec = s;
   }
 
+  /** When set, computes part of each observation from the fleet as it is at that step (e.g. own discovery). */
+  derive: ((peers: ObservedPeer[]) => Partial<Observation>) | undefined;
+
   step(advanceMs = 1000): Plan {
     this.now = new Date(this.now.getTime() + advanceMs);
-    this.last = plan(this.upgrade, this.spec, this.status, { peers: this.peers, ...this.extra }, this.now);
+    this.last = plan(this.upgrade, this.spec, this.status, { peers: this.peers, ...this.extra, ...this.derive?.(this.peers) }, this.now);
     this.status = this.last.status;
     return this.last;
   }
@@ -56,6 +59,8 @@ export class Sim {
       n++;
       const p = this.peers.find((x) => x.hostname === a.request.server.hostname)!;
       p.version = a.request.targetVersion;
+      if (a.request.emulatedVersion === undefined) delete p.emulation;
+      else p.emulation = a.request.emulatedVersion;
       const g = a.request.featureGates.UnknownVersionInteroperabilityProxy;
       if (g !== undefined) p.proxyGate = g ? 'on' : 'off';
       p.holderIdentity = `${p.identity}_${n}-${this.now.getTime()}`;

@@ -1,0 +1,53 @@
+import type { PlanContext } from './context.ts';
+import type { StorageHash } from '../api/types.generated.ts';
+import { rollbackSafety, type ServerStorageHashes } from './rollback-safety.ts';
+import { observedStorage } from './frozen-plan.ts';
+import { sameRelease } from './version.ts';
+
+function asServer(server: string, list: readonly StorageHash[] | Record<string, string>, kinds?: Record<string, string>): ServerStorageHashes {
+  if (Array.isArray(list)) {
+    return { server, hashes: new Map(list.map((h) => [h.resource, h.hash])), kinds: new Map(list.filter((h) => h.kind).map((h) => [h.resource, h.kind!])) };
+  }
+  return { server, hashes: new Map(Object.entries(list)), kinds: new Map(Object.entries(kinds ?? {})) };
+}
+
+const preview = (xs: readonly string[]): string => `${xs.slice(0, 5).join(', ')}${xs.length > 5 ? ` and ${xs.length - 5} more` : ''}`;
+
+/**
+ * Phase one's promise, checked on the servers that run the new binary emulating the from-version: they
+ * serve exactly the from-version's own resources (plan.fromResources), and every storage version they write
+ * is one the from-version reads (decoded, not byte-equal: a hash may move to a version the old binary
+ * serves). Data not yet observed holds the batch until batchTimeout, then counts as not holding (unknown is
+ * unsafe).
+ */
+export type EmulationVerdict = { kind: 'holds' } | { kind: 'waiting' } | { kind: 'broken'; message: string };
+
+export function emulationCheck(ctx: PlanContext, emulated: string): EmulationVerdict {
+  const target = ctx.spec.targetVersion;
+  const plan = ctx.status.plan;
+  const from = new Set(plan?.fromResources ?? []);
+  const own = (ctx.obs.discovery?.own ?? []).filter((o) => sameRelease(o.version, target) && o.emulation === emulated);
+  const problems: string[] = [];
+  for (const o of own) {
+    const extra = o.resources.filter((r) => !from.has(r)).sort();
+    const missing = [...from].filter((r) => !o.resources.includes(r)).sort();
+    if (extra.length || missing.length) {
+      problems.push(`${o.server} (${o.version} emulating ${emulated}) serves ${extra.length ? `${preview(extra)} that ${plan?.fromVersion} does not` : ''}${extra.length && missing.length ? ' and ' : ''}${missing.length ? `misses ${preview(missing)}` : ''}`);
+    }
+  }
+  const stored = observedStorage(ctx, target, emulated);
+  if (stored && plan?.fromStorage?.length) {
+    const r = rollbackSafety([asServer(plan.fromStorageServer ?? 'from', plan.fromStorage)], [asServer(stored.server, stored.hashes, stored.kinds)]);
+    if (!r.safe) problems.push(`${stored.server} writes storage versions ${plan.fromVersion} cannot read: ${r.blocking.map((b) => b.resource).join(', ')}`);
+  }
+  if (problems.length > 0) return { kind: 'broken', message: `the emulation does not do what phase one relies on: ${problems.join('; ')}` };
+  if (own.length > 0 && stored) return { kind: 'holds' };
+  const startedAt = Date.parse(ctx.status.batch?.startedAt ?? ctx.now.toISOString());
+  const missing = [...(own.length ? [] : ['their own discovery']), ...(stored ? [] : ['their storage version hashes'])].join(' and ');
+  if (ctx.now.getTime() - startedAt > ctx.spec.strategy.batchTimeoutMs) {
+    return { kind: 'broken', message: `could not verify the emulation within batchTimeout: ${missing} of the servers emulating ${emulated} were never read` };
+  }
+  ctx.progressMessage = `phase one: waiting to read ${missing} of the servers emulating ${emulated}`;
+  ctx.requeue(2_000);
+  return { kind: 'waiting' };
+}

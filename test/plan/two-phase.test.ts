@@ -1,0 +1,133 @@
+// TwoPhase upgrades (KEP-4330): phase one moves every server to the new binary emulating the old minor,
+// phase two lifts the emulation; a rollback in phase one goes back to the old binary, in phase two it
+// re-applies the emulation — and pauses first when that would orphan objects only the target serves.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { Sim, peer, spec, storage, OLD, NEW } from './fleet.ts';
+import type { ObservedPeer, Observation } from '../../src/plan/index.ts';
+
+const R35 = ['/v1/pods', 'apps/v1/deployments', 'storage.k8s.io/v1/volumeattributesclasses'];
+const R36 = [...R35, 'admissionregistration.k8s.io/v1/mutatingadmissionpolicies'];
+const emu = (p: ObservedPeer): string => p.emulation ?? (p.version === NEW ? '1.36' : '1.35');
+
+/** Own discovery as the real servers answer it: an emulating v1.36.3 serves what v1.35.4 does. */
+function ownDiscovery(extraWhenEmulating: string[] = []) {
+  return (peers: ObservedPeer[]): Partial<Observation> => ({
+    discovery: {
+      converged: true,
+      message: 'converged',
+      own: peers.map((p) => ({ server: p.hostname, version: p.version!, emulation: emu(p), resources: emu(p) === '1.35' ? [...R35, ...(p.version === NEW ? extraWhenEmulating : [])] : R36 })),
+    },
+  });
+}
+
+const twoPhase = (over: Parameters<typeof spec>[0] = {}) => spec({ strategy: { batchSize: 1, soakDuration: '0s', phases: 'TwoPhase', phaseSoakDuration: '1m' }, ...over });
+const fleet = () => [peer('cp-1', OLD, 'on'), peer('cp-2', OLD, 'on'), peer('cp-3', OLD, 'on')];
+const emulatedStorage = { ...storage(NEW), emulation: '1.35' };
+
+function newSim(s = twoPhase(), extra: string[] = []): Sim {
+  const sim = new Sim(fleet(), s);
+  sim.extra.storage = [storage(OLD), emulatedStorage, storage(NEW)];
+  sim.derive = ownDiscovery(extra);
+  return sim;
+}
+
+/** Steps, carrying out each call at once, until paused/terminal or `max` steps; returns the calls as action:server@emulation. */
+function run(sim: Sim, max = 60, advance = 1000): string[] {
+  const out: string[] = [];
+  for (let i = 0; i < max; i++) {
+    sim.step(advance);
+    for (const a of sim.last.actions) if (a.kind === 'callDriver') out.push(`${a.request.action}:${a.request.server.hostname}@${a.request.emulatedVersion ?? '-'}`);
+    sim.applyDriverCalls();
+    if (['Succeeded', 'RolledBack', 'Failed', 'Paused'].includes(sim.status?.phase ?? '')) break;
+  }
+  return out;
+}
+
+test('TwoPhase: every server to the new binary emulating 1.35, a soak between the phases, then the emulation lifted', () => {
+  const sim = newSim();
+  const calls = run(sim, 200, 5000);
+  assert.deepEqual(calls, ['Upgrade:cp-1@1.35', 'Upgrade:cp-2@1.35', 'Upgrade:cp-3@1.35', 'Upgrade:cp-1@-', 'Upgrade:cp-2@-', 'Upgrade:cp-3@-']);
+  assert.equal(sim.status?.phase, 'Succeeded');
+  assert.equal(sim.status?.stage, 'API');
+  assert.deepEqual(sim.status?.plan?.batches?.map((b) => `${b.index}:${b.stage}:${b.servers.join('+')}:${b.emulatedVersion ?? '-'}`), ['1:Binaries:cp-1:1.35', '2:Binaries:cp-2:1.35', '3:Binaries:cp-3:1.35', '4:API:cp-1:-', '5:API:cp-2:-', '6:API:cp-3:-']);
+  assert.deepEqual(sim.status?.plan?.fromResources, [...R35].sort());
+  assert.ok(sim.peers.every((p) => p.version === NEW && p.emulation === undefined));
+});
+
+test('TwoPhase: phase two waits phaseSoakDuration after phase one', () => {
+  const sim = newSim();
+  let phaseOneDoneAt: number | undefined;
+  let phaseTwoAt: number | undefined;
+  for (let i = 0; i < 200 && sim.status?.phase !== 'Succeeded'; i++) {
+    sim.step(1000);
+    for (const a of sim.last.actions) {
+      if (a.kind === 'event' && a.reason === 'PhaseOneDone') phaseOneDoneAt = sim.now.getTime();
+      if (a.kind === 'event' && a.reason === 'PhaseTwoStarted') phaseTwoAt = sim.now.getTime();
+    }
+    sim.applyDriverCalls();
+  }
+  assert.ok(phaseOneDoneAt !== undefined && phaseTwoAt !== undefined);
+  assert.ok(phaseTwoAt - phaseOneDoneAt >= 60_000, `phase two ${phaseTwoAt - phaseOneDoneAt} ms after phase one`);
+});
+
+test('TwoPhase: an emulating server that serves more than the from-version pauses EmulationIneffective', () => {
+  const sim = newSim(twoPhase(), ['admissionregistration.k8s.io/v1/mutatingadmissionpolicies']);
+  const calls = run(sim);
+  assert.deepEqual(calls, ['Upgrade:cp-1@1.35']);
+  assert.equal(sim.status?.pause?.reason, 'EmulationIneffective');
+  assert.match(sim.status?.pause?.message ?? '', /cp-1 \(v1\.36\.3 emulating 1\.35\) serves admissionregistration\.k8s\.io\/v1\/mutatingadmissionpolicies/);
+});
+
+test('TwoPhase: a breach in phase one rolls back to the old binary', () => {
+  const sim = newSim(twoPhase({ analysis: { failureLimit: 1, onBreach: 'Rollback' } }));
+  run(sim, 3); // cp-1 on the new binary, emulating
+  sim.extra.analysis = { time: new Date(sim.now.getTime() + 1).toISOString(), verdict: 'Breach', signals: {}, breaches: [{ signal: 'errorRatio' }] };
+  const calls = run(sim, 40);
+  assert.equal(sim.status?.phase, 'RolledBack', JSON.stringify(sim.status?.pause));
+  assert.ok(calls.every((c) => c.endsWith('@-')), `rollback to the old binary carries no emulation: ${calls.join(', ')}`);
+  assert.ok(sim.peers.every((p) => p.version === OLD && p.emulation === undefined));
+});
+
+function intoPhaseTwo(sim: Sim): void {
+  for (let i = 0; i < 200 && sim.status?.stage !== 'API'; i++) {
+    sim.step(5000);
+    sim.applyDriverCalls();
+  }
+  sim.step(1000);
+  sim.applyDriverCalls(); // cp-1 lifted: the fleet's API now differs
+  assert.equal(sim.status?.stage, 'API');
+}
+
+test('TwoPhase: a breach in phase two with objects only the target serves pauses RollbackOrphans, naming them', () => {
+  const sim = newSim(twoPhase({ analysis: { failureLimit: 1, onBreach: 'Rollback' } }));
+  intoPhaseTwo(sim);
+  sim.extra.orphans = [{ resource: 'admissionregistration.k8s.io/v1/mutatingadmissionpolicies', count: 1, names: ['deny-privileged'] }];
+  sim.extra.analysis = { time: new Date(sim.now.getTime() + 1).toISOString(), verdict: 'Breach', signals: {}, breaches: [{ signal: 'errorRatio' }] };
+  const calls = run(sim, 5);
+  assert.deepEqual(calls, []);
+  assert.equal(sim.status?.pause?.reason, 'RollbackOrphans');
+  assert.match(sim.status?.pause?.message ?? '', /deny-privileged/);
+  assert.equal(sim.condition('RollbackSafe')?.reason, 'WouldOrphanObjects');
+  assert.deepEqual(sim.status?.orphanedObjects?.map((o) => o.names), [['deny-privileged']]);
+});
+
+test('TwoPhase: with orphanedObjects Proceed, phase two rolls back by re-applying the emulation, and reports the orphans', () => {
+  const sim = newSim(twoPhase({ analysis: { failureLimit: 1, onBreach: 'Rollback' }, rollback: { orphanedObjects: 'Proceed' } }));
+  intoPhaseTwo(sim);
+  sim.extra.orphans = [{ resource: 'admissionregistration.k8s.io/v1/mutatingadmissionpolicies', count: 1, names: ['deny-privileged'] }];
+  sim.extra.analysis = { time: new Date(sim.now.getTime() + 1).toISOString(), verdict: 'Breach', signals: {}, breaches: [{ signal: 'errorRatio' }] };
+  const calls = run(sim, 40);
+  assert.equal(sim.status?.phase, 'RolledBack', JSON.stringify(sim.status?.pause));
+  assert.ok(calls.length > 0 && calls.every((c) => c.startsWith('Rollback:') && c.endsWith('@1.35')), calls.join(', '));
+  assert.ok(sim.peers.every((p) => p.version === NEW && emu(p) === '1.35'), 'every server back on the 1.35 API, on the new binary');
+  assert.equal(sim.status?.orphanedObjects?.[0]?.count, 1);
+  assert.match(sim.condition('Complete')?.message ?? '', /emulating 1\.35/);
+});
+
+test('TwoPhase: refused for a patch upgrade (no API change to split off)', () => {
+  const sim = new Sim(fleet(), twoPhase({ targetVersion: 'v1.35.5' }));
+  sim.step();
+  assert.equal(sim.status?.phase, 'Failed');
+  assert.equal(sim.condition('PreflightPassed')?.reason, 'TwoPhaseNeedsMinorUpgrade');
+});
