@@ -17,10 +17,20 @@ export function analysisDue(lastCheck: string | undefined, intervalMs: number, n
   return lastCheck === undefined || now.getTime() - Date.parse(lastCheck) >= intervalMs;
 }
 
+/**
+ * A member whose last call failed before the last resume: the resume asked to try that step again, so the
+ * server is about to get a new call — it is not a health problem of its own yet.
+ */
+function retryPending(ctx: PlanContext, hostname: string): boolean {
+  const last = (ctx.status.driverCalls ?? []).filter((c) => c.server === hostname).at(-1);
+  if (!last || !ctx.status.resumedAt || !last.completedAt) return false;
+  return (last.result === 'TimedOut' || last.result === 'Rejected' || last.result === 'Abandoned') && Date.parse(last.completedAt) <= Date.parse(ctx.status.resumedAt);
+}
+
 /** Members that are not up and not being replaced right now: after its call is done, health is the analysis'. */
 function unhealthyMembers(ctx: PlanContext): Breach[] {
   return (ctx.status.plan?.members ?? [])
-    .filter((h) => !callInFlight(ctx, h) && !isUp(ctx.observed(h)))
+    .filter((h) => !callInFlight(ctx, h) && !retryPending(ctx, h) && !isUp(ctx.observed(h)))
     .map((h) => ({ signal: 'serverReady', server: h, observed: 'not ready', threshold: 'ready', message: `${h} is not up (not ready, stale lease or gone) and no replacement of it is in flight` }));
 }
 

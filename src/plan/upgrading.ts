@@ -46,7 +46,10 @@ function startedBatchesBack(ctx: PlanContext): string[] {
   const target = ctx.spec.targetVersion;
   const goal = new Map<string, string | undefined>();
   for (const b of startedBatches(ctx)) for (const h of b.servers) goal.set(h, b.emulatedVersion);
-  return [...goal].filter(([h, emulated]) => !serverAt(ctx, h, target, undefined, emulated)).map(([h]) => h);
+  // A server in the gate-revert step after the last batch (in flight, or to be retried after a resume) is
+  // that step's business: finishUpgrade drives it.
+  const reverting = (h: string): boolean => (ctx.status.driverCalls ?? []).filter((c) => c.server === h).at(-1)?.action === 'RevertProxy';
+  return [...goal].filter(([h, emulated]) => !reverting(h) && !serverAt(ctx, h, target, undefined, emulated)).map(([h]) => h);
 }
 
 /** Replace a batch -> wait until each call is done -> discovery converges -> soak on a healthy check -> next. */
