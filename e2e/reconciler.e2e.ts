@@ -75,6 +75,12 @@ function manifest(name: string, url: string): Record<string, unknown> {
   };
 }
 
+/** Upgrades run one at a time: each test removes its own when done, so the next one is not held back. */
+async function remove(name: string): Promise<void> {
+  const r = await cluster.request('lb', `/apis/upgrade.apiserver.dev/v1alpha1/apiserverupgrades/${name}`, { method: 'DELETE' });
+  assert.ok(r.status === 200 || r.status === 404, `delete ${name}: HTTP ${r.status}`);
+}
+
 async function reasons(name: string): Promise<string[]> {
   const evs = JSON.parse((await cluster.request('lb', '/apis/events.k8s.io/v1/namespaces/default/events')).body) as { items: { reason: string; regarding: { name: string } }[] };
   return evs.items.filter((e) => e.regarding.name === name).map((e) => e.reason);
@@ -104,6 +110,7 @@ test('a call is recorded Requested in status before it reaches the hook; the ans
   assert.equal(call.attempts, 1);
   const r = await reasons('shell-order');
   for (const e of ['Started', 'PreflightPassed', 'BatchStarted']) assert.ok(r.includes(e), `event ${e}: ${r.join(', ')}`);
+  await remove('shell-order');
 });
 
 test("a call that fails transiently: the step's events are still emitted and the error is recorded on the call", async () => {
@@ -125,19 +132,26 @@ test("a call that fails transiently: the step's events are still emitted and the
   assert.equal(again.length, 1, 'the same call, not a new one');
   assert.equal(again[0]!.key, call.key);
   assert.match(again[0]!.message ?? '', /attempt 2.*ECONNREFUSED/);
+  await remove('shell-fail');
 });
 
 test('two reconciles racing: a write conflict (409) throws to the work queue and makes no call; one key only', async () => {
   hookMode = 'accept';
-  await createUpgrade(cluster, manifest('shell-race', hookUrl));
+  // Created paused: the first reconcile runs preflight and pauses, making no call. Then unpaused, so that the
+  // racing reconciles both decide the first call from the same stored status.
+  await createUpgrade(cluster, { ...manifest('shell-race', hookUrl), spec: { ...(manifest('shell-race', hookUrl).spec as object), paused: true } });
   const [a, b] = [reconciler(), reconciler()];
-  // Preflight first, so that the racing reconciles both decide the first call from the same status.
   await a.reconcile('shell-race');
+  assert.equal((await getUpgrade(cluster, 'shell-race'))?.status?.pause?.reason, 'PausedBySpec');
+  await cluster.request('lb', '/apis/upgrade.apiserver.dev/v1alpha1/apiserverupgrades/shell-race', {
+    method: 'PATCH', headers: { 'Content-Type': 'application/merge-patch+json' }, body: JSON.stringify({ spec: { paused: false } }),
+  });
   const before = seen.length;
   const results = await Promise.allSettled([a.reconcile('shell-race'), b.reconcile('shell-race')]);
   const conflicts = results.filter((x) => x.status === 'rejected' && x.reason instanceof KubeApiError && x.reason.statusCode === 409);
   const other = results.filter((x) => x.status === 'rejected' && !(x.reason instanceof KubeApiError && x.reason.statusCode === 409));
   assert.deepEqual(other, [], 'no other error');
+  assert.ok(conflicts.length <= 1, 'at most one of the two lost the race');
   const u = (await getUpgrade(cluster, 'shell-race'))!;
   const calls = u.status?.driverCalls ?? [];
   process.stderr.write(`race: ${conflicts.length} conflict(s); calls ${JSON.stringify(calls.map((c) => `${c.server}:${c.result}`))}; hook got ${seen.length - before}\n`);
@@ -150,4 +164,5 @@ test('two reconciles racing: a write conflict (409) throws to the work queue and
   const delivered = seen.length;
   await reconciler().reconcile('shell-race');
   assert.equal(seen.length, delivered, 'an Accepted call is never sent again');
+  await remove('shell-race');
 });
