@@ -131,7 +131,9 @@ test('plan changes nothing and prints the batches and the calls the upgrade then
 
   // Created paused: preflight runs and the plan is frozen, then it pauses before any call.
   const held = await until(name, 'PausedBySpec with a plan', 90_000, (u) => u.status?.pause?.reason === 'PausedBySpec' && (u.status.plan?.batches?.length ?? 0) > 0);
-  assert.match(await ok('get', name), /^Phase: +॥ Paused \(PausedBySpec\)$/m);
+  const pausedView = await ok('get', name);
+  process.stderr.write(pausedView);
+  assert.match(pausedView, /^Phase: +॥ Paused \(PausedBySpec\)$/m);
   const view = JSON.parse(await ok('get', name, '-o', 'json')) as GetView;
   assert.deepEqual([view.phase, view.pause?.reason, view.progress.total], ['Paused', 'PausedBySpec', 3]);
   const rows = JSON.parse(await ok('list', '-o', 'json')) as ListRow[];
@@ -176,6 +178,7 @@ test('plan changes nothing and prints the batches and the calls the upgrade then
 
   // Paused again mid-run (a spec edit), and resumed.
   await until(name, 'Upgrading', 3 * 60_000, (u) => u.status?.phase === 'Upgrading');
+  process.stderr.write(await ok('get', name));
   assert.match(await ok('pause', name), /spec\.paused set to true\. This is a spec edit: Git tools \(Argo CD, Flux\) will see it/);
   assert.equal((await must(name)).spec.paused, true);
   await until(name, 'PausedBySpec mid-run', 3 * 60_000, (u) => u.status?.pause?.reason === 'PausedBySpec');
@@ -197,6 +200,7 @@ test('plan changes nothing and prints the batches and the calls the upgrade then
   assert.equal(firstUpgrade.payload.webhook.url, hook.url);
 
   const done = await ok('get', name);
+  process.stderr.write(`${done}${await ok('list')}`);
   assert.match(done, /^Phase: +✔ Succeeded$/m);
   assert.match(done, /^Batches: +✔ 1: cp-1 +✔ 2: cp-2 +✔ 3: cp-3$/m);
   await refused(/cannot resume plugin-plan: it is Succeeded, finished/, 'resume', name);

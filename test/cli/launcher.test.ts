@@ -47,7 +47,7 @@ test('AUO_NODE that cannot run TypeScript is refused with a reason', async () =>
   writeFileSync(join(tmp, 'old-node'), '#!/bin/sh\nexit 1\n', { mode: 0o755 });
   const r = await exec(launcher, ['--help'], { env: { AUO_NODE: join(tmp, 'old-node') } });
   assert.equal(r.code, 1);
-  assert.match(r.stderr, /AUO_NODE=.*old-node does not run TypeScript \(Node >= 22\.18 needed\)/);
+  assert.match(r.stderr, /AUO_NODE=.*old-node does not run TypeScript \(Node >= 22\.19 needed\)/);
 });
 
 test('`npm exec` from another folder runs the project\'s bin', async () => {
