@@ -148,27 +148,13 @@ test('plan changes nothing and prints the batches and the calls the upgrade then
 
   // The dry run, with the operator stopped so that nothing else writes: the object does not change at all.
   await rig.op.stop();
-  const before = await must(name);
-  const eventsBefore = await eventReasons(name);
-  const human = await ok('plan', name);
-  const plan = JSON.parse(await ok('plan', name, '-o', 'json')) as PlanView;
-  const afterPlan = await must(name);
-  assert.equal(afterPlan.metadata?.resourceVersion, before.metadata?.resourceVersion, 'plan wrote nothing to the object');
-  assert.deepEqual(await eventReasons(name), eventsBefore, 'plan recorded no Event');
-  assert.equal(hook.log.length, 0, 'the hook received nothing');
-  process.stderr.write(human);
-  assert.match(human, /nothing was written, no driver was called/);
-  assert.match(human, /^Preflight: Passed \(PreflightPassed=True\)$/m);
-  for (const s of cluster.servers) assert.match(human, new RegExp(`^ {2}${s.hostname} +${s.address.replace(/\./g, '\\.')}:\\d+ +${OLD_VERSION.replace(/\./g, '\\.')} +true +off +fresh`, 'm'));
-  assert.deepEqual(plan.inventory.map((r) => [r.hostname, r.version, r.ready, r.proxyGate]), cluster.servers.map((s) => [s.hostname, OLD_VERSION, true, 'off']));
-  assert.equal(plan.preflight?.status, 'True');
-  assert.deepEqual(plan.batches, held.status?.plan?.batches, 'the dry run freezes the plan the operator froze');
-  assert.equal(plan.uid, held.metadata?.uid);
-  assert.equal(plan.projection?.phase, 'Succeeded');
-  assert.equal(plan.projection?.assumedResumed, true);
-
-  const second = await startOperator(cluster, { healthPort: 18101 });
-  cleanups.push(() => second.stop());
+  let plan: PlanView | undefined;
+  try {
+    plan = await dryRunChangesNothing(name, held);
+  } finally {
+    const second = await startOperator(cluster, { healthPort: 18101 });
+    cleanups.push(() => second.stop());
+  }
 
   // Paused by spec: pause and retry make no sense; resume sets spec.paused to false.
   await refused(/plugin-plan is already paused by its spec/, 'pause', name);
@@ -260,6 +246,30 @@ test('abort after the first batch: RolledBack, every server on the old version; 
   await refused(/cannot abort plugin-abort: it is already RolledBack, finished/, 'abort', name);
   await refused(/cannot retry plugin-abort: it is RolledBack/, 'retry', name);
 });
+
+/** `plan NAME`, human and JSON, while nothing else writes: the object, its Events and the hook stay as they were. */
+async function dryRunChangesNothing(name: string, held: ApiServerUpgrade): Promise<PlanView> {
+  const { cluster, hook } = rig;
+  const before = await must(name);
+  const eventsBefore = await eventReasons(name);
+  const human = await ok('plan', name);
+  const plan = JSON.parse(await ok('plan', name, '-o', 'json')) as PlanView;
+  const afterPlan = await must(name);
+  assert.equal(afterPlan.metadata?.resourceVersion, before.metadata?.resourceVersion, 'plan wrote nothing to the object');
+  assert.deepEqual(await eventReasons(name), eventsBefore, 'plan recorded no Event');
+  assert.equal(hook.log.length, 0, 'the hook received nothing');
+  process.stderr.write(human);
+  assert.match(human, /nothing was written, no driver was called/);
+  assert.match(human, /^Preflight: Passed \(PreflightPassed=True\)$/m);
+  for (const s of cluster.servers) assert.match(human, new RegExp(`^ {2}${s.hostname} +${s.address.replace(/\./g, '\\.')}:\\d+ +${OLD_VERSION.replace(/\./g, '\\.')} +true +off +fresh`, 'm'));
+  assert.deepEqual(plan.inventory.map((r) => [r.hostname, r.version, r.ready, r.proxyGate]), cluster.servers.map((s) => [s.hostname, OLD_VERSION, true, 'off']));
+  assert.equal(plan.preflight?.status, 'True');
+  assert.deepEqual(plan.batches, held.status?.plan?.batches, 'the dry run freezes the plan the operator froze');
+  assert.equal(plan.uid, held.metadata?.uid);
+  assert.equal(plan.projection?.phase, 'Succeeded');
+  assert.equal(plan.projection?.assumedResumed, true);
+  return plan;
+}
 
 function runWithPath(cmd: string, args: string[], dir: string): Promise<Out> {
   return new Promise((resolve) => {

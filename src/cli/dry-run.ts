@@ -11,7 +11,8 @@
 import type { ApiServerUpgradeSpec, ApiServerUpgradeStatus, Condition } from '../api/types.generated.ts';
 import { PROXY_GATE } from '../api/constants.ts';
 import { isTerminal } from '../api/vocabulary.ts';
-import { plan, recordCallOutcome, type Action, type DriverRequest, type Observation, type UpgradeInput } from '../plan/index.ts';
+import { plan, recordCallOutcome, sameRelease, type Action, type DriverRequest, type Observation, type UpgradeInput } from '../plan/index.ts';
+import { minorOf } from '../plan/version.ts';
 
 export interface PlannedEvent {
   type: 'Normal' | 'Warning';
@@ -97,30 +98,54 @@ export function dryRun(upgrade: UpgradeInput, spec: ApiServerUpgradeSpec, obs: O
   };
 }
 
-/** The observation after a call landed: the server restarted (a new Lease holder) at its goal, up and ready. */
+/**
+ * The observation after a call landed: the server restarted (a new Lease holder) at its goal — version,
+ * emulated version (none: its own minor) and proxy gate — up and ready.
+ */
 function land(obs: Observation, r: DriverRequest, n: number): Observation {
   const gate = r.featureGates[PROXY_GATE];
   return {
     ...obs,
-    peers: obs.peers.map((p) => p.hostname !== r.server.hostname ? p : {
-      ...p,
-      version: r.targetVersion,
-      ready: true,
-      stale: false,
-      ...(gate === undefined ? {} : { proxyGate: gate ? 'on' as const : 'off' as const }),
-      holderIdentity: `${p.identity}_projected-${n}`,
+    peers: obs.peers.map((p) => {
+      if (p.hostname !== r.server.hostname) return p;
+      const { emulation: _, ...rest } = p;
+      return {
+        ...rest,
+        version: r.targetVersion,
+        ...(r.emulatedVersion === undefined ? {} : { emulation: r.emulatedVersion }),
+        ready: true,
+        stale: false,
+        ...(gate === undefined ? {} : { proxyGate: gate ? 'on' as const : 'off' as const }),
+        holderIdentity: `${p.identity}_projected-${n}`,
+      };
     }),
   };
 }
 
-/** A fleet where every check is healthy, discovery has converged, and every version's storage hashes are known. */
-function healthy(obs: Observation, target: string, now: Date): Observation {
+/**
+ * A fleet where every check is healthy and discovery has converged; every (version, emulation) that runs has
+ * the from-version's storage hashes, and (for a TwoPhase plan) each server serves the from-version's own
+ * resources: the emulation does what phase one relies on.
+ */
+function healthy(obs: Observation, status: ApiServerUpgradeStatus, now: Date): Observation {
   const storage = [...(obs.storage ?? [])];
   const from = storage[0];
-  if (from && !storage.some((s) => s.version === target)) storage.push({ ...from, version: target });
+  if (from) {
+    for (const p of obs.peers) {
+      if (p.version === undefined) continue;
+      const emulation = p.emulation ?? minorOf(p.version);
+      if (!storage.some((s) => sameRelease(s.version, p.version!) && (s.emulation ?? minorOf(s.version)) === emulation)) {
+        storage.push({ ...from, version: p.version, server: p.hostname, ...(p.emulation === undefined ? {} : { emulation: p.emulation }) });
+      }
+    }
+  }
+  const fromResources = status.plan?.fromResources;
+  const own = fromResources === undefined ? undefined : obs.peers.filter((p) => p.version !== undefined).map((p) => ({
+    server: p.hostname, version: p.version!, ...(p.emulation === undefined ? {} : { emulation: p.emulation }), resources: [...fromResources],
+  }));
   return {
     ...obs,
-    discovery: { converged: true, message: 'projected: converged' },
+    discovery: { converged: true, message: 'projected: converged', ...(own ? { own } : {}) },
     analysis: { time: now.toISOString(), verdict: 'Healthy', signals: {}, breaches: [] },
     storage,
   };
@@ -148,7 +173,7 @@ function project(upgrade: UpgradeInput, specIn: ApiServerUpgradeSpec, from: ApiS
     }
     if (isTerminal(status.phase)) break;
     now = new Date(now.getTime() + 1000);
-    const p = plan(upgrade, spec, status, healthy(obs, spec.targetVersion, now), now);
+    const p = plan(upgrade, spec, status, healthy(obs, status, now), now);
     status = p.status;
     pending = driverCalls(p.actions);
     if (status.phase === 'Paused' && pending.length === 0) break;

@@ -34,8 +34,10 @@ export interface GetView {
     current: number;
     total: number;
     done: number;
-    batches: { index: number; servers: string[]; state: BatchState }[];
+    batches: { index: number; servers: string[]; state: BatchState; stage?: string; emulatedVersion?: string }[];
     soakUntil: string | undefined;
+    /** TwoPhase: when the soak between the phases ends. */
+    phaseSoakUntil: string | undefined;
   };
   proxyGate: { on: string[]; off: string[]; unknown: string[]; turnedOnByUpgrade: string[] };
   servers: { hostname: string; version: string | undefined; ready: boolean | undefined; gate: string | undefined; state: string | undefined; batch: number | undefined; message: string | undefined }[];
@@ -77,7 +79,7 @@ export function batchStates(status: ApiServerUpgradeStatus | undefined): GetView
     else if (h?.result === 'Succeeded' || phase === 'Succeeded' || b.index < current) state = 'done';
     else if (b.index === current && !isTerminal(phase)) state = 'current';
     else state = 'pending';
-    return { index: b.index, servers: [...b.servers], state };
+    return { index: b.index, servers: [...b.servers], state, ...(b.stage === undefined ? {} : { stage: b.stage }), ...(b.emulatedVersion === undefined ? {} : { emulatedVersion: b.emulatedVersion }) };
   });
 }
 
@@ -138,7 +140,7 @@ export function buildGetView(u: ApiServerUpgrade, events: readonly KubeEvent[], 
     completedAt: st?.completedAt,
     strategy: spec ? `batchSize ${spec.strategy.batchSize}, soak ${formatDuration(spec.strategy.soakMs)}, batchTimeout ${formatDuration(spec.strategy.batchTimeoutMs)}, proxy.gate ${spec.proxy.gate}` : undefined,
     driver: describeDriver(spec),
-    progress: { current: st?.batch?.current ?? 0, total, done, batches, soakUntil: st?.batch?.soakUntil },
+    progress: { current: st?.batch?.current ?? 0, total, done, batches, soakUntil: st?.batch?.soakUntil, phaseSoakUntil: st?.batch?.phaseSoakUntil },
     proxyGate: {
       on: peers.filter((p) => p.proxyGate === 'Enabled').map((p) => p.hostname),
       off: peers.filter((p) => p.proxyGate === 'Disabled').map((p) => p.hostname),
@@ -196,8 +198,9 @@ export function renderGet(v: GetView, now: Date): string {
   if (p.total > 0) {
     const current = p.batches.some((b) => b.state === 'current') ? 1 : 0;
     head += field('Progress', `batch ${p.current}/${p.total}  ${bar(p.done, current, p.total)}  ${p.done}/${p.total} done`);
-    head += field('Batches', p.batches.map((b) => `${BATCH_MARK[b.state]} ${b.index}: ${b.servers.join('+') || '(none)'}`).join('   '));
+    head += field('Batches', p.batches.map((b) => `${BATCH_MARK[b.state]} ${b.index}: ${b.servers.join('+') || '(none)'}${b.stage ? ` [${b.stage}${b.emulatedVersion ? ` emulating ${b.emulatedVersion}` : ''}]` : ''}`).join('   '));
     if (p.soakUntil && !isTerminal(v.phase)) head += field('Soak until', when(p.soakUntil, now));
+    if (p.phaseSoakUntil && !isTerminal(v.phase)) head += field('Phase soak', `until ${when(p.phaseSoakUntil, now)} (between phase one and phase two)`);
   } else {
     head += field('Progress', 'no plan yet (preflight freezes it)');
   }

@@ -27,6 +27,8 @@ export interface CallView {
   action: string;
   server: string;
   target: string;
+  /** TwoPhase: the --emulated-version the server runs with after the call. */
+  emulatedVersion?: string;
   featureGates: Record<string, boolean>;
   idempotencyKey: string;
   /** What the driver would receive: the webhook's POST, or the static Pod driver's agent Job. */
@@ -92,10 +94,18 @@ export function callView(r: DriverRequest, spec: ResolvedSpec, upgradeName: stri
   } else {
     payload = { staticPod: { job: agentJob(spec.driver.staticPod, r, upgradeName) } };
   }
-  return { batch: r.batch, action: r.action, server: r.server.hostname, target: r.targetVersion, featureGates: { ...r.featureGates }, idempotencyKey: r.idempotencyKey, payload };
+  return {
+    batch: r.batch, action: r.action, server: r.server.hostname, target: r.targetVersion, ...(r.emulatedVersion === undefined ? {} : { emulatedVersion: r.emulatedVersion }),
+    featureGates: { ...r.featureGates }, idempotencyKey: r.idempotencyKey, payload,
+  };
 }
 
 function inventoryView(rows: readonly InventoryRow[] | undefined, obs: Observation): InventoryView[] {
+  const byHostname = (a: InventoryView, b: InventoryView): number => a.hostname.localeCompare(b.hostname);
+  return inventoryRows(rows, obs).sort(byHostname);
+}
+
+function inventoryRows(rows: readonly InventoryRow[] | undefined, obs: Observation): InventoryView[] {
   if (rows) {
     return rows.map((r) => ({ hostname: r.hostname, identity: r.identity, address: r.address || undefined, addressSource: r.addressSource, version: r.version, ready: r.ready, proxyGate: r.proxyGate, stale: r.stale, problems: [...r.problems] }));
   }
@@ -129,7 +139,7 @@ export function buildPlanView(i: PlanViewInput): PlanView {
     phase: d.phase,
     steps: d.steps,
     fromVersion: st.fromVersion,
-    batches: (st.plan?.batches ?? []).map((b) => ({ index: b.index, servers: [...b.servers] })),
+    batches: structuredClone(st.plan?.batches ?? []),
     batchSize: st.plan?.batchSize,
     gateTurnedOn: [...(st.plan?.gateTurnedOn ?? [])],
     firstCalls: calls(d.firstCalls),
@@ -141,6 +151,10 @@ export function buildPlanView(i: PlanViewInput): PlanView {
 
 function batchLabel(b: number): string {
   return b === 0 ? 'gate' : b < 0 ? 'rollback' : String(b);
+}
+
+function targetOf(c: CallView): string {
+  return c.emulatedVersion === undefined ? c.target : `${c.target} (emulating ${c.emulatedVersion})`;
 }
 
 function gates(g: Record<string, boolean>): string {
@@ -167,7 +181,10 @@ export function renderPlan(v: PlanView): string {
 
   if (v.batches.length > 0) {
     let s = `Plan (status.plan, frozen at preflight): from ${v.fromVersion ?? '?'}, ${v.batches.length} batch(es) of batchSize ${v.batchSize ?? '?'}\n`;
-    s += table(['BATCH', 'SERVERS'], v.batches.map((b) => [b.index, b.servers.join(', ')]), '  ');
+    const staged = v.batches.some((b) => b.stage !== undefined);
+    s += staged
+      ? table(['BATCH', 'SERVERS', 'STAGE'], v.batches.map((b) => [b.index, b.servers.join(', '), `${b.stage ?? ''}${b.emulatedVersion ? ` (emulating ${b.emulatedVersion})` : ''}`]), '  ')
+      : table(['BATCH', 'SERVERS'], v.batches.map((b) => [b.index, b.servers.join(', ')]), '  ');
     if (v.gateTurnedOn.length > 0) s += `  the proxy gate is off on ${v.gateTurnedOn.join(', ')}: it is turned on there first, server by server (batch "gate")\n`;
     out.push(s);
   } else {
@@ -176,7 +193,7 @@ export function renderPlan(v: PlanView): string {
 
   if (v.firstCalls.length > 0) {
     out.push('Now: the operator would first call the driver with\n' + table(['BATCH', 'ACTION', 'SERVER', 'TARGET', 'GATES', 'KEY'],
-      v.firstCalls.map((c) => [batchLabel(c.batch), c.action, c.server, c.target, gates(c.featureGates), c.idempotencyKey]), '  '));
+      v.firstCalls.map((c) => [batchLabel(c.batch), c.action, c.server, targetOf(c), gates(c.featureGates), c.idempotencyKey]), '  '));
   } else {
     out.push(`Now: no driver call (the run stops in phase ${v.phase}).\n`);
   }
@@ -185,7 +202,7 @@ export function renderPlan(v: PlanView): string {
   if (pr) {
     const head = `Projected calls (the planner stepped on a simulated fleet where each call lands at once and every check is healthy${pr.assumedResumed ? ', after spec.paused is set to false' : ''}; it ends ${pr.phase}):\n`;
     let s = head + table(['#', 'BATCH', 'ACTION', 'SERVER', 'TARGET', 'GATES', 'KEY'],
-      pr.calls.map((c, n) => [n + 1, batchLabel(c.batch), c.action, c.server, c.target, gates(c.featureGates), c.idempotencyKey]), '  ');
+      pr.calls.map((c, n) => [n + 1, batchLabel(c.batch), c.action, c.server, targetOf(c), gates(c.featureGates), c.idempotencyKey]), '  ');
     const firstOfBatch = pr.calls.filter((c, n) => pr.calls.findIndex((x) => x.batch === c.batch) === n);
     for (const c of firstOfBatch) {
       if ('webhook' in c.payload) {

@@ -89,3 +89,16 @@ test('the fleet already at the target: Succeeded at preflight, no call', () => {
   assert.deepEqual(d.firstCalls, []);
   assert.equal(d.projection, undefined);
 });
+
+test('TwoPhase: the projection walks phase one (the new binary emulating the old minor), then phase two, to Succeeded', () => {
+  const obs = fleet('on');
+  obs.discovery = { ...obs.discovery!, own: obs.peers.map((p) => ({ server: p.hostname, version: OLD, resources: ['/v1/pods', 'apps/v1/deployments'] })) };
+  const d = dryRun(U, spec({ strategy: { batchSize: 1, soakDuration: '30s', phases: 'TwoPhase', phaseSoakDuration: '5m' } }), obs, NOW);
+  assert.equal(d.preflight?.status, 'True', d.preflight?.message);
+  assert.deepEqual(d.status.plan?.fromResources, ['/v1/pods', 'apps/v1/deployments']);
+  const p = d.projection!;
+  assert.equal(p.phase, 'Succeeded', p.message);
+  const calls = p.calls.map((c) => `${c.action}:${c.server.hostname}${c.emulatedVersion ? `@${c.emulatedVersion}` : ''}`);
+  assert.deepEqual(calls.slice(0, 3), ['Upgrade:cp-1@1.35', 'Upgrade:cp-2@1.35', 'Upgrade:cp-3@1.35'], 'phase one: every server on the new binary emulating 1.35');
+  assert.ok(calls.slice(3).every((c) => !c.includes('@')) && calls.length === 6, `phase two lifts the emulation: ${calls.join(', ')}`);
+});
