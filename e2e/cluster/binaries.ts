@@ -130,6 +130,8 @@ export interface BuildRecord {
   seconds: number;
   /** From `go build` starting to the binary: compile and link. */
   compileSeconds: number;
+  /** The link alone (from the main package compiled to the binary). */
+  linkSeconds?: number;
   /** Packages compiled (not taken from the build cache), and the binary's package count. */
   compiled: number;
   total: number;
@@ -181,7 +183,8 @@ interface BuildState {
   total?: number;
   stale?: number;
   compiled: number;
-  linking: boolean;
+  /** When `go build -v` named the main package: everything else is compiled, the link runs. */
+  linkingSince?: number;
   concurrent: number;
   last?: BuildRecord;
 }
@@ -193,6 +196,10 @@ function fmt(seconds: number): string {
 
 function eta(b: BuildState, now: number): string {
   const last = b.last;
+  if (b.linkingSince !== undefined) {
+    const left = last?.linkSeconds !== undefined ? last.linkSeconds - (now - b.linkingSince) / 1000 : undefined;
+    return left === undefined ? 'ETA: when the link ends' : left < 5 ? 'ETA: any moment' : `ETA ~${fmt(left)} (the link took ${fmt(last!.linkSeconds!)} last time)`;
+  }
   if (b.phase === 'compiling' && b.stale !== undefined && b.stale > 0) {
     const elapsed = (now - (b.compileStartedAt ?? now)) / 1000;
     // Seconds per compiled package: from the last build here (it includes the link), else from this one so far.
@@ -216,8 +223,9 @@ function line(b: BuildState, now: number): string {
     case 'resolving':
       return `  ${name} resolving modules${b.modules ? `: ${b.modules} downloaded` : ''}  ${el}  ${eta(b, now)}`;
     case 'compiling': {
+      if (b.linkingSince !== undefined) return `  ${name} linking (${b.compiled} packages compiled)  ${el}  ${eta(b, now)}`;
       const of = b.stale !== undefined ? `${b.compiled}/${b.stale} packages to compile (of ${b.total ?? '?'})` : `${b.compiled} packages`;
-      return `  ${name} compiling ${of}${b.linking ? ', linking' : ''}  ${el}  ${eta(b, now)}`;
+      return `  ${name} compiling ${of}  ${el}  ${eta(b, now)}`;
     }
     case 'done':
       return `  ${name} built in ${el} (${b.compiled} packages compiled, ${b.modules} modules downloaded)`;
@@ -296,7 +304,7 @@ async function slot<T>(fn: () => Promise<T>): Promise<T> {
 const PACKAGE_LINE = /^[A-Za-z0-9_.~+-]+(\/[A-Za-z0-9_.~+-]+)*$/;
 
 function runBuild(spec: BinarySpec): Promise<string> {
-  const state: BuildState = { spec, phase: 'queued', startedAt: Date.now(), modules: 0, compiled: 0, linking: false, concurrent: 1, last: lastBuildLike(spec.what, spec.version) };
+  const state: BuildState = { spec, phase: 'queued', startedAt: Date.now(), modules: 0, compiled: 0, concurrent: 1, last: lastBuildLike(spec.what, spec.version) };
   board.add(state);
   return slot(async () => {
     const go = requireGo(`${spec.what} ${spec.version}`);
@@ -323,7 +331,10 @@ function runBuild(spec: BinarySpec): Promise<string> {
           } else if (l.startsWith('go: downloading ')) state.modules++;
           else if (state.phase === 'compiling' && PACKAGE_LINE.test(l)) {
             state.compiled++;
-            if (l === mainPkg) state.linking = true;
+            if (l === mainPkg) {
+              state.linkingSince = Date.now();
+              board.update();
+            }
           } else {
             tail.push(l);
             if (tail.length > 60) tail.shift();
@@ -343,6 +354,7 @@ function runBuild(spec: BinarySpec): Promise<string> {
         if (state.compileStartedAt !== undefined && state.compiled > 0) {
           recordBuild({
             what: spec.what, version: spec.version, seconds: (state.doneAt - state.startedAt) / 1000, compileSeconds: (state.doneAt - state.compileStartedAt) / 1000,
+            ...(state.linkingSince !== undefined ? { linkSeconds: (state.doneAt - state.linkingSince) / 1000 } : {}),
             compiled: state.compiled, total: state.total ?? 0, modulesDownloaded: state.modules, concurrent: state.concurrent, cores: availableParallelism(), at: new Date().toISOString(),
           });
         }
