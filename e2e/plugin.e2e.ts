@@ -9,13 +9,15 @@
 import { test, after, before } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { mkdtempSync, symlinkSync } from 'node:fs';
+import { accessSync, constants, cpSync, mkdirSync, mkdtempSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { delimiter, dirname, join } from 'node:path';
+import { parse } from 'yaml';
 import { NEW_VERSION, OLD_VERSION, waitFor, type Cluster } from './cluster/index.ts';
 import { createUpgrade, getUpgrade, startOperator } from './support/operator.ts';
 import { startRig, upgradeManifest, type Rig } from './support/rig.ts';
-import { run, tool } from './support/tools.ts';
+import { run, runOk, tool, toolCache } from './support/tools.ts';
+import { buildArchive, fillManifest } from '../src/cli/krew-archive.ts';
 import type { ApiServerUpgrade } from '../src/api/types.generated.ts';
 import { ABORT_ANNOTATION, RESUME_ANNOTATION, RETRY_ANNOTATION } from '../src/api/vocabulary.ts';
 import type { PlanView } from '../src/cli/plan-view.ts';
@@ -270,6 +272,54 @@ async function dryRunChangesNothing(name: string, held: ApiServerUpgrade): Promi
   assert.equal(plan.projection?.assumedResumed, true);
   return plan;
 }
+
+/** krew: $AUO_KREW, the tool cache, or PATH; undefined when there is none. */
+function krew(): string | undefined {
+  for (const p of [process.env.AUO_KREW, join(toolCache(), 'krew'), ...(process.env.PATH ?? '').split(delimiter).map((d) => join(d, 'krew'))]) {
+    if (!p) continue;
+    try {
+      accessSync(p, constants.X_OK);
+      return p;
+    } catch {
+      /* next */
+    }
+  }
+  return undefined;
+}
+
+test('the krew release archive installs (krew install --archive) and runs as `kubectl apiserver-upgrade` against the cluster', async () => {
+  const root = join(import.meta.dirname, '..');
+  const work = mkdtempSync(join(tmpdir(), 'auo-krew-e2e-'));
+  const a = buildArchive(root, join(work, 'dist'));
+  const again = buildArchive(root, join(work, 'dist2'));
+  assert.equal(again.sha256, a.sha256, 'the archive is reproducible');
+  const manifest = join(work, 'apiserver-upgrade.yaml');
+  writeFileSync(manifest, fillManifest(readFileSync(join(root, 'krew', 'apiserver-upgrade.yaml'), 'utf8'), a.version, a.sha256));
+  const krewRoot = join(work, 'krew');
+  const k = krew();
+  let bin: string;
+  if (k) {
+    process.stderr.write(await runOk('env', [`KREW_ROOT=${krewRoot}`, k, 'install', `--manifest=${manifest}`, `--archive=${a.path}`]));
+    bin = join(krewRoot, 'bin');
+  } else {
+    // No krew here (scripts/setup.ts does not install it): do what it does with the manifest, by hand.
+    process.stderr.write('krew not found ($AUO_KREW, the tool cache, PATH): installing by the manifest\'s rules by hand\n');
+    const m = parse(readFileSync(manifest, 'utf8')) as { spec: { platforms: { files: { from: string; to: string }[]; bin: string }[] } };
+    const p = m.spec.platforms[0]!;
+    const unpacked = join(work, 'unpacked');
+    mkdirSync(unpacked);
+    await runOk('tar', ['-xzf', a.path, '-C', unpacked]);
+    const store = join(krewRoot, 'store', 'apiserver-upgrade', `v${a.version}`);
+    for (const f of p.files) cpSync(join(unpacked, dirname(f.from.replace(/\*$/, 'x'))), join(store, f.to), { recursive: true });
+    bin = join(krewRoot, 'bin');
+    mkdirSync(bin, { recursive: true });
+    symlinkSync(join(store, p.bin), join(bin, 'kubectl-apiserver_upgrade'));
+  }
+  // The archive has no Node: the plugin takes the one on PATH (here the project's Node 24).
+  const r = await runWithPath(tool('kubectl'), ['apiserver-upgrade', 'list', '--kubeconfig', rig.cluster.kubeconfig], `${bin}${delimiter}${dirname(process.execPath)}`);
+  assert.equal(r.code, 0, r.stderr);
+  assert.match(r.stdout, /^plugin-plan +Succeeded /m);
+});
 
 function runWithPath(cmd: string, args: string[], dir: string): Promise<Out> {
   return new Promise((resolve) => {

@@ -6,7 +6,7 @@
 // It is reproducible: the same tree and lock give the same bytes (sorted entries, fixed times and owners).
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -30,8 +30,12 @@ export function buildArchive(root: string, outDir: string, o: { offline?: boolea
     mkdirSync(join(dir, 'docs'));
     cpSync(join(root, 'docs', 'plugin.md'), join(dir, 'docs', 'plugin.md'));
     execFileSync('npm', ['ci', '--omit=dev', '--ignore-scripts', '--no-audit', '--no-fund', '--loglevel=error', o.offline ? '--offline' : '--prefer-offline'], { cwd: dir, stdio: ['ignore', 'ignore', 'inherit'] });
-    // npm leaves a lock of what it installed; the archive needs none of it.
+    // npm leaves a lock of what it installed, and links its packages' executables into .bin folders: the
+    // archive needs neither, and krew cannot unpack a symbolic link.
     rmSync(join(dir, 'node_modules', '.package-lock.json'), { force: true });
+    for (const e of readdirSync(dir, { recursive: true, withFileTypes: true })) {
+      if (e.isSymbolicLink()) rmSync(join(e.parentPath, e.name));
+    }
     mkdirSync(outDir, { recursive: true });
     const tar = join(resolve(outDir), archiveName(pkg.version).replace(/\.gz$/, ''));
     rmSync(tar, { force: true });

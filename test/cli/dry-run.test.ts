@@ -102,3 +102,11 @@ test('TwoPhase: the projection walks phase one (the new binary emulating the old
   assert.deepEqual(calls.slice(0, 3), ['Upgrade:cp-1@1.35', 'Upgrade:cp-2@1.35', 'Upgrade:cp-3@1.35'], 'phase one: every server on the new binary emulating 1.35');
   assert.ok(calls.slice(3).every((c) => !c.includes('@')) && calls.length === 6, `phase two lifts the emulation: ${calls.join(', ')}`);
 });
+
+test('servers that report their emulated version (as /version does since v1.31): the projection still lands each call', () => {
+  const obs = fleet('off');
+  obs.peers = obs.peers.map((p) => ({ ...p, emulation: '1.35' }));
+  const d = dryRun(U, spec(), obs, NOW);
+  assert.equal(d.projection?.phase, 'Succeeded', d.projection?.message);
+  assert.equal(d.projection?.calls.length, 6);
+});
