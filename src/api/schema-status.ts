@@ -1,7 +1,7 @@
 import type { Schema } from './schema-types.ts';
 import { CONDITION_REASON_PATTERN, CONDITION_TYPE_PATTERN } from './patterns.ts';
 import { stringField, timeField } from './schema-builders.ts';
-import { CALL_RESULTS, PAUSE_REASONS, PEER_STATES, PHASES } from './vocabulary.ts';
+import { CALL_RESULTS, GATE_STATES, PAUSE_REASONS, PEER_STATES, PHASES } from './vocabulary.ts';
 
 /**
  * The observed state of an ApiServerUpgrade, as data (see schema-spec.ts for why).
@@ -50,7 +50,7 @@ const peer: Schema = {
       tsType: 'ProxyGateState',
       type: 'string',
       description: 'Whether the server runs with UnknownVersionInteroperabilityProxy on.',
-      enum: ['Enabled', 'Disabled', 'Unknown'],
+      enum: GATE_STATES,
     },
     state: {
       tsType: 'PeerState',

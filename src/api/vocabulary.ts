@@ -22,6 +22,10 @@ export const IN_FLIGHT_RESULTS: ReadonlySet<CallResult> = new Set<CallResult>(['
 export const PEER_STATES = ['Pending', 'EnablingProxy', 'Replacing', 'Converging', 'Upgraded', 'RollingBack', 'RolledBack', 'Failed', 'Unreachable'] as const;
 export type PeerStateName = (typeof PEER_STATES)[number];
 
+/** The Mixed Version Proxy gate of one server, as status.peers[].proxyGate reports it. */
+export const GATE_STATES = ['Enabled', 'Disabled', 'Unknown'] as const;
+export type GateState = (typeof GATE_STATES)[number];
+
 /** Why an upgrade paused (the Paused condition's reason and status.pause.reason). */
 export const PAUSE_REASONS = [
   'PausedBySpec',
