@@ -8,10 +8,13 @@
 //   FC_SEED=<n> [FC_PATH=<path>]   replay: every property runs on that seed (and path, from a failure report)
 //   MODEL_RUNS=<n>                 runs per fixed-seed property (default 1500; 7 properties)
 //   MODEL_RANDOM_RUNS=<n>          runs of the random-seed property (default 500)
+//
+// Counterexamples found so far are pinned in examples.ts and run first by every property.
 import { test } from 'node:test';
 import fc from 'fast-check';
 import { INVARIANTS, INVARIANT_TEXT, type Inv } from './run.ts';
 import { play, renderSchedule, scheduleArb, type Schedule } from './schedule.ts';
+import { PINNED } from './examples.ts';
 
 const FIXED_SEED = 20261129;
 const RUNS = Number(process.env.MODEL_RUNS ?? 1500);
@@ -19,13 +22,15 @@ const RANDOM_RUNS = Number(process.env.MODEL_RANDOM_RUNS ?? 500);
 const replaySeed = process.env.FC_SEED === undefined ? undefined : Number(process.env.FC_SEED);
 const replayPath = process.env.FC_PATH;
 
-const schedules: fc.Arbitrary<Schedule> = scheduleArb().map((sc) => Object.defineProperty(sc, fc.toStringMethod, { value: () => `\n${renderSchedule(sc)}`, enumerable: false }));
+const printable = (sc: Schedule): Schedule => Object.defineProperty(sc, fc.toStringMethod, { value: () => `\n${renderSchedule(sc)}`, enumerable: false });
+const schedules: fc.Arbitrary<Schedule> = scheduleArb().map(printable);
 
 function params(seed: number, numRuns: number): fc.Parameters<[Schedule]> {
   return {
     seed: replaySeed ?? seed,
     numRuns,
-    ...(replayPath === undefined ? {} : { path: replayPath, endOnFailure: true }),
+    // The counterexamples found so far run first, every time (not when replaying a path: it would point elsewhere).
+    ...(replayPath === undefined ? { examples: PINNED.map((p): [Schedule] => [printable(structuredClone(p.schedule))]) } : { path: replayPath, endOnFailure: true }),
   };
 }
 

@@ -1,0 +1,62 @@
+// Schedules the model found counterexamples with (shrunk), pinned: every property runs them first, so a
+// fixed planner stays fixed even where the generated runs would rarely hit the case again.
+import type { Schedule, Setup, Step } from './schedule.ts';
+
+const BASE: Setup = {
+  servers: 1,
+  gateOn: false,
+  target: 'v1.36.3',
+  suffix: '',
+  batchSize: 1,
+  soak: '0s',
+  batchTimeout: '1m',
+  failureLimit: 1,
+  onBreach: 'Pause',
+  gate: 'Auto',
+  revertAfter: false,
+  storageSafe: false,
+  pausedAtCreation: false,
+  downDelayS: 0,
+  upDelayS: 2,
+  staleOnStop: false,
+};
+
+const at = (dt: number, ev?: Step['ev'], crash = -1): Step => (ev === undefined ? { dt, crash } : { dt, ev, crash });
+
+export interface Pinned {
+  /** What the planner did wrong when this was found. */
+  found: string;
+  schedule: Schedule;
+}
+
+const pin = (found: string, setup: Partial<Setup>, steps: Step[]): Pinned => ({ found, schedule: { setup: { ...BASE, ...setup }, steps } });
+
+export const PINNED: Pinned[] = [
+  pin('I6: RevertProxy re-sent to a server that left and was dropped (gateTurnedOn kept it): DriverFailed after every resume', { servers: 2, target: 'v1.35.5', revertAfter: true }, [at(0), at(0, { e: 'leave', i: 0 })]),
+  pin('I6: RollbackUnsafe after every resume: the same revert to a dropped server, on a plan created paused', { servers: 2, target: 'v1.35.5', revertAfter: true, onBreach: 'Rollback', pausedAtCreation: true }, [at(0), at(0, { e: 'leave', i: 0 })]),
+  pin('I2: Succeeded with no member left (the only server hung stopped and was dropped)', {}, [at(0, { e: 'fate', f: 'hangDown' })]),
+  pin('I6: MembershipChanged after every resume once the only server was gone', {}, [at(0, { e: 'fate', f: 'late' })]),
+  pin('I2: Succeeded while a late EnableProxy still had its server stopped (dropped on the re-plan while in flight)', { servers: 2 }, [at(0), at(0, { e: 'fate', f: 'late' }), at(45), at(0, { e: 'leave', i: 0 })]),
+  pin('I2: a server whose call timed out during a PausedBySpec pause was dropped on unpause without a MembershipChanged pause', { servers: 2 }, [at(0, { e: 'fate', f: 'hangDown' }), at(0, { e: 'paused', v: true }), at(90)]),
+  pin('I2: a server whose call timed out during an AnalysisBreach pause was dropped on the resume without being named', { servers: 2, gateOn: true }, [at(45, { e: 'fate', f: 'hangDown' }), at(5, { e: 'blip', i: 1 }), at(90, undefined, 0)]),
+  pin('I3: batch 1 ended on the breaching check seen while its call was in flight', { servers: 2, gate: 'Unmanaged' }, [at(0), at(0, { e: 'breach', s: 10, v: 'Breach' }), at(2)]),
+  pin('I3: a breaching check first seen by a lost plan was skipped by the next, which started batch 2', { servers: 2, gateOn: true, soak: '15s' }, [at(0), at(10), at(10), at(0, { e: 'breach', s: 10, v: 'Breach' }, 0), at(5, undefined, 1)]),
+  pin('I3: batch 2 started after a MembershipChanged resume on inconclusive checks only', { servers: 2 }, [
+    at(0, { e: 'stuck', s: 30 }),
+    at(10),
+    at(10, { e: 'breach', s: 300, v: 'Inconclusive' }),
+    at(5),
+    at(0, { e: 'leave', i: 0 }),
+    at(0, { e: 'resume' }),
+    at(20),
+  ]),
+  pin('I6: a hung RevertProxy: each resume breaches at once on the server not up (AnalysisBreach) and the revert is never retried', { target: 'v1.35.5', revertAfter: true, staleOnStop: true }, [at(0), at(0, { e: 'fate', f: 'hangDown' }), at(2)]),
+  pin('I6: the same with onBreach Rollback and unsafe storage: RollbackUnsafe after every resume', { target: 'v1.35.5', revertAfter: true, staleOnStop: true, soak: '40s', onBreach: 'Rollback' }, [at(0), at(20), at(20, { e: 'fate', f: 'hangDown' }), at(20)]),
+  pin('I6: RollingBack with a timed-out Rollback re-pauses BatchTimeout at once after every resume', { gateOn: true, onBreach: 'Rollback', storageSafe: true, staleOnStop: true }, [
+    at(0, { e: 'fate', f: 'rename' }),
+    at(0, { e: 'breach', s: 30, v: 'Breach' }, 0),
+    at(5),
+    at(20, { e: 'resume' }),
+    at(0, { e: 'fate', f: 'hangDown' }),
+  ]),
+];
