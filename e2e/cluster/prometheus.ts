@@ -1,6 +1,13 @@
-import { writeFile } from 'node:fs/promises';
+import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Pki } from './pki.ts';
+
+/**
+ * Job of the operator's own /metrics (plain HTTP): its targets are read from the JSON files (Prometheus
+ * file_sd format) that a test writes into `operatorTargetsDir(cluster.dir)`, picked up within a second.
+ */
+export const OPERATOR_JOB = 'apiserver-upgrade-operator';
+export const operatorTargetsDir = (dir: string): string => join(dir, 'operator-targets');
 
 export interface ScrapeTarget {
   address: string;
@@ -28,8 +35,13 @@ export async function writePrometheusConfig(dir: string, pki: Pki, targets: Scra
     `      key_file: ${pki.adminKey}`,
     '    static_configs:',
     `      - targets: [${targets.map((t) => `'${t.address}:${t.port}'`).join(', ')}]`,
+    `  - job_name: ${OPERATOR_JOB}`,
+    '    file_sd_configs:',
+    `      - files: ['${join(operatorTargetsDir(dir), '*.json')}']`,
+    '        refresh_interval: 1s',
     '',
   ].join('\n');
+  await mkdir(operatorTargetsDir(dir), { recursive: true });
   await writeFile(path, cfg);
   return path;
 }
