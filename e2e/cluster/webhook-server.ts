@@ -13,6 +13,8 @@ export interface ReceivedCall {
   hostname: string;
   targetVersion: string;
   featureGates: Record<string, boolean>;
+  /** `--emulated-version` the replacement runs with (two-phase upgrades); absent: none. */
+  emulatedVersion?: string;
   at: number;
   /** How many times this key was POSTed. */
   deliveries: number;
@@ -102,7 +104,7 @@ export class ReplaceWebhook {
 
   private async handle(cluster: Cluster, method: string | undefined, headerKey: string | string[] | undefined, body: string): Promise<{ status: number; body: unknown; headers?: Record<string, string> }> {
     if (method !== 'POST') return { status: 405, body: { error: 'POST only' } };
-    let p: { idempotencyKey?: string; action?: string; server?: { hostname?: string }; targetVersion?: string; featureGates?: Record<string, boolean> };
+    let p: { idempotencyKey?: string; action?: string; server?: { hostname?: string }; targetVersion?: string; emulatedVersion?: string; featureGates?: Record<string, boolean> };
     try {
       p = JSON.parse(body) as typeof p;
     } catch {
@@ -145,7 +147,7 @@ export class ReplaceWebhook {
     // The same key may have arrived while the binary was being checked.
     const dup2 = duplicate();
     if (dup2) return dup2;
-    const call: ReceivedCall = { key, action: p.action, hostname, targetVersion: p.targetVersion, featureGates: p.featureGates ?? {}, at: Date.now(), deliveries: 1, outcome: 'pending' };
+    const call: ReceivedCall = { key, action: p.action, hostname, targetVersion: p.targetVersion, featureGates: p.featureGates ?? {}, ...(p.emulatedVersion ? { emulatedVersion: p.emulatedVersion } : {}), at: Date.now(), deliveries: 1, outcome: 'pending' };
     this.calls.set(key, call);
     this.record({ ...what, event: 'accepted', status: 202 });
     this.chain = this.chain.then(async () => {
@@ -161,7 +163,10 @@ export class ReplaceWebhook {
       call.startedAt = Date.now();
       this.record({ ...what, event: 'started', detail: `${before.config.version}${before.proxyGate ? ' (proxy gate on)' : ''}` });
       try {
-        const after = await cluster.replace(index, { version: call.targetVersion, featureGates: call.featureGates });
+        // The request says the whole goal: the emulation flag is set when asked for and removed otherwise.
+        const flags = before.config.extraFlags.filter((f) => !f.startsWith('--emulated-version='));
+        if (call.emulatedVersion) flags.push(`--emulated-version=${call.emulatedVersion}`);
+        const after = await cluster.replace(index, { version: call.targetVersion, featureGates: call.featureGates, extraFlags: flags });
         call.to = { version: after.config.version, proxyGate: after.proxyGate };
         call.outcome = 'done';
         call.doneAt = Date.now();
