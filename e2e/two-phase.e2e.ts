@@ -143,7 +143,7 @@ test('TwoPhase: a breach in phase two with a MutatingAdmissionPolicy v1 pauses n
   await hook.idle();
   assert.equal(final.status?.phase, 'RolledBack', JSON.stringify(final.status?.pause ?? final.status?.conditions));
   assert.deepEqual(await versions(cluster), cluster.servers.map(() => `${NEW_VERSION}/1.35`), 'every server back on the 1.35 API (new binary, emulating)');
-  assert.deepEqual(final.status?.orphanedObjects?.map((o) => `${o.resource}:${o.names.join(',')}`), ['admissionregistration.k8s.io/v1/mutatingadmissionpolicies:label-configmaps']);
+  assert.deepEqual(final.status?.orphanedObjects?.map((o) => `${o.resource}:${(o.names ?? []).join(',')}`), ['admissionregistration.k8s.io/v1/mutatingadmissionpolicies:label-configmaps']);
   assert.ok([...hook.calls.values()].filter((c) => c.action === 'Rollback').every((c) => c.emulatedVersion === '1.35'));
   const gone = await cluster.request('lb', '/apis/admissionregistration.k8s.io/v1/mutatingadmissionpolicies/label-configmaps');
   assert.equal(gone.status, 404, 'the orphaned policy is no longer served — which is why the operator asked first');
