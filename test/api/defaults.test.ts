@@ -11,7 +11,7 @@ test('withDefaults fills what the API server would, from the schema', () => {
     targetVersion: 'v1.36.3',
     paused: false,
     allowPrerelease: false,
-    strategy: { batchSize: 1, soakDuration: '2m', batchTimeout: '10m' },
+    strategy: { batchSize: 1, soakDuration: '2m', batchTimeout: '10m', phases: 'OnePhase', phaseSoakDuration: '5m' },
     proxy: { gate: 'Auto', revertAfter: false },
     driver: { webhook: { url: 'https://h.example/replace', timeout: '30s' } },
     analysis: {
@@ -21,6 +21,7 @@ test('withDefaults fills what the API server would, from the schema', () => {
       thresholds: { proxyErrorRatio: 0.01, errorRatio: 0.05, latencyP99: '1s', discoveryConvergence: '2m' },
       source: 'Direct',
     },
+    rollback: { orphanedObjects: 'Pause' },
   });
 });
 
