@@ -10,6 +10,7 @@ import { decide, type ActionCommand } from './actions.ts';
 import { isActionCommand, parseCommandLine, USAGE, UsageError, type Options } from './args.ts';
 import { CliError, type Connection, type UpgradeApi } from './client.ts';
 import { dryRun } from './dry-run.ts';
+import type { KubeEvent } from './events.ts';
 import { machine } from './format.ts';
 import { buildGetView, renderGet } from './get-view.ts';
 import { listRows, renderList } from './list-view.ts';
@@ -76,8 +77,14 @@ async function list(api: UpgradeApi, o: Options, deps: CliDeps): Promise<number>
 }
 
 async function getOnce(api: UpgradeApi, u: ApiServerUpgrade, o: Options, deps: CliDeps): Promise<string> {
-  const events = await api.events(u.metadata?.name ?? '').catch(() => []);
-  const view = buildGetView(u, events, o.events);
+  let events: KubeEvent[] = [];
+  let eventsError: string | undefined;
+  try {
+    events = await api.events(u.metadata?.name ?? '');
+  } catch (err) {
+    eventsError = oneLine(err);
+  }
+  const view = buildGetView(u, events, o.events, eventsError);
   return o.output === 'human' ? renderGet(view, deps.now()) : machine(view, o.output);
 }
 

@@ -1,5 +1,7 @@
 // The plugin's I/O: the user's kubeconfig (--kubeconfig, --context, $KUBECONFIG, as kubectl reads them),
 // the ApiServerUpgrade API, its Events, a watch, and the fleet observed exactly as the operator observes it.
+import { existsSync } from 'node:fs';
+import { delimiter } from 'node:path';
 import { KubeConfig } from '@kubernetes/client-node';
 import type { ApiServerUpgrade, ApiServerUpgradeSpec } from '../api/types.generated.ts';
 import { resolveSpec } from '../api/defaults.ts';
@@ -37,11 +39,38 @@ export interface UpgradeApi {
   close(): void;
 }
 
+/**
+ * $KUBECONFIG's files merged as kubectl merges them: missing files are skipped, and for each cluster, user and
+ * context name (and the current context) the first file that sets it wins. (client-node's own merge refuses a
+ * name that two files share.)
+ */
+export function loadKubeconfigList(files: readonly string[]): KubeConfig {
+  const clusters = new Map<string, KubeConfig['clusters'][number]>();
+  const users = new Map<string, KubeConfig['users'][number]>();
+  const contexts = new Map<string, KubeConfig['contexts'][number]>();
+  let current = '';
+  const present = files.filter((f) => existsSync(f));
+  if (present.length === 0) throw new Error(`none of the files in KUBECONFIG exists (${files.join(delimiter)})`);
+  for (const f of present) {
+    const one = new KubeConfig();
+    one.loadFromFile(f);
+    for (const x of one.clusters) if (!clusters.has(x.name)) clusters.set(x.name, x);
+    for (const x of one.users) if (!users.has(x.name)) users.set(x.name, x);
+    for (const x of one.contexts) if (!contexts.has(x.name)) contexts.set(x.name, x);
+    if (!current && one.currentContext) current = one.currentContext;
+  }
+  const kc = new KubeConfig();
+  kc.loadFromOptions({ clusters: [...clusters.values()], users: [...users.values()], contexts: [...contexts.values()], currentContext: current });
+  return kc;
+}
+
 /** kubectl's precedence: --kubeconfig, else $KUBECONFIG (a list, merged), else ~/.kube/config; then --context. */
 export function loadConfig(c: Connection): KubeConfig {
-  const kc = new KubeConfig();
+  let kc = new KubeConfig();
+  const list = (process.env.KUBECONFIG ?? '').split(delimiter).filter(Boolean);
   try {
     if (c.kubeconfig) kc.loadFromFile(c.kubeconfig);
+    else if (list.length > 0) kc = loadKubeconfigList(list);
     else kc.loadFromDefault();
   } catch (err) {
     throw new CliError(`cannot load the kubeconfig${c.kubeconfig ? ` ${c.kubeconfig}` : ''}: ${(err as Error).message}`);

@@ -54,6 +54,8 @@ export interface GetView {
   conditions: { type: string; status: string; reason: string; message: string; lastTransitionTime: string | undefined }[];
   calls: { time: string | undefined; action: string; server: string; batch: number | undefined; target: string | undefined; gate: boolean | undefined; result: string | undefined; attempts: number | undefined; key: string; message: string | undefined }[];
   events: EventRow[];
+  /** Why the Events could not be listed (permissions, say); the rest of the view stands. */
+  eventsError?: string;
 }
 
 function resolved(u: ApiServerUpgrade): ResolvedSpec | undefined {
@@ -115,7 +117,7 @@ function describeDriver(spec: ResolvedSpec | undefined): string | undefined {
   return `staticPod ${spec.driver.staticPod.image} (agent ${spec.driver.staticPod.agentImage}, Jobs in ${spec.driver.staticPod.namespace})`;
 }
 
-export function buildGetView(u: ApiServerUpgrade, events: readonly KubeEvent[], eventLimit = 10): GetView {
+export function buildGetView(u: ApiServerUpgrade, events: readonly KubeEvent[], eventLimit = 10, eventsError?: string): GetView {
   const st = u.status;
   const spec = resolved(u);
   const name = u.metadata?.name ?? '';
@@ -165,6 +167,7 @@ export function buildGetView(u: ApiServerUpgrade, events: readonly KubeEvent[], 
     conditions: (st?.conditions ?? []).map((c) => ({ type: c.type, status: c.status, reason: c.reason, message: c.message, lastTransitionTime: c.lastTransitionTime })),
     calls: (st?.driverCalls ?? []).map((c) => ({ time: c.time, action: c.action, server: c.server, batch: c.batch, target: c.target, gate: c.gate, result: c.result, attempts: c.attempts, key: c.key, message: c.message })),
     events: eventsAbout(u, events, eventLimit),
+    ...(eventsError === undefined ? {} : { eventsError }),
   };
 }
 
@@ -251,7 +254,7 @@ export function renderGet(v: GetView, now: Date): string {
     out.push(`Events (last ${v.events.length}):\n` + table(['AGE', 'TYPE', 'REASON', 'NOTE'],
       v.events.map((e) => [age(e.time, now), e.type, e.count > 1 ? `${e.reason} (x${e.count})` : e.reason, truncate(e.note, 110)]), '  '));
   } else {
-    out.push('Events: none\n');
+    out.push(v.eventsError ? `Events: not listed: ${v.eventsError}\n` : 'Events: none\n');
   }
   return out.join('\n');
 }

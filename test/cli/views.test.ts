@@ -67,6 +67,7 @@ test('get: an upgrade the operator has not seen yet still renders', () => {
   assert.match(text, /^Analysis: no check yet$/m);
   assert.match(text, /^Driver calls: none$/m);
   assert.match(text, /^Events: none$/m);
+  assert.match(renderGet(buildGetView(u, [], 10, 'GET /apis/events.k8s.io/v1/namespaces/default/events: 403 Forbidden'), NOW), /^Events: not listed: GET .*403 Forbidden$/m);
 });
 
 test('Events: only those regarding this object (same uid), oldest first, the last N, ties in creation order', () => {
