@@ -152,6 +152,7 @@ const lastAnalysis: Schema = {
       enum: ['Healthy', 'Breach', 'Inconclusive'],
     },
     consecutiveBreaches: { type: 'integer', format: 'int32', minimum: 0, description: 'Breaching checks in a row, compared with failureLimit.' },
+    synthetic: { type: 'boolean', description: 'No signals were available for an interval: the check only looked at the servers\' health. It can breach, never end a batch.' },
     signals,
     breaches: { type: 'array', description: 'The breaches of this check.', maxItems: 64, 'x-kubernetes-list-type': 'atomic', items: breach },
   },
@@ -168,6 +169,13 @@ const pause: Schema = {
     since: timeField('When the pause began.'),
     /** The phase the upgrade returns to when the pause ends. */
     resumePhase: phaseSchema,
+    servers: {
+      type: 'array',
+      description: 'MembershipChanged: the servers that joined or left. A resume accepts exactly these into (or out of) the plan; a server that left without being named here is never dropped silently.',
+      maxItems: 256,
+      'x-kubernetes-list-type': 'atomic',
+      items: stringField('Hostname.', 253),
+    },
   },
 };
 

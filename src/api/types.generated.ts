@@ -543,6 +543,11 @@ export interface AnalysisStatus {
   verdict?: AnalysisVerdict;
   /** Breaching checks in a row, compared with failureLimit. Range: 0 to ∞. */
   consecutiveBreaches?: number;
+  /**
+   * No signals were available for an interval: the check only looked at the servers' health. It can breach,
+   * never end a batch.
+   */
+  synthetic?: boolean;
   /** Signal values of one check. A signal without data is absent. */
   signals?: AnalysisSignals;
   /** The breaches of this check. */
@@ -592,6 +597,11 @@ export interface PauseStatus {
   since?: string;
   /** A phase of the upgrade. */
   resumePhase?: UpgradePhase;
+  /**
+   * MembershipChanged: the servers that joined or left. A resume accepts exactly these into (or out of) the
+   * plan; a server that left without being named here is never dropped silently.
+   */
+  servers?: string[];
 }
 
 /** Why the upgrade paused. */

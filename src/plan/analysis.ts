@@ -43,12 +43,17 @@ export function applyAnalysis(ctx: PlanContext): boolean {
   const prev = ctx.status.lastAnalysis;
   const a = ctx.obs.analysis;
   let check: AnalysisStatus | undefined;
-  if (a && (prev?.time === undefined || Date.parse(a.time) > Date.parse(prev.time))) {
+  // A real check is new when it is newer than the last one — or as new as a synthetic one, which it replaces.
+  // A check stamped with the same instant but another verdict is another check (a source that recomputed
+  // within the same millisecond): never let it hide a breach.
+  const newer = a !== undefined && (prev?.time === undefined || Date.parse(a.time) > Date.parse(prev.time) || (Date.parse(a.time) === Date.parse(prev.time) && (prev.synthetic === true || a.verdict !== prev.verdict)));
+  if (a && newer) {
     check = { time: a.time, verdict: a.verdict, signals: { ...a.signals }, breaches: [...a.breaches] };
   } else if (analysisDue(prev?.time, ctx.spec.analysis.intervalMs, ctx.now) && (!a || ctx.now.getTime() - Date.parse(a.time) >= 2 * ctx.spec.analysis.intervalMs)) {
     // No new signals for a whole interval (no data, or every server down): the check still happens, so a
-    // member that is down keeps counting towards failureLimit instead of holding the upgrade silently.
-    check = { time: ctx.now.toISOString(), verdict: 'Inconclusive', signals: {}, breaches: [] };
+    // member that is down keeps counting towards failureLimit instead of holding the upgrade silently. It
+    // can breach; it never ends a batch.
+    check = { time: ctx.now.toISOString(), verdict: 'Inconclusive', signals: {}, breaches: [], synthetic: true };
   }
   if (!check) return false;
   const down = unhealthyMembers(ctx);

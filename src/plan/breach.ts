@@ -53,8 +53,8 @@ export function startRollback(ctx: PlanContext, message: string, resumePhase: Up
   ctx.requeue(0);
 }
 
-export function pause(ctx: PlanContext, reason: PauseReason, message: string, resumePhase: UpgradePhase): void {
-  ctx.status.pause = { reason, message, since: ctx.now.toISOString(), resumePhase };
+export function pause(ctx: PlanContext, reason: PauseReason, message: string, resumePhase: UpgradePhase, servers?: string[]): void {
+  ctx.status.pause = { reason, message, since: ctx.now.toISOString(), resumePhase, ...(servers?.length ? { servers: [...servers].sort() } : {}) };
   ctx.setPhase('Paused');
   ctx.condition({ type: 'Paused', status: 'True', reason, message });
   ctx.event('Warning', 'Paused', `${reason}: ${message}`);
@@ -67,9 +67,11 @@ export function pause(ctx: PlanContext, reason: PauseReason, message: string, re
  */
 export function resume(ctx: PlanContext, why: string): void {
   const to = ctx.status.pause?.resumePhase ?? 'Upgrading';
+  // Only the servers a MembershipChanged pause named (the human saw them) join or leave the plan.
+  const named = ctx.status.pause?.reason === 'MembershipChanged' ? (ctx.status.pause.servers ?? []) : [];
   delete ctx.status.pause;
   ctx.status.resumedAt = ctx.now.toISOString();
-  acceptMembership(ctx);
+  acceptMembership(ctx, named);
   const b = ctx.status.batch;
   if (b) {
     if (b.soakUntil) b.soakUntil = new Date(ctx.now.getTime() + ctx.spec.strategy.soakMs).toISOString();

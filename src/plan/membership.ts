@@ -7,6 +7,8 @@ import { sameRelease } from './version.ts';
 export interface MembershipChange {
   joined: string[];
   vanished: string[];
+  /** Every server the change is about: what a resume may accept. */
+  servers: string[];
   message: string;
 }
 
@@ -35,7 +37,7 @@ export function membershipChange(ctx: PlanContext): MembershipChange | undefined
     ...(vanished.length ? [`gone: ${vanished.join(', ')}`] : []),
     ...(joined.length && missing.length > vanished.length ? [`being replaced and not back: ${missing.filter((h) => !vanished.includes(h)).join(', ')} (a replacement back under a new hostname?)`] : []),
   ];
-  return { joined, vanished, message: `the fleet changed since the plan was made (${parts.join('; ')}); resume to re-plan from the servers observed now` };
+  return { joined, vanished, servers: [...joined, ...vanished, ...offPolicy.map((p) => p.hostname)], message: `the fleet changed since the plan was made (${parts.join('; ')}); resume to re-plan from the servers observed now` };
 }
 
 /**
@@ -43,14 +45,15 @@ export function membershipChange(ctx: PlanContext): MembershipChange | undefined
  * target simply have nothing to do); members no longer observed are dropped, with their calls in flight
  * abandoned, so nothing waits on a server that does not exist any more.
  */
-export function acceptMembership(ctx: PlanContext): void {
+export function acceptMembership(ctx: PlanContext, named: readonly string[]): void {
   const plan = ctx.status.plan;
   if (!plan) return;
   const seen = ctx.obs.peers.map((p) => p.hostname);
   const before = plan.members ?? [];
-  const joined = seen.filter((h) => !before.includes(h)).sort((a, b) => a.localeCompare(b));
-  // A member whose call is in flight may be mid-restart (its Lease gone at graceful stop): it stays.
-  const gone = before.filter((h) => !seen.includes(h) && !callInFlight(ctx, h));
+  const joined = seen.filter((h) => !before.includes(h) && named.includes(h)).sort((a, b) => a.localeCompare(b));
+  // A member whose call is in flight may be mid-restart (its Lease gone at graceful stop): it stays. One the
+  // pause did not name is not dropped either: the next step names it (MembershipChanged) first.
+  const gone = before.filter((h) => !seen.includes(h) && !callInFlight(ctx, h) && named.includes(h));
   if (joined.length === 0 && gone.length === 0) return;
   plan.members = [...before.filter((h) => !gone.includes(h)), ...joined];
   for (const c of ctx.status.driverCalls ?? []) {

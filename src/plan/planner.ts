@@ -69,7 +69,7 @@ export function plan(upgrade: UpgradeInput, specIn: ApiServerUpgradeSpec, status
 
   const change = membershipChange(ctx);
   if (change) {
-    pause(ctx, 'MembershipChanged', change.message, ctx.phase);
+    pause(ctx, 'MembershipChanged', change.message, ctx.phase, change.servers);
     return done(ctx);
   }
 

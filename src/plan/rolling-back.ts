@@ -33,7 +33,13 @@ export function rollbackGoal(ctx: PlanContext): RollbackGoal {
   const apiBatches = new Set((ctx.status.plan?.batches ?? []).filter((b) => b.stage === 'API').map((b) => b.index));
   const batchOf = new Map<string, number>();
   for (const c of ctx.status.driverCalls ?? []) {
-    if (c.action !== 'Upgrade' || c.result === 'Rejected') continue;
+    if (c.result === 'Rejected') continue;
+    // A server this rollback already called stays touched until it is back, even when it cannot be seen.
+    if (c.action === 'Rollback') {
+      if (!batchOf.has(c.server)) batchOf.set(c.server, 0);
+      continue;
+    }
+    if (c.action !== 'Upgrade') continue;
     if (apiStage && !apiBatches.has(c.batch ?? 0)) continue;
     batchOf.set(c.server, Math.max(batchOf.get(c.server) ?? 0, c.batch ?? 0));
   }
@@ -92,7 +98,8 @@ export function runRollingBack(ctx: PlanContext): void {
   const flying = (ctx.status.driverCalls ?? []).filter(inFlight);
   if (notBack.length > 0 || flying.length > 0) {
     const lastDone = (ctx.status.driverCalls ?? []).filter((c) => c.action === 'Rollback' && c.completedAt).map((c) => Date.parse(c.completedAt!));
-    const since = Math.max(Date.parse(ctx.status.rollbackStartedAt ?? ctx.now.toISOString()), ...lastDone);
+    const resumed = ctx.status.resumedAt ? [Date.parse(ctx.status.resumedAt)] : [];
+    const since = Math.max(Date.parse(ctx.status.rollbackStartedAt ?? ctx.now.toISOString()), ...lastDone, ...resumed);
     if (flying.length === 0 && ctx.now.getTime() - since > ctx.spec.strategy.batchTimeoutMs) {
       onBreach(ctx, 'BatchTimeout', `rolled back, but ${notBack.join(', ')} not up on ${goal.describe} within ${Math.round(ctx.spec.strategy.batchTimeoutMs / 1000)}s`);
       return;

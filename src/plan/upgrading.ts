@@ -152,18 +152,27 @@ function betweenStages(ctx: PlanContext, k: number): boolean {
   return true;
 }
 
+/** When batch `k`'s servers were last seen back: its calls' Done times, or its start when none was needed. */
+function batchBackAt(ctx: PlanContext, k: number): number {
+  const done = (ctx.status.driverCalls ?? []).filter((c) => c.batch === k && c.result === 'Done' && c.completedAt).map((c) => Date.parse(c.completedAt!));
+  return Math.max(Date.parse(ctx.status.batch?.startedAt ?? ctx.now.toISOString()), ...done);
+}
+
 /**
- * A batch never ends on a breaching signal. When the soak runs out while the latest checks breach, or a
- * resume asked for a check newer than itself that has not come yet, it goes on until a check that does not
- * breach, or the streak reaches failureLimit and onBreach applies.
+ * A batch never ends on a breaching signal, nor on unknown health: it ends only on a real check (signals, not
+ * a synthetic one) taken after its servers came back, with no breach streak — and after a resume, on a
+ * Healthy check newer than the resume. When the soak runs out while the latest checks breach, it goes on
+ * until a check that does not breach, or the streak reaches failureLimit and onBreach applies.
  */
 function soakHeld(ctx: PlanContext, k: number, newCheck: boolean): boolean {
   const last = ctx.status.lastAnalysis;
   const streak = last?.consecutiveBreaches ?? 0;
   const after = ctx.status.batch?.checkAfter;
-  const needsFreshCheck = after !== undefined && (!last?.time || Date.parse(last.time) <= Date.parse(after) || last.verdict === 'Breach');
+  const at = last?.time ? Date.parse(last.time) : undefined;
+  const fresh = last !== undefined && last.synthetic !== true && at !== undefined && at > batchBackAt(ctx, k) && (after === undefined || at > Date.parse(after));
+  const verdictOk = last?.verdict !== 'Breach' && (after === undefined || last?.verdict === 'Healthy');
   const b = ctx.status.batch!;
-  if (streak === 0 && !needsFreshCheck) {
+  if (streak === 0 && fresh && verdictOk) {
     delete b.soakHeldSince;
     return false;
   }
@@ -171,12 +180,16 @@ function soakHeld(ctx: PlanContext, k: number, newCheck: boolean): boolean {
   const what = describeBreaches(last?.breaches ?? []);
   const message = streak > 0
     ? `${prefix}: ${streak} of ${ctx.spec.analysis.failureLimit} breaching checks${what ? ` (${what})` : ''}; waiting for a healthy check or failureLimit`
-    : `${prefix}: waiting for a check after the resume at ${after} that does not breach`;
+    : after !== undefined
+      ? `${prefix}: waiting for a healthy check after the resume at ${after}`
+      : `batch ${k}: waiting for a check of the signals taken after its servers came back`;
   const wasHeld = b.soakHeldSince !== undefined;
-  b.soakHeldSince ??= ctx.now.toISOString();
-  if (!wasHeld || (newCheck && last?.verdict === 'Breach')) ctx.event('Warning', 'SoakExtended', message);
+  // Waiting for the next routine check is not news; a hold for breaches or after a resume is.
+  const notable = streak > 0 || after !== undefined;
+  if (notable) b.soakHeldSince ??= ctx.now.toISOString();
+  if (notable && (!wasHeld || (newCheck && last?.verdict === 'Breach'))) ctx.event('Warning', 'SoakExtended', message);
   ctx.progressMessage = message;
-  ctx.requeue(ctx.spec.analysis.intervalMs);
+  ctx.requeue(Math.min(2_000, ctx.spec.analysis.intervalMs));
   return true;
 }
 

@@ -41,12 +41,16 @@ export class Sim {
     this.spec = s;
   }
 
+  /** Whether each observation carries a fresh Healthy check when the test set no analysis of its own. */
+  autoHealthy = true;
   /** When set, computes part of each observation from the fleet as it is at that step (e.g. own discovery). */
   derive: ((peers: ObservedPeer[]) => Partial<Observation>) | undefined;
 
   step(advanceMs = 1000): Plan {
     this.now = new Date(this.now.getTime() + advanceMs);
-    this.last = plan(this.upgrade, this.spec, this.status, { peers: this.peers, ...this.extra, ...this.derive?.(this.peers) }, this.now);
+    // A healthy fleet's observer: a Healthy check at every step, unless the test set its own analysis.
+    const healthy: Partial<Observation> = this.extra.analysis === undefined && this.autoHealthy ? { analysis: { time: this.now.toISOString(), verdict: 'Healthy', signals: {}, breaches: [] } } : {};
+    this.last = plan(this.upgrade, this.spec, this.status, { peers: this.peers, ...healthy, ...this.extra, ...this.derive?.(this.peers) }, this.now);
     this.status = this.last.status;
     return this.last;
   }

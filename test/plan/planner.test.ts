@@ -243,6 +243,7 @@ test('onBreach Rollback: rolls the upgraded servers back to the old version and 
   sim.step();
   sim.step();
   sim.applyDriverCalls(); // cp-1 upgraded
+  sim.step(); // back: batch 1 waits for a check taken after that
   sim.step();
   assert.deepEqual(sim.calls(), ['Upgrade:cp-2']);
   sim.applyDriverCalls(); // cp-2 upgraded
@@ -398,6 +399,7 @@ test('abort mid-upgrade rolls back now, through the same safety checks; a second
   sim.step();
   sim.step();
   sim.applyDriverCalls(); // cp-1 upgraded
+  sim.step();
   sim.step();
   sim.applyDriverCalls(); // cp-2 upgraded
   sim.upgrade = { ...sim.upgrade, annotations: { [ABORT_ANNOTATION]: 'a1' } };
