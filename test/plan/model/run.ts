@@ -23,7 +23,7 @@ export const INVARIANT_TEXT: Record<Inv, string> = {
   I4: 'no Rollback call while rollback safety is unknown (from- or target-version storage never persisted-observed) or unsafe (truth)',
   I5: 'status stays writable: < 512 KiB as JSON, batch.history <= 256, driverCalls <= 1024, peers <= 256',
   I6: 'never silent: Paused has a reason, an active phase requeues; once faults stop the run reaches a terminal phase or a Paused with a reason, and resuming leads on to a terminal phase',
-  I7: 'hygiene: proxy.gate Unmanaged never touches the gate; RevertProxy only on servers in plan.gateTurnedOn whose gate a call of this upgrade did turn on; one batch-history record and one BatchSucceeded per batch; a Done, Rejected, TimedOut or Abandoned call keeps its result, Abandoned only from Requested, Done only once the driver landed that very call',
+  I7: 'hygiene: proxy.gate Unmanaged never touches the gate; RevertProxy only on servers in plan.gateTurnedOn whose gate a call of this upgrade did turn on; one batch-history record and one BatchSucceeded per batch; a Done, Rejected, TimedOut or Abandoned call keeps its result, Abandoned only from Requested, Done only once the driver carried out that very call and its server restarted at the goal',
 };
 
 const STOPPING = new Set(['Paused', 'Succeeded', 'RolledBack', 'Failed']);
@@ -301,7 +301,9 @@ export class ModelRun {
       const who = `${c.action} ${c.server} ${short(c.key)}`;
       if (was !== undefined && FINISHED.has(was)) this.fail('I7', `${who} was ${was}, now ${c.result}`);
       else if (c.result === 'Abandoned' && was !== undefined && was !== 'Requested') this.fail('I7', `${who} Abandoned from ${was}: only a call never accepted is abandoned`);
-      else if (c.result === 'Done' && !this.world.ops.some((o) => o.key === c.key && o.landed)) {
+      else if (c.result === 'Done' && !this.world.ops.some((o) => o.key === c.key && (o.landed || (o.restarted && this.world.servers.get(c.server)?.version === release(c.target ?? ''))))) {
+        // A failed op that restarted its server where the call wanted it anyway (a Rollback of a server whose
+        // Upgrade had failed) is indistinguishable from a landed one: Done is right.
         const op = this.world.ops.find((o) => o.key === c.key);
         this.fail('I7', `${who} marked Done, but the driver ${op ? `${op.stage === 'superseded' ? 'superseded' : op.fate === 'fail' && op.stage === 'finished' ? 'failed' : 'has not landed'} it (${op.fate})` : 'never carried it out'}`);
       }

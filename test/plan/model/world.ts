@@ -77,6 +77,8 @@ export interface Op {
   stage: 'scheduled' | 'down' | 'finished' | 'superseded';
   /** It brought its server back at its target (under its name, or a new one). */
   landed?: boolean;
+  /** It restarted its server (landed, or failed back to the old version). */
+  restarted?: boolean;
 }
 
 export interface WorldParams {
@@ -231,6 +233,7 @@ export class World {
     }
     op.stage = 'finished';
     op.landed = op.fate !== 'fail';
+    op.restarted = true;
     if (op.fate === 'rename') {
       this.servers.delete(s.hostname);
       const base = s.hostname.replace(/-r\d+$/, '');
