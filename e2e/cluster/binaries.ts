@@ -135,6 +135,8 @@ export interface BuildRecord {
   /** Packages compiled (not taken from the build cache), and the binary's package count. */
   compiled: number;
   total: number;
+  /** What go list's Stale said was left to compile (a few % more than `go build -v` then names). */
+  stale?: number;
   modulesDownloaded: number;
   /** Builds running at the same time, and the machine's cores. */
   concurrent: number;
@@ -205,7 +207,9 @@ function eta(b: BuildState, now: number): string {
     // Seconds per compiled package: from the last build here (it includes the link), else from this one so far.
     const perPkg = last ? last.compileSeconds / last.compiled : b.compiled >= 30 ? elapsed / b.compiled : undefined;
     if (perPkg === undefined) return 'ETA: after ~30 packages';
-    const left = Math.max(0, b.stale * perPkg - elapsed);
+    // Stale over-counts what -v will name; the last build says by how much.
+    const expected = b.stale * (last?.stale ? Math.min(1, last.compiled / last.stale) : 1);
+    const left = Math.max(0, expected * perPkg - elapsed);
     return left < 5 ? 'ETA: any moment (linking)' : `ETA ~${fmt(left)}`;
   }
   if (last) return `last build here: ${fmt(last.seconds)}${last.concurrent > 1 ? ` (${last.concurrent} at once)` : ''}`;
@@ -355,7 +359,7 @@ function runBuild(spec: BinarySpec): Promise<string> {
           recordBuild({
             what: spec.what, version: spec.version, seconds: (state.doneAt - state.startedAt) / 1000, compileSeconds: (state.doneAt - state.compileStartedAt) / 1000,
             ...(state.linkingSince !== undefined ? { linkSeconds: (state.doneAt - state.linkingSince) / 1000 } : {}),
-            compiled: state.compiled, total: state.total ?? 0, modulesDownloaded: state.modules, concurrent: state.concurrent, cores: availableParallelism(), at: new Date().toISOString(),
+            compiled: state.compiled, total: state.total ?? 0, ...(state.stale !== undefined ? { stale: state.stale } : {}), modulesDownloaded: state.modules, concurrent: state.concurrent, cores: availableParallelism(), at: new Date().toISOString(),
           });
         }
         return path;
