@@ -7,6 +7,8 @@ import { Informer } from './runtime/informer.ts';
 import { WorkQueue } from './runtime/workqueue.ts';
 import { LeaderElector } from './runtime/leader.ts';
 import { startHealthServer } from './runtime/health.ts';
+import { TokenReviewAuth, kubeReviewer } from './runtime/metrics-auth.ts';
+import { tryParseDuration } from './api/duration.ts';
 import { installSignalHandlers } from './runtime/shutdown.ts';
 import { RuntimeMetrics } from './runtime/metrics.ts';
 import { FleetObserver } from './observe/fleet.ts';
@@ -23,6 +25,14 @@ const { values } = parseArgs({
     'in-cluster': { type: 'boolean', default: false },
     'health-port': { type: 'string', default: process.env.HEALTH_PORT ?? '8081' },
     'health-host': { type: 'string', default: '0.0.0.0' },
+    // /metrics on its own port (empty: on the health port), behind TokenReview + SubjectAccessReview when
+    // --metrics-auth=true (the chart's default; off here so a local run is scraped without a token), over HTTPS with a cert and key.
+    'metrics-port': { type: 'string', default: '' },
+    'metrics-host': { type: 'string', default: '' },
+    'metrics-auth': { type: 'string', default: 'false' },
+    'metrics-auth-cache-ttl': { type: 'string', default: '1m' },
+    'metrics-tls-cert-file': { type: 'string', default: '' },
+    'metrics-tls-key-file': { type: 'string', default: '' },
     'leader-election-namespace': { type: 'string', default: process.env.POD_NAMESPACE ?? 'kube-system' },
     'leader-election-name': { type: 'string', default: 'apiserver-upgrade-operator' },
     'log-level': { type: 'string', default: process.env.LOG_LEVEL ?? 'info' },
@@ -80,8 +90,24 @@ const leader = new LeaderElector({
 });
 leaderIdentityHolder.id = leader.identity;
 
+const metricsAuthOn = values['metrics-auth'];
+const metricsAuthTtlMs = tryParseDuration(values['metrics-auth-cache-ttl']);
+const tlsFiles = [values['metrics-tls-cert-file'], values['metrics-tls-key-file']];
+if (metricsAuthOn !== 'true' && metricsAuthOn !== 'false') throw new Error(`--metrics-auth must be true or false, not ${JSON.stringify(metricsAuthOn)}`);
+if (metricsAuthTtlMs === undefined) throw new Error(`--metrics-auth-cache-ttl: not a duration: ${JSON.stringify(values['metrics-auth-cache-ttl'])}`);
+if (tlsFiles.filter(Boolean).length === 1) throw new Error('--metrics-tls-cert-file and --metrics-tls-key-file go together');
+if (tlsFiles[0] && !values['metrics-port']) throw new Error('--metrics-tls-cert-file needs --metrics-port (the health port stays plain HTTP for the kubelet)');
 const health = await startHealthServer({
   port: Number(values['health-port']), host: values['health-host'], registry, logger: log,
+  ...(values['metrics-port'] ? {
+    metrics: {
+      port: Number(values['metrics-port']), host: values['metrics-host'] || values['health-host'],
+      ...(tlsFiles[0] ? { tls: { certFile: tlsFiles[0], keyFile: tlsFiles[1]! } } : {}),
+    },
+  } : {}),
+  ...(metricsAuthOn === 'true' ? {
+    metricsAuth: new TokenReviewAuth({ reviewer: kubeReviewer(kube), cacheTtlMs: metricsAuthTtlMs, logger: log.child({ component: 'metrics-auth' }) }),
+  } : {}),
   readiness: () => [
     { name: 'informer/apiserverupgrades', ready: upgrades.hasSynced },
     { name: 'informer/identity-leases', ready: leases.hasSynced },
@@ -91,4 +117,4 @@ installSignalHandlers({ logger: log, queue, leader, informers: [upgrades, leases
 upgrades.start();
 leases.start();
 leader.start();
-log.info('apiserver-upgrade-operator started', { identity: leader.identity, healthPort: health.port, server: kc.getCurrentCluster()?.server });
+log.info('apiserver-upgrade-operator started', { identity: leader.identity, healthPort: health.port, metricsPort: health.metricsPort, server: kc.getCurrentCluster()?.server });

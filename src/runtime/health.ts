@@ -1,12 +1,23 @@
-import { createServer, type Server } from 'node:http';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer as createHttpsServer, type Server as HttpsServer } from 'node:https';
+import { readFileSync, unwatchFile, watchFile } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import type { Registry } from 'prom-client';
 import type { Logger } from './logger.ts';
+import type { MetricsAuth } from './metrics-auth.ts';
 
 export interface ReadyCheck {
   name: string;
   ready: boolean;
   detail?: string;
+}
+
+export interface MetricsListenerOptions {
+  /** 0 picks a free port (tests). */
+  port: number;
+  host?: string;
+  /** A PEM certificate and key: /metrics is served over HTTPS, re-read when either file changes. */
+  tls?: { certFile: string; keyFile: string; reloadIntervalMs?: number };
 }
 
 export interface HealthServerOptions {
@@ -19,16 +30,37 @@ export interface HealthServerOptions {
   logger: Logger;
   /** /healthz fails when the event loop has not ticked for this long. Default 10 s. */
   maxEventLoopStallMs?: number;
+  /**
+   * /metrics on a listener of its own (and no longer on `port`), so that a NetworkPolicy can open the health
+   * port to the kubelet and the metrics port to Prometheus only. Absent: /metrics is served on `port`.
+   */
+  metrics?: MetricsListenerOptions;
+  /** Every /metrics request must pass it (bearer token, TokenReview, SubjectAccessReview); health endpoints stay open. */
+  metricsAuth?: MetricsAuth;
 }
 
 export interface HealthServer {
   readonly port: number;
+  /** Where /metrics is served: `port` unless a metrics listener was asked for. */
+  readonly metricsPort: number;
   close(): Promise<void>;
 }
 
+type Send = (code: number, body: string, type?: string, headers?: Record<string, string>) => void;
+
+function sender(res: ServerResponse): Send {
+  return (code, body, type = 'text/plain; charset=utf-8', headers = {}) => {
+    res.writeHead(code, { 'Content-Type': type, 'Cache-Control': 'no-store', ...headers });
+    res.end(body);
+  };
+}
+
+const pathOf = (req: IncomingMessage): string => (req.url ?? '/').split('?')[0]!;
+
 /**
  * /healthz (the process is alive and its event loop turns), /readyz (every readiness check passes;
- * the body names those that do not) and /metrics (the registry). Plain node:http: three routes do not need a framework.
+ * the body names those that do not) and /metrics (the registry, behind `metricsAuth` when given, on its own
+ * listener when `metrics` is given). Plain node:http: three routes do not need a framework.
  */
 export async function startHealthServer(o: HealthServerOptions): Promise<HealthServer> {
   const stallMs = o.maxEventLoopStallMs ?? 10_000;
@@ -38,12 +70,29 @@ export async function startHealthServer(o: HealthServerOptions): Promise<HealthS
   const ticker = setInterval(() => (lastTick = Date.now()), 500);
   ticker.unref();
 
-  const server: Server = createServer((req, res) => {
-    const path = (req.url ?? '/').split('?')[0];
-    const send = (code: number, body: string, type = 'text/plain; charset=utf-8'): void => {
-      res.writeHead(code, { 'Content-Type': type, 'Cache-Control': 'no-store' });
-      res.end(body);
+  const serveMetrics = (req: IncomingMessage, send: Send): void => {
+    const auth = o.metricsAuth;
+    const scrape = (): void => {
+      o.registry.metrics().then(
+        (text) => send(200, text, o.registry.contentType),
+        (err: unknown) => send(500, `metrics failed: ${err instanceof Error ? err.message : String(err)}\n`),
+      );
     };
+    if (!auth) return scrape();
+    auth.check(req.headers.authorization).then(
+      (d) => {
+        if (d.allowed) return scrape();
+        const headers: Record<string, string> = d.code === 401 ? { 'WWW-Authenticate': 'Bearer realm="apiserver-upgrade-operator"' } : {};
+        send(d.code, `${d.code === 401 ? 'Unauthorized' : d.code === 403 ? 'Forbidden' : 'Service Unavailable'}: ${d.message}\n`, undefined, headers);
+      },
+      (err: unknown) => send(500, `authorization failed: ${err instanceof Error ? err.message : String(err)}\n`),
+    );
+  };
+
+  const separateMetrics = o.metrics !== undefined;
+  const server: Server = createServer((req, res) => {
+    const path = pathOf(req);
+    const send = sender(res);
     if (req.method !== 'GET' && req.method !== 'HEAD') return send(405, 'method not allowed\n');
     if (path === '/healthz' || path === '/livez') {
       const gap = Date.now() - lastTick;
@@ -60,34 +109,79 @@ export async function startHealthServer(o: HealthServerOptions): Promise<HealthS
       const ok = checks.every((c) => c.ready);
       return send(ok ? 200 : 503, `${lines.join('\n')}${lines.length ? '\n' : ''}readyz check ${ok ? 'passed' : 'failed'}\n`);
     }
-    if (path === '/metrics') {
-      o.registry.metrics().then(
-        (text) => send(200, text, o.registry.contentType),
-        (err: unknown) => send(500, `metrics failed: ${err instanceof Error ? err.message : String(err)}\n`),
-      );
-      return;
-    }
+    if (path === '/metrics' && !separateMetrics) return serveMetrics(req, send);
     send(404, 'not found\n');
   });
-  server.on('clientError', (_err, socket) => socket.destroy());
 
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(o.port, o.host, () => {
-      server.off('error', reject);
-      resolve();
+  let metricsServer: Server | HttpsServer | undefined;
+  let stopReload = (): void => {};
+  if (o.metrics) {
+    const handler = (req: IncomingMessage, res: ServerResponse): void => {
+      const send = sender(res);
+      if (req.method !== 'GET' && req.method !== 'HEAD') return send(405, 'method not allowed\n');
+      if (pathOf(req) === '/metrics') return serveMetrics(req, send);
+      send(404, 'not found\n');
+    };
+    const tls = o.metrics.tls;
+    if (tls) {
+      const read = (): { cert: Buffer; key: Buffer } => ({ cert: readFileSync(tls.certFile), key: readFileSync(tls.keyFile) });
+      const s = createHttpsServer(read(), handler);
+      // Secret volumes are updated by swapping a symlink: stat polling follows it. A half-written pair
+      // (new cert, old key) fails to load and is retried at the next change of either file.
+      const reload = (): void => {
+        try {
+          s.setSecureContext(read());
+          o.logger.info('metrics serving certificate reloaded', { certFile: tls.certFile });
+        } catch (err) {
+          o.logger.warn('metrics serving certificate not reloaded', { err: err instanceof Error ? err.message : String(err) });
+        }
+      };
+      const interval = tls.reloadIntervalMs ?? 30_000;
+      for (const f of [tls.certFile, tls.keyFile]) watchFile(f, { interval, persistent: false }, reload);
+      stopReload = () => [tls.certFile, tls.keyFile].forEach((f) => unwatchFile(f, reload));
+      metricsServer = s;
+    } else {
+      metricsServer = createServer(handler);
+    }
+  }
+
+  const servers = [server, ...(metricsServer ? [metricsServer] : [])];
+  for (const s of servers) s.on('clientError', (_err, socket) => socket.destroy());
+  const listen = (s: Server | HttpsServer, port: number, host: string | undefined): Promise<number> =>
+    new Promise<number>((resolve, reject) => {
+      s.once('error', reject);
+      s.listen(port, host, () => {
+        s.off('error', reject);
+        resolve((s.address() as AddressInfo).port);
+      });
     });
+  const port = await listen(server, o.port, o.host);
+  let metricsPort = port;
+  if (metricsServer) {
+    try {
+      metricsPort = await listen(metricsServer, o.metrics!.port, o.metrics!.host ?? o.host);
+    } catch (err) {
+      stopReload();
+      server.close();
+      throw err;
+    }
+  }
+  o.logger.info('health server listening', {
+    port, metricsPort, metricsScheme: o.metrics?.tls ? 'https' : 'http', metricsAuth: o.metricsAuth ? 'TokenReview+SubjectAccessReview' : 'none',
   });
-  const port = (server.address() as AddressInfo).port;
-  o.logger.info('health server listening', { port });
+  const closeOne = (s: Server | HttpsServer): Promise<void> =>
+    new Promise<void>((resolve) => {
+      // Scrapers keep connections alive; drop idle ones so close() does not wait for their timeout.
+      s.close(() => resolve());
+      s.closeIdleConnections();
+    });
   return {
     port,
-    close: () =>
-      new Promise<void>((resolve) => {
-        clearInterval(ticker);
-        // Scrapers keep connections alive; drop idle ones so close() does not wait for their timeout.
-        server.close(() => resolve());
-        server.closeIdleConnections();
-      }),
+    metricsPort,
+    close: async () => {
+      clearInterval(ticker);
+      stopReload();
+      await Promise.all(servers.map(closeOne));
+    },
   };
 }

@@ -64,3 +64,14 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
   name: {{ include "auo.serviceAccountName" . }}
   namespace: {{ .Release.Namespace }}
 {{- end -}}
+
+{{/* http, or https when /metrics has a serving certificate. */}}
+{{- define "auo.metricsScheme" -}}
+{{- if .Values.metrics.tls.secretName -}}https{{- else -}}http{{- end -}}
+{{- end -}}
+
+{{/* An alert's runbook_url: prometheusRule.runbookUrl and the alert's section in docs/operations.md (its name, lowercased, is its anchor). Call with (list $ "AlertName"). */}}
+{{- define "auo.runbookUrl" -}}
+{{- $ := index . 0 -}}
+{{- printf "%s#%s" (trimSuffix "/" $.Values.prometheusRule.runbookUrl) (lower (index . 1)) -}}
+{{- end -}}

@@ -1,0 +1,218 @@
+import { createHash } from 'node:crypto';
+import type { Logger } from './logger.ts';
+
+/**
+ * Authentication and authorization of /metrics scrapes by the Kubernetes API, as kube-rbac-proxy and
+ * controller-runtime's `filters.WithAuthenticationAndAuthorization` do: the request's bearer token is sent in
+ * an authentication.k8s.io/v1 TokenReview; the user it names is then checked with an authorization.k8s.io/v1
+ * SubjectAccessReview for the non-resource URL `/metrics`, verb `get` — what the chart's `metrics-reader`
+ * ClusterRole grants. No token or an unauthenticated one: 401; authenticated but not allowed: 403; a review
+ * that could not be made (API unreachable): 503, never cached. Decisions are cached per token (its SHA-256,
+ * never the token itself): allowed ones for `cacheTtlMs`, refused ones for at most `deniedCacheTtlMs`, so a
+ * Prometheus that scrapes every 15 s costs two API calls a minute, and a grant or revocation takes effect
+ * within a TTL. Concurrent requests with one token share one review.
+ */
+
+export interface ReviewedUser {
+  username: string;
+  uid?: string;
+  groups?: string[];
+  extra?: Record<string, string[]>;
+}
+
+/** The two API calls; `kubeReviewer` makes them for real, tests may pass their own. */
+export interface Reviewer {
+  /** undefined: the token is not authenticated (TokenReview status.authenticated false). */
+  tokenReview(token: string): Promise<ReviewedUser | undefined>;
+  /** Whether the user may `verb` the non-resource `path`, with the authorizer's reason. */
+  subjectAccessReview(user: ReviewedUser, path: string, verb: string): Promise<{ allowed: boolean; reason?: string }>;
+}
+
+export type AuthDecision =
+  | { allowed: true; user: string }
+  | { allowed: false; code: 401 | 403 | 503; message: string; user?: string };
+
+export interface MetricsAuth {
+  /** Decides one request from its Authorization header. Never rejects. */
+  check(authorization: string | string[] | undefined): Promise<AuthDecision>;
+}
+
+/**
+ * The token of an `Authorization: Bearer <token>` header (RFC 6750: the scheme is case-insensitive; the token
+ * is one run of token68 characters). Anything else — no header, another scheme, an empty or spaced token, the
+ * header twice — is undefined, and the request is refused without asking the API.
+ */
+export function parseBearerToken(header: string | string[] | undefined): string | undefined {
+  if (typeof header !== 'string') return undefined;
+  const m = /^[Bb][Ee][Aa][Rr][Ee][Rr] +([A-Za-z0-9\-._~+/]+=*) *$/u.exec(header);
+  return m?.[1];
+}
+
+/**
+ * A map whose entries expire: each `set` gives its own TTL. Bounded: beyond `maxEntries` the oldest entry is
+ * dropped (a flood of distinct tokens cannot grow memory). Time comes from `now` so tests need no clock.
+ */
+export class TtlCache<V> {
+  private readonly entries = new Map<string, { value: V; expiresAt: number }>();
+  private readonly maxEntries: number;
+  private readonly now: () => number;
+
+  constructor(o: { maxEntries?: number; now?: () => number } = {}) {
+    this.maxEntries = o.maxEntries ?? 1000;
+    this.now = o.now ?? Date.now;
+  }
+
+  get size(): number {
+    return this.entries.size;
+  }
+
+  /** The value while it has not expired; an expired entry is removed. */
+  get(key: string): V | undefined {
+    const e = this.entries.get(key);
+    if (!e) return undefined;
+    if (this.now() >= e.expiresAt) {
+      this.entries.delete(key);
+      return undefined;
+    }
+    return e.value;
+  }
+
+  set(key: string, value: V, ttlMs: number): void {
+    if (ttlMs <= 0) {
+      this.entries.delete(key);
+      return;
+    }
+    this.entries.delete(key); // re-inserting moves it to the end: the oldest is always first
+    this.entries.set(key, { value, expiresAt: this.now() + ttlMs });
+    if (this.entries.size > this.maxEntries) this.prune();
+  }
+
+  /** Drops the expired entries, then the oldest ones beyond maxEntries. */
+  private prune(): void {
+    const t = this.now();
+    for (const [k, e] of this.entries) if (t >= e.expiresAt) this.entries.delete(k);
+    for (const k of this.entries.keys()) {
+      if (this.entries.size <= this.maxEntries) break;
+      this.entries.delete(k);
+    }
+  }
+}
+
+export interface TokenReviewAuthOptions {
+  reviewer: Reviewer;
+  /** How long an allowed decision is reused. Default 1 min. */
+  cacheTtlMs?: number;
+  /** How long a refusal (401/403) is reused; capped by cacheTtlMs. Default 10 s. */
+  deniedCacheTtlMs?: number;
+  maxEntries?: number;
+  /** The non-resource URL and verb asked for. Default /metrics, get. */
+  path?: string;
+  verb?: string;
+  now?: () => number;
+  logger?: Logger;
+}
+
+/** The bearer token checked by TokenReview and SubjectAccessReview, with a per-token decision cache. */
+export class TokenReviewAuth implements MetricsAuth {
+  private readonly o: Required<Omit<TokenReviewAuthOptions, 'logger' | 'maxEntries' | 'now'>> & { logger?: Logger };
+  private readonly cache: TtlCache<AuthDecision>;
+  private readonly inFlight = new Map<string, Promise<AuthDecision>>();
+
+  constructor(o: TokenReviewAuthOptions) {
+    const cacheTtlMs = o.cacheTtlMs ?? 60_000;
+    this.o = {
+      reviewer: o.reviewer, cacheTtlMs, deniedCacheTtlMs: Math.min(o.deniedCacheTtlMs ?? 10_000, cacheTtlMs),
+      path: o.path ?? '/metrics', verb: o.verb ?? 'get', logger: o.logger,
+    };
+    this.cache = new TtlCache<AuthDecision>({ maxEntries: o.maxEntries, now: o.now });
+  }
+
+  async check(authorization: string | string[] | undefined): Promise<AuthDecision> {
+    const token = parseBearerToken(authorization);
+    if (token === undefined) {
+      return { allowed: false, code: 401, message: authorization === undefined ? 'a bearer token is required' : 'the Authorization header is not one bearer token' };
+    }
+    const key = createHash('sha256').update(token).digest('base64url');
+    const cached = this.cache.get(key);
+    if (cached) return cached;
+    const running = this.inFlight.get(key);
+    if (running) return running;
+    const p = this.review(token).then((d) => {
+      if (d.allowed) this.cache.set(key, d, this.o.cacheTtlMs);
+      else if (d.code !== 503) this.cache.set(key, d, this.o.deniedCacheTtlMs);
+      return d;
+    }).finally(() => this.inFlight.delete(key));
+    this.inFlight.set(key, p);
+    return p;
+  }
+
+  private async review(token: string): Promise<AuthDecision> {
+    const { reviewer, path, verb, logger } = this.o;
+    let user: ReviewedUser | undefined;
+    try {
+      user = await reviewer.tokenReview(token);
+    } catch (err) {
+      logger?.warn('metrics authentication: TokenReview failed', { err: errMessage(err) });
+      return { allowed: false, code: 503, message: 'the token could not be reviewed' };
+    }
+    if (!user) {
+      logger?.debug('metrics authentication: token not authenticated');
+      return { allowed: false, code: 401, message: 'the token is not authenticated' };
+    }
+    let sar: { allowed: boolean; reason?: string };
+    try {
+      sar = await reviewer.subjectAccessReview(user, path, verb);
+    } catch (err) {
+      logger?.warn('metrics authorization: SubjectAccessReview failed', { user: user.username, err: errMessage(err) });
+      return { allowed: false, code: 503, message: 'the request could not be authorized', user: user.username };
+    }
+    if (!sar.allowed) {
+      logger?.info('metrics authorization: forbidden', { user: user.username, reason: sar.reason });
+      return { allowed: false, code: 403, message: `user "${user.username}" cannot ${verb} path "${path}"`, user: user.username };
+    }
+    return { allowed: true, user: user.username };
+  }
+}
+
+const errMessage = (err: unknown): string => (err instanceof Error ? err.message : String(err));
+
+/** The minimal client the real reviewer needs: KubeClient.request fits. */
+export interface ReviewClient {
+  request<T>(method: 'POST', path: string, opts: { body: unknown }): Promise<T>;
+}
+
+interface TokenReviewStatus {
+  status?: { authenticated?: boolean; user?: { username?: string; uid?: string; groups?: string[]; extra?: Record<string, string[]> }; error?: string };
+}
+interface SubjectAccessReviewStatus {
+  status?: { allowed?: boolean; denied?: boolean; reason?: string; evaluationError?: string };
+}
+
+/**
+ * TokenReview and SubjectAccessReview through the operator's API client; the operator's ServiceAccount needs
+ * `create` on tokenreviews.authentication.k8s.io and subjectaccessreviews.authorization.k8s.io (the chart's
+ * `-metrics-auth` ClusterRole, the same rules as system:auth-delegator). `audiences` restricts the tokens
+ * accepted to those issued for one of them; empty means the apiserver's own audiences.
+ */
+export function kubeReviewer(client: ReviewClient, audiences: string[] = []): Reviewer {
+  return {
+    async tokenReview(token) {
+      const r = await client.request<TokenReviewStatus>('POST', '/apis/authentication.k8s.io/v1/tokenreviews', {
+        body: { apiVersion: 'authentication.k8s.io/v1', kind: 'TokenReview', spec: { token, ...(audiences.length ? { audiences } : {}) } },
+      });
+      const s = r.status;
+      if (!s?.authenticated || !s.user?.username) return undefined;
+      return { username: s.user.username, uid: s.user.uid, groups: s.user.groups, extra: s.user.extra };
+    },
+    async subjectAccessReview(user, path, verb) {
+      const r = await client.request<SubjectAccessReviewStatus>('POST', '/apis/authorization.k8s.io/v1/subjectaccessreviews', {
+        body: {
+          apiVersion: 'authorization.k8s.io/v1', kind: 'SubjectAccessReview',
+          spec: { user: user.username, uid: user.uid, groups: user.groups, extra: user.extra, nonResourceAttributes: { path, verb } },
+        },
+      });
+      const s = r.status ?? {};
+      return { allowed: s.allowed === true && s.denied !== true, reason: s.reason ?? s.evaluationError };
+    },
+  };
+}
