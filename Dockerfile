@@ -13,6 +13,6 @@ COPY src/ ./src/
 
 # The image's own non-root user (node, uid 1000), by number so that runAsNonRoot can verify it.
 USER 1000:1000
-EXPOSE 8081
+EXPOSE 8080 8081
 ENTRYPOINT ["node", "--disable-warning=ExperimentalWarning", "src/main.ts"]
 CMD ["--in-cluster"]

@@ -689,13 +689,12 @@ test('the operator runs with a token of the chart\'s ServiceAccount: leads, reco
 
   // The gate is off on v1.35, so the operator first asks the driver to turn it on: the call goes out
   // (and fails to connect), which it could only do after reading the Secret.
-  // (winston appends the outcome's `message` field to the line's message.)
   const attempt = await waitFor('a driver call that got past the Secret', 90_000, async () => {
     const lines = operator!.logLines();
     return lines.find((l) => /secret|forbidden/i.test(String(l.err ?? ''))) ?? lines.find((l) => String(l.message).startsWith('driver call not delivered'));
   });
-  assert.doesNotMatch(`${String(attempt.err ?? '')} ${String(attempt.message)}`, /secret|forbidden/i, JSON.stringify(attempt));
-  assert.match(String(attempt.message), /127\.0\.0\.1:9/, JSON.stringify(attempt));
+  assert.doesNotMatch(`${String(attempt.err ?? '')} ${String(attempt.detail)}`, /secret|forbidden/i, JSON.stringify(attempt));
+  assert.match(String(attempt.detail), /127\.0\.0\.1:9/, JSON.stringify(attempt));
   const forbidden = operator.logLines().filter((l) => /forbidden|\b403\b/i.test(JSON.stringify(l)));
   assert.deepEqual(forbidden, [], 'the operator hit a permission it lacks');
 });

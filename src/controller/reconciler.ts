@@ -90,8 +90,8 @@ export class UpgradeReconciler {
       const outcome: CallOutcome = await driver.call(request);
       this.d.metrics.driverCalls.inc({ action: request.action, outcome: outcome.kind });
       faultPoint('after-call', clog);
-      if (outcome.kind === 'transient') clog.warn('driver call not delivered, the same key is sent again on the next reconcile', { message: outcome.message });
-      else clog.info('driver answered', { outcome: outcome.kind, message: outcome.message });
+      if (outcome.kind === 'transient') clog.warn('driver call not delivered, the same key is sent again on the next reconcile', { detail: outcome.message });
+      else clog.info('driver answered', { outcome: outcome.kind, detail: outcome.message });
       current = await this.writeStatus(current, recordCallOutcome(current.status ?? {}, request.idempotencyKey, outcome, now), clog);
     }
     return current;
