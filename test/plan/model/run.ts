@@ -139,8 +139,9 @@ export class ModelRun {
     // standing they restart instead (a fleet is never empty).
     const pause = this.persisted?.phase === 'Paused' ? this.persisted.pause : undefined;
     if (pause?.reason === 'MembershipChanged' && !this.setup.staleOnStop) {
+      const named = (h: string) => pause.servers?.includes(h) ?? new RegExp(`(^|[^\\w-])${h}(?![\\w-])`).test(pause.message ?? '');
       for (const s of [...this.world.servers.values()]) {
-        if (s.running || !new RegExp(`(^|[^\\w-])${s.hostname}(?![\\w-])`).test(pause.message ?? '')) continue;
+        if (s.running || !named(s.hostname)) continue;
         if ([...this.world.servers.values()].some((x) => x !== s && x.running)) {
           this.world.removeServer(s.hostname);
           this.note(`~ the human decommissions ${s.hostname} (named by the pause, stopped)`);
