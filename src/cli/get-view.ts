@@ -50,7 +50,7 @@ export interface GetView {
     signals: SignalRow[];
     breaches: { signal: string; server: string | undefined; observed: string | undefined; threshold: string | undefined; message: string | undefined }[];
   } | undefined;
-  pause: { reason: string; message: string | undefined; since: string | undefined; resumePhase: string | undefined; howToResume: string } | undefined;
+  pause: { reason: string; message: string | undefined; since: string | undefined; resumePhase: string | undefined; servers: string[]; howToResume: string } | undefined;
   conditions: { type: string; status: string; reason: string; message: string; lastTransitionTime: string | undefined }[];
   calls: { time: string | undefined; action: string; server: string; batch: number | undefined; target: string | undefined; gate: boolean | undefined; result: string | undefined; attempts: number | undefined; key: string; message: string | undefined }[];
   events: EventRow[];
@@ -162,7 +162,7 @@ export function buildGetView(u: ApiServerUpgrade, events: readonly KubeEvent[], 
       }
       : undefined,
     pause: st?.pause
-      ? { reason: st.pause.reason, message: st.pause.message, since: st.pause.since, resumePhase: st.pause.resumePhase, howToResume: howToResume(name, st.pause.reason, u.spec?.paused === true) }
+      ? { reason: st.pause.reason, message: st.pause.message, since: st.pause.since, resumePhase: st.pause.resumePhase, servers: [...(st.pause.servers ?? [])], howToResume: howToResume(name, st.pause.reason, u.spec?.paused === true) }
       : undefined,
     conditions: (st?.conditions ?? []).map((c) => ({ type: c.type, status: c.status, reason: c.reason, message: c.message, lastTransitionTime: c.lastTransitionTime })),
     calls: (st?.driverCalls ?? []).map((c) => ({ time: c.time, action: c.action, server: c.server, batch: c.batch, target: c.target, gate: c.gate, result: c.result, attempts: c.attempts, key: c.key, message: c.message })),
@@ -219,7 +219,7 @@ export function renderGet(v: GetView, now: Date): string {
 
   if (v.pause) {
     out.push(`Paused: ${v.pause.reason}${v.pause.since ? ` since ${when(v.pause.since, now)}` : ''}${v.pause.resumePhase ? `, resumes into ${v.pause.resumePhase}` : ''}\n` +
-      `  ${v.pause.message ?? ''}\n  resume: ${v.pause.howToResume}\n`);
+      `  ${v.pause.message ?? ''}\n${v.pause.servers.length ? `  servers: ${v.pause.servers.join(', ')}\n` : ''}  resume: ${v.pause.howToResume}\n`);
   }
 
   if (v.servers.length > 0) {

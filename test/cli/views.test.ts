@@ -53,6 +53,9 @@ test('get: a pause shows its reason, message and how to resume it (spec edit or 
   assert.match(bySpec, /^Phase: +॥ Paused \(PausedBySpec\)$/m);
   assert.match(bySpec, /^Paused: PausedBySpec since .*\(30s ago\), resumes into Upgrading$/m);
   assert.match(bySpec, /resume: kubectl apiserver-upgrade resume to-v1-36 \(sets spec\.paused to false: a spec edit/);
+  const member = paused('MembershipChanged');
+  member.status!.pause!.servers = ['cp-4'];
+  assert.match(renderGet(buildGetView(member, []), NOW), /^ {2}servers: cp-4$/m);
   const auto = renderGet(buildGetView(paused('AnalysisBreach'), []), NOW);
   assert.match(auto, /^ {2}3 consecutive breaching checks$/m);
   assert.match(auto, /resume: once the cause is fixed: kubectl apiserver-upgrade resume to-v1-36 \(sets the upgrade\.apiserver\.dev\/resume annotation, no spec edit\); or roll back: kubectl apiserver-upgrade abort to-v1-36/);
