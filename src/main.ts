@@ -16,8 +16,11 @@ import { PrometheusAnalysis } from './observe/prometheus-source.ts';
 import { UpgradeReconciler } from './controller/reconciler.ts';
 import { OperatorMetrics } from './controller/metrics.ts';
 import { driverFor } from './controller/driver-factory.ts';
+import { PolicyFile } from './controller/policy-file.ts';
 import { GROUP, PLURAL, VERSION } from './api/constants.ts';
 import { objectKey, type KubeObject } from './runtime/object-cache.ts';
+import { updateNeedsReconcile } from './plan/admission.ts';
+import type { ApiServerUpgrade } from './api/types.generated.ts';
 
 const { values } = parseArgs({
   options: {
@@ -36,10 +39,18 @@ const { values } = parseArgs({
     'leader-election-namespace': { type: 'string', default: process.env.POD_NAMESPACE ?? 'kube-system' },
     'leader-election-name': { type: 'string', default: 'apiserver-upgrade-operator' },
     'log-level': { type: 'string', default: process.env.LOG_LEVEL ?? 'info' },
+    // The operator's policy (docs/policy.md): the images, webhook URLs and token destinations a spec may name.
+    // Empty: none, and every spec is allowed (a warning says so); the chart always sets one.
+    'policy-file': { type: 'string', default: '' },
   },
 });
 
 const log = createLogger(values['log-level']);
+// Read before anything starts: a policy file that cannot be read or parsed stops the operator here.
+const policyFile = values['policy-file'] ? PolicyFile.open(values['policy-file'], log.child({ component: 'policy' })) : undefined;
+if (!policyFile) {
+  log.warn('no --policy-file: every ApiServerUpgrade is allowed any apiserver and agent image, webhook URL and token Secret; whoever may create or patch one decides what this operator runs and where it sends tokens (docs/policy.md)');
+}
 const kc = loadKubeConfig(values['in-cluster'] ? { inCluster: true } : values.kubeconfig ? { file: values.kubeconfig } : {});
 const registry = new Registry();
 collectDefaultMetrics({ register: registry, prefix: 'apiserver_upgrade_operator_' });
@@ -53,6 +64,7 @@ const leaderIdentityHolder: { id: string } = { id: '' };
 const reconciler = new UpgradeReconciler({
   kube, observer, metrics, log,
   driverFor: (spec, name) => driverFor(spec, kube, name),
+  ...(policyFile ? { policy: () => policyFile.current() } : {}),
   events: { controller: `${GROUP}/operator`, get instance() { return leaderIdentityHolder.id; } },
 });
 
@@ -67,7 +79,7 @@ const leases = new Informer({
 });
 const enqueueAll = (): void => upgrades.keys().forEach((k) => queue.add(k));
 const enqueue = (o: KubeObject): void => queue.add(objectKey(o));
-upgrades.addHandlers({ add: enqueue, update: (_o, n) => enqueue(n), delete: enqueue });
+upgrades.addHandlers({ add: enqueue, update: (o, n) => (updateNeedsReconcile(o as ApiServerUpgrade, n as ApiServerUpgrade) ? enqueue(n) : undefined), delete: enqueue });
 leases.addHandlers({ add: enqueueAll, update: enqueueAll, delete: enqueueAll });
 
 const leader = new LeaderElector({

@@ -26,3 +26,16 @@ export function blockingUpgrade(u: ApiServerUpgrade, all: readonly ApiServerUpgr
   const other = all.find((o) => o.metadata?.name !== u.metadata?.name && !isTerminal(o.status?.phase) && (!waitingToStart(o) || order(o) < order(u)));
   return other?.metadata?.name;
 }
+
+/**
+ * Whether an update of the object calls for a reconcile: a user changed the spec (generation), an action
+ * annotation, or deletion. The operator's own status writes do not — reconciling on them made a hot loop
+ * while a driver was unreachable (each attempt's status write woke the next attempt at once); the planner's
+ * requeue sets the cadence instead.
+ */
+export function updateNeedsReconcile(before: ApiServerUpgrade, after: ApiServerUpgrade): boolean {
+  const a = before.metadata ?? {};
+  const b = after.metadata ?? {};
+  if (a.generation !== b.generation || a.deletionTimestamp !== b.deletionTimestamp) return true;
+  return JSON.stringify(a.annotations ?? {}) !== JSON.stringify(b.annotations ?? {});
+}
