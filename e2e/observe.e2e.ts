@@ -59,11 +59,11 @@ function peersOf(obs: Observation): { hostname: string; address: string; version
 }
 
 /** Observes until `pred` holds (identity leases appear a moment after /readyz). */
-async function observeUntil(h: Harness, what: string, timeoutMs: number, pred: (o: Observation) => boolean, intervalMs = 250): Promise<Observation> {
+async function observeUntil(h: Harness, what: string, timeoutMs: number, pred: (o: Observation) => boolean, intervalMs = 250, settings: AnalysisSettings = SETTINGS): Promise<Observation> {
   let last: Observation | undefined;
   try {
     return await waitFor(what, timeoutMs, async () => {
-      last = await h.observer.observe(SETTINGS);
+      last = await h.observer.observe(settings);
       return pred(last) ? last : undefined;
     }, intervalMs);
   } catch (err) {
@@ -293,5 +293,93 @@ describe('gate off on v1.35.4: addresses from the certificate fallback', () => {
     assert.deepEqual(inv.servers.flatMap((r) => r.problems), []);
     // Without the proxy, each server's own set is its peer-aggregated view: all old, so converged.
     assert.equal(obs.discovery?.converged, true, obs.discovery?.message);
+  });
+});
+
+describe('two-phase upgrade: v1.36.3 with --emulated-version=1.35 next to v1.35.4 and a plain v1.36.3', () => {
+  const EMULATE = ['--emulated-version=1.35'];
+  const VAC = 'storage.k8s.io/v1/volumeattributesclasses';
+  const MAP_PATH = '/apis/admissionregistration.k8s.io/v1/mutatingadmissionpolicies';
+  const ORPHANS: AnalysisSettings = { ...SETTINGS, orphansOf: { fromVersion: OLD_VERSION, targetVersion: NEW_VERSION } };
+  let h: Harness;
+  before(async () => {
+    // cp-1: v1.35.4. cp-2: phase one (the new binary emulating the old minor). cp-3: phase two (plain v1.36.3).
+    h = productionObserver(await Cluster.start({
+      servers: 3,
+      featureGates: GATE_ON,
+      perServer: [{ version: OLD_VERSION }, { version: NEW_VERSION, extraFlags: EMULATE }, { version: NEW_VERSION }],
+      verbose: true,
+    }));
+  });
+  after(async () => {
+    h?.observer.close();
+    await h?.cluster.teardown();
+  });
+
+  const ready = (o: Observation) => complete(3)(o) && (o.storage ?? []).length === 3 && (o.discovery?.own ?? []).length === 3;
+
+  test('emulation per peer, own discovery of the emulating server equals v1.35.4\'s, storage per (version, emulation), converged', async () => {
+    const raw = JSON.parse((await h.cluster.request(1, '/version')).body) as Record<string, string>;
+    const versionInfo = (await h.cluster.request(1, '/metrics')).body.split('\n').filter((l) => l.startsWith('version_info'));
+    report(`cp-2 /version: ${JSON.stringify({ gitVersion: raw.gitVersion, emulationMajor: raw.emulationMajor, emulationMinor: raw.emulationMinor, minCompatibilityMajor: raw.minCompatibilityMajor, minCompatibilityMinor: raw.minCompatibilityMinor })}; /metrics ${versionInfo.join(' ')}`);
+
+    const obs = await observeUntil(h, '3 peers with own discovery and 3 storage entries', 90_000, ready);
+    assert.deepEqual(obs.peers.map((p) => [p.hostname, p.version, p.emulation]).sort(), [['cp-1', OLD_VERSION, '1.35'], ['cp-2', NEW_VERSION, '1.35'], ['cp-3', NEW_VERSION, '1.36']]);
+
+    const own = Object.fromEntries(obs.discovery!.own!.map((d) => [d.server, d]));
+    assert.deepEqual([own['cp-2']!.version, own['cp-2']!.emulation], [NEW_VERSION, '1.35']);
+    assert.deepEqual(own['cp-2']!.resources, own['cp-1']!.resources, 'the emulating server serves exactly what v1.35.4 serves');
+    const newOnly = own['cp-3']!.resources.filter((r) => !own['cp-1']!.resources.includes(r));
+    const oldOnly = own['cp-1']!.resources.filter((r) => !own['cp-3']!.resources.includes(r));
+    report(`own discovery: cp-1 ${own['cp-1']!.resources.length}, cp-2 ${own['cp-2']!.resources.length} (equal), cp-3 ${own['cp-3']!.resources.length}; only v1.36.3 serves ${newOnly.join(', ')}; only 1.35 serves ${oldOnly.join(', ') || 'nothing'}`);
+    assert.ok(newOnly.includes('admissionregistration.k8s.io/v1/mutatingadmissionpolicies'));
+
+    assert.deepEqual(obs.storage!.map((s) => [s.version, s.emulation, s.server]), [[OLD_VERSION, '1.35', 'cp-1'], [NEW_VERSION, '1.35', 'cp-2'], [NEW_VERSION, '1.36', 'cp-3']]);
+    const [old, emulating, plain] = obs.storage!;
+    const differ = (a: Record<string, string>, b: Record<string, string>) => Object.keys(a).filter((k) => k in b && a[k] !== b[k]).sort();
+    const vsOld = differ(emulating!.hashes, old!.hashes);
+    const vsNew = differ(emulating!.hashes, plain!.hashes);
+    report(`storage hashes: ${Object.keys(old!.hashes).length} (v1.35.4), ${Object.keys(emulating!.hashes).length} (v1.36.3 emulating 1.35), ${Object.keys(plain!.hashes).length} (v1.36.3); ` +
+      `emulating vs v1.35.4 differ in [${vsOld.map((k) => `${k} ${old!.hashes[k]} -> ${emulating!.hashes[k]}`).join(', ')}]; emulating vs v1.36.3 differ in [${vsNew.join(', ')}]`);
+    assert.deepEqual(Object.keys(emulating!.hashes).sort(), Object.keys(old!.hashes).sort(), 'the emulating server stores the resources v1.35.4 stores');
+    assert.ok(vsOld.includes(VAC), 'volumeattributesclasses: the emulating binary writes v1, v1.35.4 v1beta1');
+    assert.equal(emulating!.hashes[VAC], plain!.hashes[VAC]);
+
+    // Two v1.36.3 servers serving different own sets: not a version disagreement, they emulate different versions.
+    const converged = await observeUntil(h, 'converged', 90_000, (o) => o.discovery?.converged === true, 250);
+    assert.equal(converged.discovery?.converged, true, converged.discovery?.message);
+  });
+
+  test('orphans: the objects of what only v1.36.3 serves, listed through the balancer (proxied to cp-3)', async () => {
+    const policy = {
+      apiVersion: 'admissionregistration.k8s.io/v1',
+      kind: 'MutatingAdmissionPolicy',
+      metadata: { name: 'auo-e2e-orphan' },
+      spec: {
+        matchConstraints: { resourceRules: [{ apiGroups: ['apps'], apiVersions: ['v1'], operations: ['CREATE'], resources: ['deployments'] }] },
+        failurePolicy: 'Fail',
+        reinvocationPolicy: 'Never',
+        mutations: [{ patchType: 'ApplyConfiguration', applyConfiguration: { expression: 'Object{metadata: Object.metadata{labels: {"auo-e2e": "orphan"}}}' } }],
+      },
+    };
+    const created = await h.cluster.request(2, MAP_PATH, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(policy) });
+    assert.equal(created.status, 201, created.body);
+    const obs = await observeUntil(h, 'orphans read', 60_000, (o) => ready(o) && o.orphans !== undefined, 250, ORPHANS);
+    report(`orphans (from ${OLD_VERSION} to ${NEW_VERSION}): ${JSON.stringify(obs.orphans)}`);
+    const map = obs.orphans!.find((o) => o.resource === 'admissionregistration.k8s.io/v1/mutatingadmissionpolicies');
+    assert.deepEqual(map && [map.count, map.names], [1, ['auo-e2e-orphan']]);
+    const own = Object.fromEntries(obs.discovery!.own!.map((d) => [d.server, d.resources]));
+    assert.deepEqual(obs.orphans!.map((o) => o.resource), own['cp-3']!.filter((r) => !own['cp-1']!.includes(r)).sort());
+  });
+
+  test('phase two: lifting the emulation makes cp-2 a plain v1.36.3 (one storage entry for both)', async () => {
+    await h.cluster.replace(1, { extraFlags: [] });
+    const obs = await observeUntil(h, 'cp-2 without emulation', 90_000, (o) => complete(3)(o) && o.peers.find((p) => p.hostname === 'cp-2')?.emulation === '1.36' && (o.storage ?? []).length === 2 && (o.discovery?.own ?? []).length === 3);
+    assert.deepEqual(obs.storage!.map((s) => [s.version, s.emulation]), [[OLD_VERSION, '1.35'], [NEW_VERSION, '1.36']]);
+    const own = Object.fromEntries(obs.discovery!.own!.map((d) => [d.server, d.resources]));
+    assert.deepEqual(own['cp-2'], own['cp-3']);
+    // With no emulating server left, cp-1 (v1.35.4) is the from side: the policy is still counted.
+    const withOrphans = await observeUntil(h, 'orphans read', 60_000, (o) => o.orphans !== undefined, 250, ORPHANS);
+    assert.equal(withOrphans.orphans!.find((o) => o.resource.endsWith('/mutatingadmissionpolicies'))?.count, 1);
   });
 });

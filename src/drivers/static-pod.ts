@@ -9,6 +9,17 @@ import { AGENT_SCRIPT } from './static-pod-script.ts';
 
 /** The annotation that names the idempotency key a Job was created for; a 409 is ours only when it matches. */
 export const KEY_ANNOTATION = 'upgrade.apiserver.dev/idempotency-key';
+/** The annotation that names the emulated version a Job sets, when it sets one. */
+export const EMULATED_VERSION_ANNOTATION = 'upgrade.apiserver.dev/emulated-version';
+
+/** What `--emulated-version` takes from the operator: major.minor ("1.35"). */
+const EMULATED_VERSION = /^\d+\.\d+$/;
+
+/** Why a request's emulatedVersion cannot go into a manifest, or undefined when it can (or is absent). */
+export function badEmulatedVersion(r: Pick<DriverRequest, 'emulatedVersion'>): string | undefined {
+  if (r.emulatedVersion === undefined || EMULATED_VERSION.test(r.emulatedVersion)) return undefined;
+  return `emulatedVersion ${JSON.stringify(r.emulatedVersion)} is not major.minor (e.g. "1.35")`;
+}
 
 const NAME_MAX = 63;
 /** Hex digits of sha256(idempotency key) in a Job name: 64 bits, so distinct keys do not meet in practice. */
@@ -37,6 +48,8 @@ export function jobName(idempotencyKey: string, action: string, hostname: string
  * it already created (409, and the Job's key annotation matches) and creates nothing.
  */
 export function agentJob(spec: Required<StaticPodSpec>, r: DriverRequest, upgradeName: string): Record<string, unknown> {
+  const bad = badEmulatedVersion(r);
+  if (bad) throw new Error(bad);
   const gate = r.featureGates[PROXY_GATE];
   const [ip = '', port = '6443'] = (r.server.address ?? '').split(':');
   const manifestDir = dirname(spec.manifestPath);
@@ -50,6 +63,8 @@ export function agentJob(spec: Required<StaticPodSpec>, r: DriverRequest, upgrad
     PEER_IP: ip,
     PEER_PORT: port,
     GATE: gate === undefined ? '' : String(gate),
+    // Empty: the script removes any --emulated-version the manifest has.
+    EMULATED_VERSION: r.emulatedVersion ?? '',
   };
   return {
     apiVersion: 'batch/v1',
@@ -58,7 +73,12 @@ export function agentJob(spec: Required<StaticPodSpec>, r: DriverRequest, upgrad
       name: jobName(r.idempotencyKey, r.action, r.server.hostname),
       namespace: spec.namespace,
       labels: { 'app.kubernetes.io/managed-by': 'apiserver-upgrade-operator', 'upgrade.apiserver.dev/upgrade': upgradeName, 'upgrade.apiserver.dev/action': r.action.toLowerCase() },
-      annotations: { [KEY_ANNOTATION]: r.idempotencyKey, 'upgrade.apiserver.dev/server': r.server.hostname, 'upgrade.apiserver.dev/target': r.targetVersion },
+      annotations: {
+        [KEY_ANNOTATION]: r.idempotencyKey,
+        'upgrade.apiserver.dev/server': r.server.hostname,
+        'upgrade.apiserver.dev/target': r.targetVersion,
+        ...(r.emulatedVersion ? { [EMULATED_VERSION_ANNOTATION]: r.emulatedVersion } : {}),
+      },
     },
     spec: {
       backoffLimit: 0,
@@ -120,6 +140,8 @@ export class StaticPodDriver implements Driver {
     const started = performance.now();
     const after = (): string => `after ${Math.round(performance.now() - started)} ms`;
     let name = '';
+    const bad = badEmulatedVersion(r);
+    if (bad) return { kind: 'rejected', message: `building the agent Job for node ${r.server.hostname}: ${bad}` };
     try {
       const job = agentJob(this.spec, r, this.upgradeName);
       name = (job.metadata as { name: string }).name;

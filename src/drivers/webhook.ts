@@ -26,8 +26,16 @@ export interface WebhookPayload {
   batch: number;
   server: DriverRequest['server'];
   targetVersion: string;
+  /**
+   * The version the server must emulate ("1.35"): start targetVersion's binary with
+   * `--emulated-version=<this>`. Absent: no `--emulated-version` flag (remove one the server had).
+   */
+  emulatedVersion?: string;
   featureGates: Record<string, boolean>;
-  /** Flags the replaced server must run with for the Mixed Version Proxy, when the gate is on. */
+  /**
+   * Flags the replaced server must run with: `--peer-advertise-ip/port` for the Mixed Version Proxy when the
+   * gate is on, and `--emulated-version=<emulatedVersion>` when that is set.
+   */
   flags: string[];
 }
 
@@ -50,7 +58,20 @@ export function webhookPayload(r: DriverRequest): WebhookPayload {
   const gateOn = r.featureGates[PROXY_GATE] === true;
   const [ip, port] = (r.server.address ?? '').split(':');
   const flags = gateOn && ip ? [`--peer-advertise-ip=${ip}`, `--peer-advertise-port=${port ?? '6443'}`] : [];
-  return { apiVersion: 'upgrade.apiserver.dev/v1alpha1', kind: 'ReplaceServerRequest', idempotencyKey: r.idempotencyKey, action: r.action, upgrade: r.upgrade, batch: r.batch, server: r.server, targetVersion: r.targetVersion, featureGates: r.featureGates, flags };
+  if (r.emulatedVersion) flags.push(`--emulated-version=${r.emulatedVersion}`);
+  return {
+    apiVersion: 'upgrade.apiserver.dev/v1alpha1',
+    kind: 'ReplaceServerRequest',
+    idempotencyKey: r.idempotencyKey,
+    action: r.action,
+    upgrade: r.upgrade,
+    batch: r.batch,
+    server: r.server,
+    targetVersion: r.targetVersion,
+    ...(r.emulatedVersion ? { emulatedVersion: r.emulatedVersion } : {}),
+    featureGates: r.featureGates,
+    flags,
+  };
 }
 
 /** The most of a response body the driver reads; beyond it the connection is closed. */

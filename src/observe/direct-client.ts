@@ -78,8 +78,21 @@ export interface VersionInfo {
   gitVersion: string;
   major?: string;
   minor?: string;
+  /** KEP-4330 (1.31+): the version the server emulates (`--emulated-version`, its own minor by default). */
+  emulationMajor?: string;
+  emulationMinor?: string;
   gitCommit?: string;
   [field: string]: unknown;
+}
+
+/**
+ * The emulated version of a `/version` answer, "1.35" (emulationMajor.emulationMinor); undefined when either
+ * field is absent or not a plain number (servers before 1.31 have neither).
+ */
+export function emulationOf(info: Pick<VersionInfo, 'emulationMajor' | 'emulationMinor'>): string | undefined {
+  const { emulationMajor: major, emulationMinor: minor } = info;
+  if (typeof major !== 'string' || typeof minor !== 'string' || !/^\d+$/.test(major) || !/^\d+$/.test(minor)) return undefined;
+  return `${major}.${minor}`;
 }
 
 export interface DiscoveryRequest {
@@ -176,8 +189,11 @@ export class DirectClient {
     ]);
     const result: ProbeResult = {};
     const errors: string[] = [];
-    if (version.status === 'fulfilled') result.version = version.value.gitVersion;
-    else errors.push(`version: ${errorText(version.reason)}`);
+    if (version.status === 'fulfilled') {
+      result.version = version.value.gitVersion;
+      const emulation = emulationOf(version.value);
+      if (emulation !== undefined) result.emulation = emulation;
+    } else errors.push(`version: ${errorText(version.reason)}`);
     if (ready.status === 'fulfilled') result.ready = ready.value.ready;
     else errors.push(`readyz: ${errorText(ready.reason)}`);
     if (metrics.status === 'fulfilled') result.proxyGate = proxyGateState(metrics.value);

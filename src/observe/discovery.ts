@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 /**
  * Aggregated discovery (apidiscovery.k8s.io/v2) as sets of resources, and the convergence rule:
  * every server's peer-aggregated `/apis` equals the union of all servers' own (`profile=nopeer`)
- * sets, and servers of one version agree on their own sets.
+ * sets, and servers of one version and emulated version agree on their own sets.
  *
  * Resource keys are `group/version/resource`. The core group is the empty string, so core
  * resources read `/v1/pods`: unambiguous (no API group is named ""), and splitting on `/` gives
@@ -59,6 +59,23 @@ export function resourceSet(...documents: readonly APIGroupDiscoveryList[]): Set
   return out;
 }
 
+/**
+ * The resources of one or more documents whose verbs leave out `list` (create-only reviews such as
+ * selfsubjectreviews): nothing of them is stored, so nothing of them can be orphaned, and listing them
+ * answers 405. A resource without a verbs array counts as listable.
+ */
+export function unlistableResources(...documents: readonly APIGroupDiscoveryList[]): Set<string> {
+  const out = new Set<string>();
+  for (const doc of documents) {
+    for (const group of doc.items ?? []) {
+      for (const version of group.versions ?? []) {
+        for (const r of version.resources ?? []) if (Array.isArray(r.verbs) && !r.verbs.includes('list')) out.add(resourceKey(group.metadata?.name ?? '', version.version, r.resource));
+      }
+    }
+  }
+  return out;
+}
+
 export interface SetDiff {
   /** In `after`, not in `before`; sorted. */
   added: string[];
@@ -83,6 +100,11 @@ function equalSets(a: ResourceSet, b: ResourceSet): boolean {
 export interface ServerDiscovery {
   server: string;
   version: string;
+  /**
+   * The emulated version ("1.35"), when the server reported one: a v1.36.3 binary with
+   * --emulated-version=1.35 serves 1.35's resources, so it is compared with its like, not with plain v1.36.3.
+   */
+  emulation?: string;
   /** The server's own resources (`profile=nopeer`); undefined when the fetch failed. */
   own: ResourceSet | undefined;
   /** The peer-aggregated view; undefined when the fetch failed. A server without the proxy serves its own set here. */
@@ -106,8 +128,9 @@ export interface Convergence {
 }
 
 /**
- * Checks the two convergence rules. For version agreement, the reference of a version is the
- * own set most of its servers have (ties: the one of the first server by name), so one odd server
+ * Checks the two convergence rules. For version agreement, the reference of a version (binary and
+ * emulated version: servers of one binary emulating different versions serve different sets by design)
+ * is the own set most of its servers have (ties: the one of the first server by name), so one odd server
  * is reported as odd rather than making all its peers look wrong.
  */
 export function convergence(servers: readonly ServerDiscovery[]): Convergence {
@@ -126,7 +149,10 @@ export function convergence(servers: readonly ServerDiscovery[]): Convergence {
   }
 
   const byVersion = new Map<string, ServerDiscovery[]>();
-  for (const s of sorted) byVersion.set(s.version, [...(byVersion.get(s.version) ?? []), s]);
+  for (const s of sorted) {
+    const key = `${s.version} ${s.emulation ?? ''}`;
+    byVersion.set(key, [...(byVersion.get(key) ?? []), s]);
+  }
   for (const cohort of byVersion.values()) {
     const reference = mostCommonSet(cohort.map((s) => s.own ?? new Set<string>()));
     for (const s of cohort) {

@@ -1,15 +1,16 @@
 import type { KubeConfig, V1EndpointSliceList, V1LeaseList, V1PodList } from '@kubernetes/client-node';
 import type { Logger } from '../runtime/logger.ts';
-import type { Observation, ObservedPeer, ObservedAnalysis, ObservedStorage } from '../plan/observation.ts';
+import type { Observation, ObservedPeer, ObservedAnalysis, ObservedStorage, ObservedOwnDiscovery, ObservedOrphans } from '../plan/observation.ts';
 import { DirectClient } from './direct-client.ts';
 import { buildInventory, addressesToProbe, type Inventory, type IdentityLeaseLike, type EndpointAddresses, type ProbeResult, IDENTITY_LABEL, IDENTITY_LABEL_VALUE, HOSTNAME_LABEL, PEER_ADDRESS_ANNOTATION } from './inventory.ts';
 import { mapLimitSettled } from './map-limit.ts';
 import { SIGNAL_FAMILIES, windowDeltas, type WindowDeltas } from './signals.ts';
 import type { ParsedMetrics } from './prom-text.ts';
-import { resourceSet, convergence, storageVersionHashes, resourceKinds, mergeHashes, legacyDiscoveryPaths, aggregatedDiscoveryPaths, type APIResourceList, type APIServiceListLike, type ServerDiscovery } from './discovery.ts';
+import { resourceSet, unlistableResources, convergence, storageVersionHashes, resourceKinds, mergeHashes, legacyDiscoveryPaths, aggregatedDiscoveryPaths, type APIResourceList, type APIServiceListLike, type ServerDiscovery } from './discovery.ts';
 import { summarizeAnalysis } from './analysis-summary.ts';
 import { cachedCertificateDnsNames, hintsFromCertificateCache, hintsFromMirrorPods } from './hostname-hints.ts';
 import type { PrometheusSettings } from './prometheus-source.ts';
+import { ORPHAN_NAMES_LIMIT, checkedList, listPath, objectName, orphanCandidates, type ObjectListLike, type OrphansOf } from './orphans.ts';
 
 /** GET of a list through the balancer, with the caller's retries; injected so observation shares the operator's client. */
 export type ListFn = <T>(path: string) => Promise<T>;
@@ -26,6 +27,11 @@ export interface AnalysisSettings {
   latencyP99Seconds: number;
   /** spec.analysis.prometheus when spec.analysis.source is Prometheus: the checks come from the `analysisSource`. */
   prometheus?: PrometheusSettings;
+  /**
+   * Asks for `Observation.orphans`: the objects of resources the target version serves itself and the
+   * from-version does not (src/observe/orphans.ts says which servers speak for each side). Absent: not read.
+   */
+  orphansOf?: OrphansOf;
 }
 
 /**
@@ -44,13 +50,32 @@ interface Scrape {
   metrics: ParsedMetrics;
 }
 
-/** A complete storage-hash read of one server, valid while that server runs the same binary (same lease holder). */
+/** A complete storage-hash read of one server, valid while that server runs the same binary and flags (same lease holder). */
 interface StorageRead {
   holderIdentity: string;
   storage: ObservedStorage;
 }
 
 const CONCURRENCY = 4;
+/** Pages of 500 followed to count a list that gives no remainingItemCount; beyond them the count is a lower bound (logged). */
+const COUNT_PAGES = 20;
+
+/** A (version, emulation) pair's key: servers of one binary emulating different versions store differently. */
+const cohortKey = (p: Pick<ObservedPeer, 'version' | 'emulation'>): string => `${p.version ?? ''} ${p.emulation ?? ''}`;
+
+/** "1.35" -> [1, 35]; anything else sorts first. */
+function emulationOrder(e: string | undefined): number[] {
+  return (e ?? '').split('.').map((x) => (/^\d+$/.test(x) ? Number(x) : -1));
+}
+
+/** Storage entries by version, then emulated version (numerically: 1.9 before 1.10). */
+function byVersionThenEmulation(a: Pick<ObservedPeer, 'version' | 'emulation'>, b: Pick<ObservedPeer, 'version' | 'emulation'>): number {
+  const v = (a.version ?? '').localeCompare(b.version ?? '');
+  if (v !== 0) return v;
+  const [x, y] = [emulationOrder(a.emulation), emulationOrder(b.emulation)];
+  for (let i = 0; i < Math.max(x.length, y.length); i++) if ((x[i] ?? -1) !== (y[i] ?? -1)) return (x[i] ?? -1) - (y[i] ?? -1);
+  return 0;
+}
 
 /** The APIServices, read through the balancer to tell aggregated group/versions from kube-apiserver's own. */
 export const APISERVICES_PATH = '/apis/apiregistration.k8s.io/v1/apiservices';
@@ -138,6 +163,7 @@ export class FleetObserver {
       hostname: s.hostname,
       ...(s.address ? { address: s.address } : {}),
       ...(s.version ? { version: s.version } : {}),
+      ...(s.emulation ? { emulation: s.emulation } : {}),
       ready: s.ready === true,
       proxyGate: s.proxyGate,
       ...(s.holderIdentity ? { holderIdentity: s.holderIdentity } : {}),
@@ -146,22 +172,30 @@ export class FleetObserver {
     }));
     const up = peers.filter((p) => p.ready && !p.stale && p.address && p.version);
     const stalePeers = peers.filter((p) => p.stale).length;
-    const [discovery, analysis, storage] = await Promise.all([
-      this.discovery(up),
+    const discovered = this.discovery(up);
+    const [discovery, orphans, analysis, storage] = await Promise.all([
+      discovered.then((d) => d?.discovery),
+      settings.orphansOf ? discovered.then((d) => this.orphans(d?.discovery?.own ?? [], d?.unlistable ?? new Set(), settings.orphansOf!)) : Promise.resolve(undefined),
       settings.prometheus && this.analysisSource
         ? this.analysisSource(up, settings, now).then((a) => a && withStalePeers(a, stalePeers))
         : Promise.resolve(this.analysis(up, pages, settings, now, stalePeers)),
       this.storage(peers, up),
     ]);
-    return { peers, ...(discovery ? { discovery } : {}), ...(analysis ? { analysis } : {}), storage };
+    return { peers, ...(discovery ? { discovery } : {}), ...(orphans ? { orphans } : {}), ...(analysis ? { analysis } : {}), storage };
   }
 
-  private async discovery(up: ObservedPeer[]): Promise<Observation['discovery']> {
+  /**
+   * Convergence and each server's own set, plus the resources some server's own discovery lists without the
+   * `list` verb (left out of the orphan lists).
+   */
+  private async discovery(up: ObservedPeer[]): Promise<{ discovery: NonNullable<Observation['discovery']>; unlistable: ReadonlySet<string> } | undefined> {
     if (up.length === 0) return undefined;
+    const unlistable = new Set<string>();
     const servers: ServerDiscovery[] = await Promise.all(up.map(async (p) => {
       const get = async (peer: boolean): Promise<Set<string> | undefined> => {
         try {
           const [apis, api] = await Promise.all([this.direct.discovery(p.address!, { peer, core: false }), this.direct.discovery(p.address!, { peer, core: true })]);
+          if (!peer) for (const k of unlistableResources(apis, api)) unlistable.add(k);
           return resourceSet(apis, api);
         } catch (err) {
           this.log.debug('discovery fetch failed', { server: p.hostname, peer, error: String(err) });
@@ -169,13 +203,65 @@ export class FleetObserver {
         }
       };
       const [own, peerAggregated] = await Promise.all([get(false), get(true)]);
-      return { server: p.hostname, version: p.version!, own, peerAggregated };
+      return { server: p.hostname, version: p.version!, ...(p.emulation ? { emulation: p.emulation } : {}), own, peerAggregated };
     }));
     const c = convergence(servers);
     const message = c.converged
       ? `${servers.length} servers agree: every peer-aggregated view is the union of the servers' own`
       : c.problems.map((pr) => `${pr.server}: ${pr.kind}${pr.missing.length ? ` missing ${pr.missing.slice(0, 5).join(', ')}` : ''}${pr.extra.length ? ` extra ${pr.extra.slice(0, 5).join(', ')}` : ''}`).join('; ');
-    return { converged: c.converged, message };
+    // Each server's own set as read (a server whose own fetch failed is left out), in hostname order.
+    const own: ObservedOwnDiscovery[] = servers
+      .filter((s) => s.own !== undefined)
+      .sort((a, b) => a.server.localeCompare(b.server))
+      .map((s) => ({ server: s.server, version: s.version, ...(s.emulation ? { emulation: s.emulation } : {}), resources: [...s.own!].sort() }));
+    return { discovery: { converged: c.converged, message, own }, unlistable };
+  }
+
+  /**
+   * The objects of the resources only the target side serves (orphanCandidates), each listed through the
+   * balancer with `?limit=20`: the names of the first page, the count from `remainingItemCount` (or, when the
+   * list gives none, by following its `continue` pages). Undefined when a side is unknown (a debug line says
+   * why) or when any list fails (an info line names it): a partial answer could hide the very objects asked for.
+   */
+  private async orphans(own: readonly ObservedOwnDiscovery[], unlistable: ReadonlySet<string>, of: OrphansOf): Promise<ObservedOrphans[] | undefined> {
+    const c = orphanCandidates(own, of);
+    if (!c.known) {
+      this.log.debug('orphaned objects not read', { fromVersion: of.fromVersion, targetVersion: of.targetVersion, reason: c.reason });
+      return undefined;
+    }
+    const resources = c.resources.filter((r) => !unlistable.has(r));
+    if (resources.length < c.resources.length) this.log.debug('orphaned objects: resources without the list verb left out (nothing stored)', { resources: c.resources.filter((r) => unlistable.has(r)) });
+    const listed = await mapLimitSettled(resources, CONCURRENCY, (resource) => this.listOrphans(resource));
+    const failed = resources.flatMap((resource, i) => {
+      const r = listed[i]!;
+      return r.status === 'rejected' ? [`${resource}: ${r.reason instanceof Error ? r.reason.message : String(r.reason)}`] : [];
+    });
+    if (failed.length > 0) {
+      this.log.info('orphaned objects not reported: a list failed; read again at the next observation', { failed: failed.length, of: resources.length, first: failed[0] });
+      return undefined;
+    }
+    return listed.map((r) => (r as PromiseFulfilledResult<ObservedOrphans>).value);
+  }
+
+  private async listOrphans(resource: string): Promise<ObservedOrphans> {
+    const firstPath = listPath(resource, { limit: String(ORPHAN_NAMES_LIMIT) });
+    const first = checkedList(firstPath, await this.list<ObjectListLike>(firstPath));
+    const names = first.items!.map(objectName);
+    let count = names.length;
+    const remaining = first.metadata?.remainingItemCount;
+    if (typeof remaining === 'number' && remaining >= 0) {
+      count += remaining;
+    } else {
+      let cont = first.metadata?.continue;
+      for (let page = 0; cont && page < COUNT_PAGES; page++) {
+        const path = listPath(resource, { limit: '500', continue: cont });
+        const next = checkedList(path, await this.list<ObjectListLike>(path));
+        count += next.items!.length;
+        cont = next.metadata?.continue;
+      }
+      if (cont) this.log.info('orphaned objects: count is a lower bound (too many pages to follow)', { resource, counted: count });
+    }
+    return { resource, count, names };
   }
 
   /** Computes signals once per interval, from deltas between this observation's pages and the last window's. */
@@ -202,10 +288,12 @@ export class FleetObserver {
   }
 
   /**
-   * The storage hashes of every version among the up servers, each from one complete read of one server.
-   * A read is kept while its server runs the same binary (same version and lease holder) and forgotten when
-   * it restarts or leaves. A version without a kept read is read from one of its up servers, a different one
-   * after each failure; a partial read is neither kept nor reported: the next observation tries again.
+   * The storage hashes of every (version, emulated version) pair among the up servers, each from one complete
+   * read of one server: a v1.36.3 binary with --emulated-version=1.35 may store other versions than a plain
+   * v1.36.3. A read is kept while its server runs the same binary and emulation (same version, emulation and
+   * lease holder) and forgotten when it restarts or leaves. A pair without a kept read is read from one of its
+   * up servers, a different one after each failure; a partial read is neither kept nor reported: the next
+   * observation tries again.
    * Aggregated group/versions (an APIService with `spec.service`) are left out of a read: their extension
    * server stores them, not kube-apiserver. The APIServices are listed once per observation that reads; when
    * they cannot be listed, nothing is read (no entry for a version without a kept read) and a log line says why.
@@ -213,13 +301,14 @@ export class FleetObserver {
   private async storage(peers: readonly ObservedPeer[], up: readonly ObservedPeer[]): Promise<ObservedStorage[]> {
     for (const [hostname, read] of this.storageReads) {
       const p = peers.find((x) => x.hostname === hostname);
-      if (!p || p.version !== read.storage.version || (p.holderIdentity ?? '') !== read.holderIdentity) this.storageReads.delete(hostname);
+      if (!p || cohortKey(p) !== cohortKey(read.storage) || (p.holderIdentity ?? '') !== read.holderIdentity) this.storageReads.delete(hostname);
     }
     const out: ObservedStorage[] = [];
-    const versions = [...new Set(up.map((p) => p.version!))].sort();
+    const pairs = [...new Map(up.map((p) => [cohortKey(p), p])).values()].sort(byVersionThenEmulation);
+    const keys = pairs.map(cohortKey);
     let aggregated: Promise<ReadonlySet<string> | undefined> | undefined;
-    for (const version of versions) {
-      const cohort = up.filter((p) => p.version === version).sort((a, b) => a.hostname.localeCompare(b.hostname));
+    for (const key of keys) {
+      const cohort = up.filter((p) => cohortKey(p) === key).sort((a, b) => a.hostname.localeCompare(b.hostname));
       const kept = cohort.map((p) => this.storageReads.get(p.hostname)).find((r) => r !== undefined);
       if (kept) {
         out.push(kept.storage);
@@ -229,18 +318,18 @@ export class FleetObserver {
       const skip = await aggregated;
       // Not the server's fault: the next observation asks the same server again.
       if (!skip) continue;
-      const attempt = this.storageAttempts.get(version) ?? 0;
+      const attempt = this.storageAttempts.get(key) ?? 0;
       const p = cohort[attempt % cohort.length]!;
       const storage = await this.readStorage(p, skip);
       if (storage) {
         this.storageReads.set(p.hostname, { holderIdentity: p.holderIdentity ?? '', storage });
-        this.storageAttempts.delete(version);
+        this.storageAttempts.delete(key);
         out.push(storage);
       } else {
-        this.storageAttempts.set(version, attempt + 1);
+        this.storageAttempts.set(key, attempt + 1);
       }
     }
-    for (const version of this.storageAttempts.keys()) if (!versions.includes(version)) this.storageAttempts.delete(version);
+    for (const key of this.storageAttempts.keys()) if (!keys.includes(key)) this.storageAttempts.delete(key);
     return out;
   }
 
@@ -272,12 +361,13 @@ export class FleetObserver {
         return r.status === 'rejected' ? [`${path}: ${r.reason instanceof Error ? r.reason.message : String(r.reason)}`] : [];
       });
       if (failed.length > 0) {
-        this.log.info('storage hashes incomplete, not used; read again at the next observation', { server: p.hostname, version: p.version, failed: failed.length, of: paths.length, first: failed[0] });
+        this.log.info('storage hashes incomplete, not used; read again at the next observation', { server: p.hostname, version: p.version, emulation: p.emulation, failed: failed.length, of: paths.length, first: failed[0] });
         return undefined;
       }
       const docs = lists.map((r) => (r as PromiseFulfilledResult<APIResourceList>).value);
       return {
         version: p.version!,
+        ...(p.emulation ? { emulation: p.emulation } : {}),
         server: p.hostname,
         hashes: Object.fromEntries(mergeHashes(docs.map(storageVersionHashes))),
         kinds: Object.fromEntries(mergeHashes(docs.map(resourceKinds))),

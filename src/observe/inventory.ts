@@ -42,6 +42,11 @@ export interface EndpointAddresses {
 export interface ProbeResult {
   /** `/version` gitVersion. */
   version?: string;
+  /**
+   * The version the server emulates, "1.35": `/version` emulationMajor.emulationMinor (KEP-4330, 1.31+);
+   * absent when /version has no such fields.
+   */
+  emulation?: string;
   /** `/readyz` answered 200. */
   ready?: boolean;
   /** From `kubernetes_feature_enabled` on `/metrics`. */
@@ -60,6 +65,8 @@ export interface InventoryRow {
   address: string;
   addressSource: AddressSource;
   version: string | undefined;
+  /** The emulated version ("1.35") from the probe's /version; only present when the server reported one. */
+  emulation?: string;
   ready: boolean | undefined;
   proxyGate: GateState;
   holderIdentity: string | undefined;
@@ -237,6 +244,7 @@ export function buildInventory(input: InventoryInput): Inventory {
       address,
       addressSource: source,
       version: probe?.version,
+      ...(probe?.emulation ? { emulation: probe.emulation } : {}),
       ready: probe?.ready,
       proxyGate,
       holderIdentity,
@@ -262,6 +270,7 @@ export function buildInventory(input: InventoryInput): Inventory {
       address,
       addressSource: 'endpointSlice',
       version: probe?.version,
+      ...(probe?.emulation ? { emulation: probe.emulation } : {}),
       ready: probe?.ready,
       proxyGate: probe?.proxyGate ?? 'unknown',
       holderIdentity: undefined,

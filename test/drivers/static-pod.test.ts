@@ -177,3 +177,15 @@ test('agent Job: the name is jobName of the request', () => {
   assert.equal(job.metadata.name, jobName(r.idempotencyKey, 'Upgrade', 'Control-Plane_1.example.com'));
   assertValid(job.metadata.name);
 });
+
+test('static Pod driver: an emulatedVersion that is not major.minor is rejected before any API call', async () => {
+  const { kube, calls } = fakeKube(() => ({}));
+  const out = await new StaticPodDriver(SPEC, kube, 'to-v1-36').call({ ...request(), emulatedVersion: '1.35; rm -rf /' });
+  assert.equal(out.kind, 'rejected');
+  assert.match(out.message, /emulatedVersion "1\.35; rm -rf \/" is not major\.minor/);
+  assert.equal(calls.length, 0);
+  const ok = await new StaticPodDriver(SPEC, kube, 'to-v1-36').call({ ...request(), emulatedVersion: '1.35' });
+  assert.equal(ok.kind, 'accepted');
+  const env = (calls[0]!.body as { spec: { template: { spec: { containers: { env: { name: string; value: string }[] }[] } } } }).spec.template.spec.containers[0]!.env;
+  assert.deepEqual(env.find((e) => e.name === 'EMULATED_VERSION'), { name: 'EMULATED_VERSION', value: '1.35' });
+});

@@ -5,7 +5,7 @@ import { createServer as createHttpsServer, type Server as HttpsServer } from 'n
 import { createServer as createTlsServer, type Server as TlsServer, type TLSSocket } from 'node:tls';
 import { createServer as createNetServer, type AddressInfo } from 'node:net';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { RESPONSE_BODY_CAP, WebhookDriver, type WebhookConfig } from '../../src/drivers/webhook.ts';
+import { RESPONSE_BODY_CAP, WebhookDriver, webhookPayload, type WebhookConfig } from '../../src/drivers/webhook.ts';
 import type { DriverRequest } from '../../src/plan/actions.ts';
 import { createTestPki, type KeyPair, type TestPki } from './support/tls.ts';
 
@@ -83,6 +83,28 @@ test('webhook: 2xx is accepted; the request carries the payload, the key and the
   } finally {
     await h.close();
   }
+});
+
+test('webhook: emulatedVersion travels in the payload and as --emulated-version in flags; absent, neither', async () => {
+  const h = await hook((_req, res) => res.writeHead(202).end());
+  try {
+    const out = await driver(h.url).call({ ...REQUEST, emulatedVersion: '1.35' });
+    assert.equal(out.kind, 'accepted');
+    const body = JSON.parse(h.seen[0]!.body) as Record<string, unknown>;
+    assert.equal(body.targetVersion, 'v1.36.3');
+    assert.equal(body.emulatedVersion, '1.35');
+    assert.deepEqual(body.flags, ['--peer-advertise-ip=10.0.0.12', '--peer-advertise-port=6443', '--emulated-version=1.35']);
+  } finally {
+    await h.close();
+  }
+  const plain = webhookPayload(REQUEST);
+  assert.ok(!('emulatedVersion' in plain), 'absent, not null: a hook reading the field sees no emulation');
+  assert.ok(!JSON.stringify(plain).includes('emulated'));
+  // Gate off (no peer flags): the emulation flag alone.
+  const gateOff = webhookPayload({ ...REQUEST, featureGates: {}, emulatedVersion: '1.35' });
+  assert.deepEqual(gateOff.flags, ['--emulated-version=1.35']);
+  // The contract's field order: emulatedVersion right after targetVersion.
+  assert.deepEqual(Object.keys(webhookPayload({ ...REQUEST, emulatedVersion: '1.35' })), ['apiVersion', 'kind', 'idempotencyKey', 'action', 'upgrade', 'batch', 'server', 'targetVersion', 'emulatedVersion', 'featureGates', 'flags']);
 });
 
 test('webhook: 409 is accepted (the hook already holds the key)', async () => {

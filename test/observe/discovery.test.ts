@@ -13,6 +13,7 @@ import {
   trackConvergence,
   unconvergedForMs,
   unionSets,
+  unlistableResources,
 } from '../../src/observe/discovery.ts';
 
 const CORE: APIGroupDiscoveryList = {
@@ -62,6 +63,19 @@ describe('resource sets (synthetic)', () => {
   });
 });
 
+describe('unlistableResources (synthetic)', () => {
+  it('names the resources whose verbs leave out list (synthetic core namespaces: get only); no verbs array counts as listable', () => {
+    const doc: APIGroupDiscoveryList = {
+      kind: 'APIGroupDiscoveryList',
+      items: [
+        { metadata: { name: 'authentication.k8s.io' }, versions: [{ version: 'v1', resources: [{ resource: 'selfsubjectreviews', verbs: ['create'] }, { resource: 'tokenreviews', verbs: ['create'] }] }] },
+        { metadata: { name: 'apps' }, versions: [{ version: 'v1', resources: [{ resource: 'deployments', verbs: ['get', 'list', 'create'] }, { resource: 'odd' }] }] },
+      ],
+    };
+    assert.deepEqual([...unlistableResources(doc, CORE)].sort(), ['/v1/namespaces', 'authentication.k8s.io/v1/selfsubjectreviews', 'authentication.k8s.io/v1/tokenreviews']);
+  });
+});
+
 describe('convergence (synthetic)', () => {
   const OLD = new Set(['/v1/pods', 'apps/v1/deployments']);
   const NEW = new Set(['/v1/pods', 'apps/v1/deployments', 'example.dev/v1/widgets']);
@@ -94,6 +108,17 @@ describe('convergence (synthetic)', () => {
     const disagreements = got.problems.filter((p) => p.kind === 'versionDisagreement');
     assert.deepEqual(disagreements, [{ server: 'c', kind: 'versionDisagreement', missing: [], extra: ['batch/v1/jobs'] }]);
     assert.equal(got.converged, false);
+  });
+
+  it('servers of one binary emulating different versions are compared with their like, not with each other (KEP-4330)', () => {
+    const emulating = (name: string, own: Set<string>, emulation: string): ServerDiscovery => ({ ...server(name, 'v1.36.3', own, ALL), emulation });
+    // Phase two of a two-phase upgrade: v1.36.3 with --emulated-version=1.35 serves 1.35's set, plain v1.36.3 its own.
+    assert.deepEqual(convergence([emulating('a', OLD, '1.35'), emulating('b', NEW, '1.36'), emulating('c', OLD, '1.35')]), { converged: true, problems: [] });
+    // The same sets without the emulation: one binary disagreeing with itself.
+    assert.deepEqual(convergence([server('a', 'v1.36.3', OLD, ALL), server('b', 'v1.36.3', NEW, ALL), server('c', 'v1.36.3', OLD, ALL)]).problems.map((p) => [p.server, p.kind]), [['b', 'versionDisagreement']]);
+    // An odd server within one (binary, emulation) pair is still reported.
+    const got = convergence([emulating('a', OLD, '1.35'), emulating('b', OLD, '1.35'), emulating('c', NEW, '1.35')]);
+    assert.deepEqual(got.problems, [{ server: 'c', kind: 'versionDisagreement', missing: [], extra: ['example.dev/v1/widgets'] }]);
   });
 
   it('never converges with a document missing', () => {

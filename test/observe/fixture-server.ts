@@ -2,7 +2,8 @@
 // server at 127.0.0.<n>: /version, /readyz, /metrics, aggregated discovery and legacy discovery. The
 // aggregated documents are cut down to the group/versions whose legacy document was captured, so a server
 // is complete exactly when every document it lists answers. `fail` makes chosen paths answer an error;
-// `extra` adds group/versions (e.g. an aggregated API or a CRD) to `/apis` with their legacy documents.
+// `extra` adds group/versions (e.g. an aggregated API or a CRD) to `/apis` with their legacy documents;
+// `override` answers chosen paths with a body of the test's (e.g. an emulating binary's `/version`).
 //
 // Certificates: test/observe/tls/cp-<n>.{crt,key}, self-signed (EC P-256, valid until 2126), with SANs
 // IP:127.0.0.<n>, DNS:kubernetes, DNS:kubernetes.default.svc, DNS:localhost, DNS:cp-<n>. Made with
@@ -71,6 +72,8 @@ export interface FixtureServer {
   fail: Map<string, number>;
   /** `/apis/<group>/<version>` -> its legacy document: served, and listed in `/apis`; change it at will. */
   extra: Map<string, APIResourceList>;
+  /** A path -> JSON body answered with 200 instead of the fixture (`/version`, a legacy document); change it at will. */
+  override: Map<string, string>;
   close(): Promise<void>;
 }
 
@@ -82,6 +85,7 @@ export async function startFixtureServer(version: string, n: number, extra: Secu
   const requests: string[] = [];
   const fail = new Map<string, number>();
   const extraLegacy = new Map<string, APIResourceList>();
+  const override = new Map<string, string>();
   const server: Server = createServer({ ...tlsMaterial(n), ...extra }, (req, res) => {
     const path = (req.url ?? '/').split('?')[0]!;
     requests.push(path);
@@ -91,6 +95,8 @@ export async function startFixtureServer(version: string, n: number, extra: Secu
     };
     const failed = fail.get(path);
     if (failed !== undefined) return send(failed, JSON.stringify({ kind: 'Status', code: failed, message: 'injected failure' }));
+    const overridden = override.get(path);
+    if (overridden !== undefined) return send(200, overridden);
     const accept = req.headers.accept ?? '';
     if (path === '/version') return send(200, readFixture(version, 'version.json'));
     if (path === '/readyz') return send(200, 'ok', 'text/plain');
@@ -114,6 +120,7 @@ export async function startFixtureServer(version: string, n: number, extra: Secu
     requests,
     fail,
     extra: extraLegacy,
+    override,
     close: () => new Promise<void>((resolve) => {
       server.closeAllConnections();
       server.close(() => resolve());

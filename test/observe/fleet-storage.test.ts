@@ -1,17 +1,15 @@
 // FleetObserver.observe() against servers that serve the captured pages over local HTTPS (fixture-server.ts):
 // the storage hashes it reports per version (issue 8, defect 2), aggregated APIs left out of them, and the
-// stale identity Leases it counts.
+// stale identity Leases it counts. Emulating servers: fleet-emulation.test.ts.
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { Writable } from 'node:stream';
-import winston from 'winston';
-import { KubeConfig, type V1EndpointSliceList, type V1PodList } from '@kubernetes/client-node';
+import { KubeConfig } from '@kubernetes/client-node';
 import { FleetObserver, APISERVICES_PATH, type AnalysisSettings } from '../../src/observe/fleet.ts';
-import type { IdentityLeaseLike } from '../../src/observe/inventory.ts';
 import { legacyDiscoveryPaths, mergeHashes, resourceKinds, storageVersionHash, storageVersionHashes, type APIResourceList, type APIServiceLike } from '../../src/observe/discovery.ts';
 import { silentLogger, type Logger } from '../../src/runtime/logger.ts';
 import { fixtureFiles, readFixture } from './fixtures.ts';
 import { fixtureDirectClient, startFixtureServer, type FixtureServer } from './fixture-server.ts';
+import { FakeApi, capturingLogger } from './fake-api.ts';
 
 const OLD = 'v1.35.4';
 const NEW = 'v1.36.3';
@@ -50,62 +48,6 @@ const apiService = (group: string, version: string, service: { namespace: string
   { metadata: { name: `${version}.${group}` }, spec: { group, version, service } }
 );
 const METRICS_SERVICE = { namespace: 'kube-system', name: 'metrics-server', port: 443 };
-
-/** A logger that keeps every line (JSON objects), debug included. */
-function capturingLogger(): { log: Logger; lines: Record<string, unknown>[] } {
-  const lines: Record<string, unknown>[] = [];
-  const stream = new Writable({
-    write(chunk: Buffer | string, _encoding, callback) {
-      for (const line of String(chunk).split('\n')) if (line.trim()) lines.push(JSON.parse(line) as Record<string, unknown>);
-      callback();
-    },
-  });
-  return { log: winston.createLogger({ level: 'debug', format: winston.format.json(), transports: [new winston.transports.Stream({ stream })] }), lines };
-}
-
-/** The cluster's API as the observer lists it: identity leases pointing at the fixture servers, and the APIServices. */
-class FakeApi {
-  leases = new Map<string, IdentityLeaseLike>();
-  /** The APIService list's items (none by default: nothing aggregated). */
-  apiServices: APIServiceLike[] = [];
-  /** When set, listing the APIServices fails with it (e.g. a 403 without the RBAC rule). */
-  apiServicesError: Error | undefined;
-  apiServiceLists = 0;
-  private rv = 100;
-
-  add(s: Pick<FixtureServer, 'hostname' | 'address'>, holder = `apiserver-${s.hostname}_uuid-1`): void {
-    this.leases.set(s.hostname, {
-      metadata: {
-        name: `apiserver-${s.hostname}`,
-        resourceVersion: String(this.rv++),
-        labels: { 'apiserver.kubernetes.io/identity': 'kube-apiserver', 'kubernetes.io/hostname': s.hostname },
-        annotations: { 'kubernetes.io/peer-advertise-address': s.address },
-      },
-      spec: { holderIdentity: holder, renewTime: new Date(NOW).toISOString(), leaseDurationSeconds: 3600 },
-    });
-  }
-
-  /** A renewal: new renewTime and resourceVersion, holder kept unless given (a restart). */
-  renew(hostname: string, holder?: string): void {
-    const l = this.leases.get(hostname)!;
-    this.leases.set(hostname, { metadata: { ...l.metadata, resourceVersion: String(this.rv++) }, spec: { ...l.spec, holderIdentity: holder ?? l.spec?.holderIdentity, renewTime: new Date(NOW + this.rv * 1000).toISOString() } });
-  }
-
-  list = async <T,>(path: string): Promise<T> => {
-    if (path.includes('/leases')) return { items: [...this.leases.values()] } as unknown as T;
-    if (path.includes('/endpointslices')) {
-      const ips = [...this.leases.values()].map((l) => l.metadata!.annotations!['kubernetes.io/peer-advertise-address']!.split(':')[0]!);
-      return { items: [{ addressType: 'IPv4', endpoints: ips.map((ip) => ({ addresses: [ip], conditions: { ready: true } })), ports: [{ name: 'https', port: 6443 }] }] } as unknown as V1EndpointSliceList as T;
-    }
-    if (path.includes('/pods')) return { items: [] } as unknown as V1PodList as T;
-    if (path === APISERVICES_PATH) {
-      this.apiServiceLists++;
-      if (this.apiServicesError) throw this.apiServicesError;
-      return { kind: 'APIServiceList', apiVersion: 'apiregistration.k8s.io/v1', items: this.apiServices } as unknown as T;
-    }
-    throw new Error(`unexpected list ${path}`);
-  };
-}
 
 const legacyRequests = (s: FixtureServer) => s.requests.filter((p) => p.split('/').length >= 3 && (p.startsWith('/apis/') || p.startsWith('/api/'))).length;
 
@@ -153,8 +95,8 @@ describe('FleetObserver storage hashes (issue 8, defect 2)', () => {
     fresh([0, 2]);
     const first = await observer.observe(SETTINGS, NOW);
     assert.deepEqual(first.storage, [
-      { version: OLD, server: 'cp-1', ...expectedStorage(OLD) },
-      { version: NEW, server: 'cp-3', ...expectedStorage(NEW) },
+      { version: OLD, emulation: '1.35', server: 'cp-1', ...expectedStorage(OLD) },
+      { version: NEW, emulation: '1.36', server: 'cp-3', ...expectedStorage(NEW) },
     ]);
     assert.equal(first.storage?.[0]?.hashes['/v1/pods'], 'xPOwRZ+Yhw8=');
     assert.equal(JSON.parse(JSON.stringify(first.storage)).length, 2, 'plain JSON, ready for status');
@@ -204,7 +146,7 @@ describe('FleetObserver storage hashes (issue 8, defect 2)', () => {
     }
 
     const first = await observer.observe(SETTINGS, NOW);
-    assert.deepEqual(first.storage, [{ version: OLD, server: 'cp-1', ...expectedStorage(OLD) }], 'every built-in group/version, nothing of metrics.k8s.io');
+    assert.deepEqual(first.storage, [{ version: OLD, emulation: '1.35', server: 'cp-1', ...expectedStorage(OLD) }], 'every built-in group/version, nothing of metrics.k8s.io');
     assert.equal(first.storage?.[0]?.hashes['apps/v1/deployments'], expectedStorage(OLD).hashes['apps/v1/deployments'], 'a local APIService stays in the read');
     assert.ok(!servers[0]!.requests.includes(METRICS_PATH), 'the aggregated group/version is not even asked for');
     assert.equal(api.apiServiceLists, 1);

@@ -59,6 +59,21 @@ describe('buildInventory (synthetic)', () => {
     assert.equal(inv.servers[1]?.version, 'v1.36.3');
   });
 
+  it('carries the probe\'s emulated version, and leaves the field out when the probe has none', () => {
+    const inv = buildInventory({
+      leases: [lease('apiserver-a', 'cp1', { address: '10.77.0.11:6443' }), lease('apiserver-b', 'cp2', { address: '10.77.0.12:6443' })],
+      endpoints: [{ addresses: ['10.77.0.11', '10.77.0.12', '10.77.0.13'], port: 6443 }],
+      probes: probes({
+        '10.77.0.11:6443': { version: 'v1.36.3', emulation: '1.35', ready: true, proxyGate: 'on' },
+        '10.77.0.12:6443': { version: 'v1.30.0', ready: true, proxyGate: 'on' },
+        '10.77.0.13:6443': { version: 'v1.36.3', emulation: '1.36', ready: true, proxyGate: 'on' },
+      }),
+      now: NOW,
+    });
+    assert.deepEqual(inv.servers.map((r) => [r.identity || r.address, r.version, r.emulation]), [['apiserver-a', 'v1.36.3', '1.35'], ['apiserver-b', 'v1.30.0', undefined], ['10.77.0.13:6443', 'v1.36.3', '1.36']]);
+    assert.ok(!('emulation' in inv.servers[1]!));
+  });
+
   it('falls back to the one unclaimed endpoint for the one lease without annotation (gate off)', () => {
     const input = {
       leases: [lease('apiserver-a', 'cp1', { address: '10.77.0.11:6443' }), lease('apiserver-b', 'cp2', { address: '10.77.0.12:6443' }), lease('apiserver-c', 'cp3')],
