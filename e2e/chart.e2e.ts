@@ -546,6 +546,7 @@ test('the chart\'s RBAC, created for real, grants each call the operator makes a
     ['get', `secrets/${HOOK_SECRET}`, { ns: NS }],
     ['create', 'jobs.batch', { ns: 'kube-system' }], ['get', 'jobs.batch', { ns: 'kube-system' }],
     ['list', 'apiservices.apiregistration.k8s.io'],
+    ['list', 'mutatingadmissionpolicies.admissionregistration.k8s.io'], ['list', 'mutatingadmissionpolicybindings.admissionregistration.k8s.io'],
     // The /metrics guard: who a scrape's token is, and whether it may GET /metrics.
     ['create', 'tokenreviews.authentication.k8s.io'], ['create', 'subjectaccessreviews.authorization.k8s.io'],
     ...['/version', '/readyz', '/metrics', '/api', '/api/v1', '/apis', '/apis/apps/v1'].map((p): [string, string] => ['get', p]),

@@ -13,6 +13,7 @@ import { createMergePatch } from './merge-patch.ts';
 import { setCondition } from '../api/conditions.ts';
 import type { OperatorMetrics } from './metrics.ts';
 import { faultPoint } from './fault-injection.ts';
+import { checkSpec, describeViolations, type Policy } from '../plan/policy.ts';
 
 export interface ReconcilerDeps {
   kube: KubeClient;
@@ -22,6 +23,8 @@ export interface ReconcilerDeps {
   log: Logger;
   events: EventSource;
   now?: () => Date;
+  /** The operator's policy (--policy-file), read once per reconcile; absent: the operator runs without one and allows every spec. */
+  policy?: () => Policy;
 }
 
 type CallAction = Extract<Action, { kind: 'callDriver' }>;
@@ -52,18 +55,20 @@ export class UpgradeReconciler {
     }
     const now = (this.d.now ?? (() => new Date()))();
     const blocker = blockingUpgrade(u, (await this.d.kube.listUpgrades()).items);
+    // One reading of the policy for the whole reconcile: the planner and the calls see the same one.
+    const policy = this.d.policy?.();
     let p: Plan;
     if (blocker) {
       p = blockedPlan(u, blocker, now);
     } else {
       const obs: Observation = await this.d.observer.observe(analysisSettings(u, now), now.getTime());
-      p = plan({ name, uid: u.metadata?.uid ?? name, generation: u.metadata?.generation ?? 0, annotations: u.metadata?.annotations ?? {} }, u.spec, u.status, obs, now);
+      p = plan({ name, uid: u.metadata?.uid ?? name, generation: u.metadata?.generation ?? 0, annotations: u.metadata?.annotations ?? {} }, u.spec, u.status, obs, now, policy);
     }
     let current = await this.writeStatus(u, p.status, log);
     // Events before the calls: a call that fails must not lose what this step decided and announced.
     for (const a of p.actions) if (a.kind === 'event') await this.event(current, a, log);
     const calls = p.actions.filter((a): a is CallAction => a.kind === 'callDriver');
-    if (calls.length > 0) current = await this.makeCalls(current, calls, now, log);
+    if (calls.length > 0) current = await this.makeCalls(current, calls, now, log, policy);
     this.d.metrics.observe(current);
     log.debug('reconciled', { phase: current.status?.phase, batch: current.status?.batch?.current, requeueAfterMs: p.requeueAfterMs });
     return p.requeueAfterMs === undefined ? {} : { requeueAfterMs: p.requeueAfterMs };
@@ -80,8 +85,13 @@ export class UpgradeReconciler {
   }
 
   /** The calls are recorded as Requested in the written status; deliver each and record what came of it. */
-  private async makeCalls(u: ApiServerUpgrade, calls: CallAction[], now: Date, log: Logger): Promise<ApiServerUpgrade> {
-    const driver = await this.d.driverFor(resolveSpec(u.spec), u.metadata!.name!);
+  private async makeCalls(u: ApiServerUpgrade, calls: CallAction[], now: Date, log: Logger, policy: Policy | undefined): Promise<ApiServerUpgrade> {
+    const spec = resolveSpec(u.spec);
+    // The planner made no call for a spec outside the policy; checked again here, before the driver is built
+    // (building a webhook driver reads its token Secret), so that a refused spec never reaches it.
+    const refused = policy === undefined ? [] : checkSpec(policy, spec);
+    if (refused.length > 0) throw new Error(`no driver built, no call made: ${describeViolations(policy!, refused)}`);
+    const driver = await this.d.driverFor(spec, u.metadata!.name!);
     let current = u;
     for (const { request } of calls) {
       const clog = log.child({ batch: request.batch, server: request.server.hostname, key: request.idempotencyKey, action: request.action });
@@ -123,6 +133,8 @@ function analysisSettings(u: ApiServerUpgrade, now: Date): AnalysisSettings {
     errorRatio: spec?.analysis.thresholds.errorRatio ?? 0.05,
     latencyP99Seconds: (spec?.analysis.thresholds.latencyP99Ms ?? 1000) / 1000,
     ...(spec?.analysis.source === 'Prometheus' && spec.analysis.prometheus ? { prometheus: spec.analysis.prometheus } : {}),
+    // Phase two of a TwoPhase upgrade: a rollback would orphan the objects only the target serves; list them.
+    ...(u.status?.stage === 'API' && u.status.fromVersion ? { orphansOf: { fromVersion: u.status.fromVersion, targetVersion: u.spec.targetVersion } } : {}),
   };
 }
 
