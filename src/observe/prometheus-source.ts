@@ -322,6 +322,7 @@ export class PrometheusAnalysis {
     }
     this.last = { at: now, key, analysis };
     if (analysis.verdict === 'Breach') this.log.info('analysis', { source: 'Prometheus', verdict: analysis.verdict, breaches: analysis.breaches });
+    else this.log.debug('analysis', { source: 'Prometheus', verdict: analysis.verdict });
     return analysis;
   }
 }
