@@ -1,0 +1,258 @@
+// Fleet benchmark: the real FleetObserver and DirectClient observing N local HTTPS servers that serve the
+// captured kube-apiserver pages (test/fixtures/<version>/), as the operator does while it waits on a driver
+// (one observation per requeue, an analysis due every `intervalMs`). Prints, per N: CPU per server per
+// cycle, bytes fetched per server per cycle and per analysis interval, requests per cycle, errors, max RSS.
+// Method and results: bench/README.md.
+//
+//   npm run bench                                  (all benchmarks)
+//   node bench/fleet.bench.ts                      (N = 3, 10, 50)
+//   BENCH_FLEET=3,10,50,100,200 node bench/fleet.bench.ts
+//   BENCH_CYCLES=25 BENCH_REQUEUE_MS=2000 BENCH_INTERVAL_MS=10000 BENCH_KEEPALIVE_MS=5000 BENCH_WAIT_MS=0
+//
+// Three processes: this one (the orchestrator) runs, for each N, one child that hosts the N servers
+// (`--serve N`) and one child that runs the observer (`--observe N`), so the observer's CPU and max RSS are
+// its own. The servers count the bytes they write (TLS records, headers and bodies: what crosses the wire).
+import { fork, type ChildProcess } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { gzipSync } from 'node:zlib';
+import { createServer, type Server } from 'node:https';
+import type { AddressInfo, Socket } from 'node:net';
+import { KubeConfig } from '@kubernetes/client-node';
+import { fixtureFiles, fixtureVersions, readFixture } from '../test/observe/fixtures.ts';
+import { tlsMaterial } from '../test/observe/fixture-server.ts';
+import { FakeApi } from '../test/observe/fake-api.ts';
+import { DirectClient } from '../src/observe/direct-client.ts';
+import { FleetObserver, type AnalysisSettings } from '../src/observe/fleet.ts';
+import { silentLogger } from '../src/runtime/logger.ts';
+import type { APIGroupDiscoveryList } from '../src/observe/discovery.ts';
+
+const env = (name: string, dflt: number): number => Number(process.env[name] ?? dflt);
+const CYCLES = env('BENCH_CYCLES', 25);
+const REQUEUE_MS = env('BENCH_REQUEUE_MS', 2000);
+const INTERVAL_MS = env('BENCH_INTERVAL_MS', 10_000);
+const KEEPALIVE_MS = env('BENCH_KEEPALIVE_MS', 5000);
+/** Real time slept between cycles (0: back to back; 2000 reproduces the requeue cadence and keep-alive expiry). */
+const WAIT_MS = env('BENCH_WAIT_MS', 0);
+const FLEET = (process.env.BENCH_FLEET ?? '3,10,50').split(',').map(Number);
+/** Servers alternate between the captured versions, as a fleet mid-upgrade does. */
+const VERSIONS = fixtureVersions().filter((v) => fixtureFiles(v, /^metrics\.txt$/).length > 0);
+
+/** 127.0.0.1 … 127.0.0.254, then 127.0.1.1 …: loopback answers on all of 127/8. */
+const ipOf = (n: number): string => `127.0.${Math.floor((n - 1) / 254)}.${((n - 1) % 254) + 1}`;
+
+interface ServerStats {
+  bytes: number;
+  requests: Record<string, number>;
+}
+
+// ---------------------------------------------------------------- the servers
+interface Page {
+  body: Buffer;
+  gzip?: Buffer;
+  etag?: string;
+  type: string;
+}
+
+function pages(version: string): Map<string, Page> {
+  const out = new Map<string, Page>();
+  const legacy = new Map(fixtureFiles(version, /^legacy-.*\.json$/).map((f) => {
+    const gv = f.slice('legacy-'.length, -'.json'.length);
+    return [gv === 'v1' ? '/api/v1' : `/apis/${gv.replace(/_(v\d\w*)$/, '/$1').replaceAll('_', '.')}`, f] as const;
+  }));
+  // As test/observe/fixture-server.ts does: aggregated documents list only the group/versions whose legacy
+  // document was captured, so a storage read is complete (and kept) as it is against a real server.
+  const cutDown = (text: string, core: boolean): string => {
+    const doc = JSON.parse(text) as APIGroupDiscoveryList;
+    doc.items = (doc.items ?? [])
+      .map((g) => ({ ...g, versions: (g.versions ?? []).filter((v) => legacy.has(core ? `/api/${v.version}` : `/apis/${g.metadata?.name ?? ''}/${v.version}`)) }))
+      .filter((g) => g.versions.length > 0);
+    return JSON.stringify(doc);
+  };
+  const json = (file: string, etag: boolean): Page => {
+    const text = readFixture(version, file);
+    const body = Buffer.from(file.startsWith('discovery-') ? cutDown(text, file.startsWith('discovery-api-')) : text);
+    return { body, type: 'application/json', ...(etag ? { etag: `"${createHash('sha256').update(body).digest('hex').slice(0, 32)}"` } : {}) };
+  };
+  out.set('/version', json('version.json', false));
+  out.set('/readyz', { body: Buffer.from('ok'), type: 'text/plain' });
+  const metrics = Buffer.from(readFixture(version, 'metrics.txt'));
+  // client_golang's promhttp gzips when asked; kube-apiserver's own compression only answers bodies >= 128 KiB.
+  out.set('/metrics', { body: metrics, gzip: gzipSync(metrics), type: 'text/plain; version=0.0.4' });
+  out.set('/apis peer', json('discovery-apis-peer.json', true));
+  out.set('/apis nopeer', json('discovery-apis-nopeer.json', true));
+  out.set('/api peer', json('discovery-api-nopeer.json', true));
+  out.set('/api nopeer', json('discovery-api-nopeer.json', true));
+  for (const [path, f] of legacy) out.set(path, json(f, false));
+  return out;
+}
+
+async function serve(n: number): Promise<void> {
+  const byVersion = new Map(VERSIONS.map((v) => [v, pages(v)]));
+  const stats: ServerStats = { bytes: 0, requests: {} };
+  const sockets = new Set<Socket>();
+  let closedBytes = 0;
+  const servers: Server[] = [];
+  const addresses: string[] = [];
+  for (let i = 1; i <= n; i++) {
+    const p = byVersion.get(VERSIONS[(i - 1) % VERSIONS.length]!)!;
+    const server = createServer({ ...tlsMaterial(1) }, (req, res) => {
+      const path = (req.url ?? '/').split('?')[0]!;
+      const kind = path === '/api' || path === '/apis' ? `${path} ${(req.headers.accept ?? '').includes('profile=nopeer') ? 'nopeer' : 'peer'}` : path;
+      const page = p.get(kind);
+      const ua = req.headers['user-agent'] ?? '';
+      stats.requests[`${path.startsWith('/apis/') || path.startsWith('/api/') ? 'legacy' : path}`] = (stats.requests[`${path.startsWith('/apis/') || path.startsWith('/api/') ? 'legacy' : path}`] ?? 0) + 1;
+      if (!ua) stats.requests['no User-Agent'] = (stats.requests['no User-Agent'] ?? 0) + 1;
+      if (!page) {
+        res.writeHead(404, { 'Content-Type': 'application/json' });
+        return res.end('{"kind":"Status","code":404}');
+      }
+      if (page.etag && req.headers['if-none-match'] === page.etag) {
+        stats.requests['304'] = (stats.requests['304'] ?? 0) + 1;
+        res.writeHead(304, { ETag: page.etag });
+        return res.end();
+      }
+      const gzip = page.gzip && /\bgzip\b/.test(String(req.headers['accept-encoding'] ?? ''));
+      if (gzip) stats.requests['gzip'] = (stats.requests['gzip'] ?? 0) + 1;
+      res.writeHead(200, { 'Content-Type': page.type, ...(page.etag ? { ETag: page.etag } : {}), ...(gzip ? { 'Content-Encoding': 'gzip' } : {}) });
+      res.end(gzip ? page.gzip : page.body);
+    });
+    server.keepAliveTimeout = KEEPALIVE_MS;
+    server.on('secureConnection', (s: Socket) => {
+      sockets.add(s);
+      s.on('close', () => {
+        closedBytes += s.bytesWritten;
+        sockets.delete(s);
+      });
+    });
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(0, ipOf(i), resolve);
+    });
+    servers.push(server);
+    addresses.push(`${ipOf(i)}:${(server.address() as AddressInfo).port}`);
+  }
+  process.send!({ addresses });
+  process.on('message', (m: string) => {
+    if (m === 'stats') {
+      let open = 0;
+      for (const s of sockets) open += s.bytesWritten;
+      stats.bytes = closedBytes + open;
+      process.send!({ stats });
+    } else if (m === 'exit') {
+      for (const s of servers) s.closeAllConnections();
+      process.exit(0);
+    }
+  });
+}
+
+// ---------------------------------------------------------------- the observer
+function ask<T>(child: ChildProcess, message: string, key: string): Promise<T> {
+  return new Promise((resolve) => {
+    const on = (m: Record<string, unknown>) => {
+      if (key in m) {
+        child.off('message', on);
+        resolve(m[key] as T);
+      }
+    };
+    child.on('message', on);
+    if (message) child.send(message);
+  });
+}
+
+interface Result {
+  n: number;
+  cycles: number;
+  analyses: number;
+  cpuMsPerServerCycle: number;
+  bytesPerServerCycle: number;
+  bytesPerServerInterval: number;
+  requestsPerCycle: number;
+  requests: Record<string, number>;
+  errors: number;
+  coldCpuMsPerServer: number;
+  maxRssMiB: number;
+  heapMiB: number;
+}
+
+async function observe(n: number): Promise<void> {
+  const servers = fork(import.meta.filename, ['--serve', String(n)], { stdio: 'inherit' });
+  const addresses = await ask<string[]>(servers, '', 'addresses');
+  const api = new FakeApi();
+  addresses.forEach((address, i) => api.add({ hostname: `cp-${i + 1}`, address }));
+  const direct = new DirectClient(async () => ({ headers: {}, ca: tlsMaterial(1).cert, rejectUnauthorized: true }), { timeoutMs: 5000, serverName: 'localhost' });
+  const observer = new FleetObserver(new KubeConfig(), api.list, silentLogger(), direct);
+  let now = Date.parse('2026-11-29T10:00:00Z');
+  let lastAnalysis: number | undefined;
+  const settings = (): AnalysisSettings => ({
+    intervalMs: INTERVAL_MS,
+    // As src/plan/analysis.ts analysisDue does from status.lastAnalysis.
+    due: lastAnalysis === undefined || now - lastAnalysis >= INTERVAL_MS,
+    proxyErrorRatio: 0.01, errorRatio: 0.05, latencyP99Seconds: 1,
+  });
+  let errors = 0;
+  const cycle = async (): Promise<void> => {
+    const s = settings();
+    const obs = await observer.observe(s, now);
+    if (s.due && obs.analysis) lastAnalysis = now;
+    errors += obs.peers.filter((p) => !p.ready).length + (obs.discovery?.converged === false ? 1 : 0);
+    for (const host of api.leases.keys()) api.renew(host);
+    now += REQUEUE_MS;
+  };
+  // Cold cycle: TLS handshakes, storage reads, ETag cache filled. Measured apart.
+  const c0 = process.cpuUsage();
+  await cycle();
+  const cold = process.cpuUsage(c0);
+  errors = 0;
+  const before = await ask<ServerStats>(servers, 'stats', 'stats');
+  const t0 = process.cpuUsage();
+  let analyses = 0;
+  for (let i = 0; i < CYCLES; i++) {
+    if (WAIT_MS > 0) await new Promise((r) => setTimeout(r, WAIT_MS));
+    const was = lastAnalysis;
+    await cycle();
+    if (lastAnalysis !== was) analyses++;
+  }
+  const cpu = process.cpuUsage(t0);
+  const after = await ask<ServerStats>(servers, 'stats', 'stats');
+  const requests: Record<string, number> = {};
+  for (const [k, v] of Object.entries(after.requests)) requests[k] = Math.round(((v - (before.requests[k] ?? 0)) / CYCLES) * 10) / 10;
+  const total = Object.entries(requests).filter(([k]) => !['304', 'gzip', 'no User-Agent'].includes(k)).reduce((a, [, v]) => a + v, 0);
+  const bytesPerServerCycle = (after.bytes - before.bytes) / CYCLES / n;
+  const result: Result = {
+    n,
+    cycles: CYCLES,
+    analyses,
+    cpuMsPerServerCycle: (cpu.user + cpu.system) / 1000 / CYCLES / n,
+    bytesPerServerCycle,
+    bytesPerServerInterval: bytesPerServerCycle * (INTERVAL_MS / REQUEUE_MS),
+    requestsPerCycle: Math.round(total * 10) / 10,
+    requests,
+    errors,
+    coldCpuMsPerServer: (cold.user + cold.system) / 1000 / n,
+    maxRssMiB: process.resourceUsage().maxRSS / 1024,
+    heapMiB: process.memoryUsage().heapUsed / 1024 / 1024,
+  };
+  observer.close();
+  servers.send('exit');
+  process.send!({ result });
+  process.exit(0);
+}
+
+// ---------------------------------------------------------------- the orchestrator
+async function main(): Promise<void> {
+  process.stdout.write(`node ${process.version}; ${CYCLES} cycles after a cold one, one every ${REQUEUE_MS} ms of observer time (real wait ${WAIT_MS} ms), analysis interval ${INTERVAL_MS} ms, server keep-alive ${KEEPALIVE_MS} ms; servers alternate ${VERSIONS.join(' / ')}\n\n`);
+  const rows: string[] = [];
+  for (const n of FLEET) {
+    const child = fork(import.meta.filename, ['--observe', String(n)], { stdio: 'inherit', execArgv: ['--expose-gc'] });
+    const r = await ask<Result>(child, '', 'result');
+    await new Promise((resolve) => child.once('exit', resolve));
+    rows.push(`| ${r.n} | ${r.cpuMsPerServerCycle.toFixed(1)} | ${(r.bytesPerServerCycle / 1e6).toFixed(3)} | ${(r.bytesPerServerInterval / 1e6).toFixed(3)} | ${r.requestsPerCycle} | ${r.errors} | ${r.coldCpuMsPerServer.toFixed(0)} | ${r.maxRssMiB.toFixed(0)} |`);
+    process.stdout.write(`N=${n}: ${JSON.stringify(r)}\n`);
+  }
+  process.stdout.write(`\n| servers | CPU ms / server / cycle | MB / server / cycle | MB / server / analysis interval | requests / cycle | not-ready or not-converged | cold cycle CPU ms / server | observer max RSS MiB |\n|---|---|---|---|---|---|---|---|\n${rows.join('\n')}\n`);
+}
+
+const [role, arg] = process.argv.slice(2);
+if (role === '--serve') await serve(Number(arg));
+else if (role === '--observe') await observe(Number(arg));
+else await main();
