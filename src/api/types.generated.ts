@@ -605,7 +605,7 @@ export interface PauseStatus {
 }
 
 /** Why the upgrade paused. */
-export type PauseReasonName = 'PausedBySpec' | 'AnalysisBreach' | 'BatchTimeout' | 'DriverFailed' | 'DiscoveryNotConverged' | 'RollbackUnsafe' | 'RollbackSafetyUnknown' | 'MembershipChanged' | 'EmulationIneffective' | 'RollbackOrphans';
+export type PauseReasonName = 'PausedBySpec' | 'AnalysisBreach' | 'BatchTimeout' | 'DriverFailed' | 'DiscoveryNotConverged' | 'RollbackUnsafe' | 'RollbackSafetyUnknown' | 'MembershipChanged' | 'EmulationIneffective' | 'RollbackOrphans' | 'NotAllowedByPolicy';
 
 /** One driver call: a replacement is asynchronous, so each call has a lifecycle (docs/lifecycle.md). */
 export interface DriverCall {

@@ -38,6 +38,7 @@ export const PAUSE_REASONS = [
   'MembershipChanged',
   'EmulationIneffective',
   'RollbackOrphans',
+  'NotAllowedByPolicy',
 ] as const;
 export type PauseReason = (typeof PAUSE_REASONS)[number];
 

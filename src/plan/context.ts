@@ -4,6 +4,7 @@ import type { ResolvedSpec } from '../api/defaults.ts';
 import type { Action, DriverRequest } from './actions.ts';
 import type { Observation, ObservedPeer } from './observation.ts';
 import { idempotencyKey } from './keys.ts';
+import type { Policy } from './policy.ts';
 
 import { PROXY_GATE } from '../api/constants.ts';
 
@@ -31,6 +32,8 @@ export class PlanContext {
   readonly obs: Observation;
   readonly now: Date;
   readonly upgrade: UpgradeInput;
+  /** The operator's policy (--policy-file, src/plan/policy.ts); undefined when it runs without one. */
+  readonly policy: Policy | undefined;
   status: ApiServerUpgradeStatus;
   readonly actions: Action[] = [];
   /** Keys of the calls first recorded in this step (dropped again if the step ends up stopping). */
@@ -39,8 +42,9 @@ export class PlanContext {
   /** What the active phase is doing right now, for the Progressing condition's message (default: the phase). */
   progressMessage: string | undefined;
 
-  constructor(upgrade: UpgradeInput, spec: ResolvedSpec, status: ApiServerUpgradeStatus, obs: Observation, now: Date) {
+  constructor(upgrade: UpgradeInput, spec: ResolvedSpec, status: ApiServerUpgradeStatus, obs: Observation, now: Date, policy?: Policy) {
     this.upgrade = upgrade;
+    this.policy = policy;
     this.spec = spec;
     this.obs = obs;
     this.now = now;

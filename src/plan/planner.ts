@@ -15,6 +15,7 @@ import { advanceCalls, inFlight } from './calls.ts';
 import { touchedServers } from './rolling-back.ts';
 import { membershipChange } from './membership.ts';
 import { recordTargetStorage, reportRollbackSafety } from './rollback-verdict.ts';
+import { policyGate, policyPause, policyViolations, refusePreflight, type Policy } from './policy.ts';
 
 export { RESUME_ANNOTATION, ABORT_ANNOTATION, RETRY_ANNOTATION };
 
@@ -28,8 +29,10 @@ export interface Plan {
 /**
  * The whole decision: (spec, status, observation, now) -> new status + side effects + when to look again.
  * Pure: it reads nothing but its arguments, so every transition is a row in a unit-test table.
+ * `policy` is the operator's own (--policy-file, src/plan/policy.ts): a spec outside it is refused at
+ * preflight and pauses a run under way (NotAllowedByPolicy), making no call. Undefined: everything is allowed.
  */
-export function plan(upgrade: UpgradeInput, specIn: ApiServerUpgradeSpec, statusIn: ApiServerUpgradeStatus | undefined, obs: Observation, now: Date): Plan {
+export function plan(upgrade: UpgradeInput, specIn: ApiServerUpgradeSpec, statusIn: ApiServerUpgradeStatus | undefined, obs: Observation, now: Date, policy?: Policy): Plan {
   let spec: ResolvedSpec;
   try {
     spec = resolveSpec(specIn);
@@ -39,7 +42,7 @@ export function plan(upgrade: UpgradeInput, specIn: ApiServerUpgradeSpec, status
     status.conditions = setCondition(status.conditions, { type: 'Degraded', status: 'True', reason: 'InvalidSpec', message: err.message, observedGeneration: upgrade.generation }, now);
     return { status, actions: [{ kind: 'event', type: 'Warning', reason: 'InvalidSpec', note: err.message }], requeueAfterMs: undefined };
   }
-  const ctx = new PlanContext(upgrade, spec, statusIn ?? {}, obs, now);
+  const ctx = new PlanContext(upgrade, spec, statusIn ?? {}, obs, now, policy);
   ctx.status.observedGeneration = upgrade.generation;
   if (ctx.status.conditions?.some((c) => c.type === 'Degraded' && c.status === 'True' && c.reason === 'InvalidSpec')) {
     ctx.condition({ type: 'Degraded', status: 'False', reason: 'SpecValid', message: 'the spec is valid again' });
@@ -60,12 +63,19 @@ export function plan(upgrade: UpgradeInput, specIn: ApiServerUpgradeSpec, status
     ctx.condition({ type: 'Progressing', status: 'True', reason: 'Started', message: `upgrade to ${spec.targetVersion} started` });
     ctx.event('Normal', 'Started', `upgrade to ${spec.targetVersion} started`);
   }
+  // Checked on every step: the policy file may change, and so may the spec.
+  const violations = policyViolations(ctx);
   // Preflight touches nothing, so it runs even when the upgrade is created paused: the plan is shown for review.
-  if (ctx.phase === 'Preflight') runPreflight(ctx);
+  if (ctx.phase === 'Preflight') {
+    if (violations.length > 0) refusePreflight(ctx, violations);
+    else runPreflight(ctx);
+  }
   if (isTerminal(ctx.phase)) return done(ctx);
 
   if (abortToken !== undefined && abort(ctx, abortToken)) return done(ctx);
+  if (policyGate(ctx, violations, resumeToken)) return done(ctx);
   if (handlePause(ctx, resumeToken)) return done(ctx);
+  if (policyPause(ctx, violations)) return done(ctx);
 
   const change = membershipChange(ctx);
   if (change) {

@@ -75,3 +75,7 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- $ := index . 0 -}}
 {{- printf "%s#%s" (trimSuffix "/" $.Values.prometheusRule.runbookUrl) (lower (index . 1)) -}}
 {{- end -}}
+
+{{- define "auo.policyConfigMapName" -}}
+{{- printf "%s-policy" (include "auo.fullname" .) | trunc 63 | trimSuffix "-" -}}
+{{- end -}}

@@ -19,6 +19,7 @@ local AUTOMATIC_PAUSE = {
   ["MembershipChanged"] = true,
   ["EmulationIneffective"] = true,
   ["RollbackOrphans"] = true,
+  ["NotAllowedByPolicy"] = true,
 }
 
 local function condition(conditions, ctype)
@@ -76,6 +77,8 @@ elseif phase == "Paused" then
   if p.message ~= nil and p.message ~= "" then hs.message = hs.message .. ": " .. p.message end
   if p.reason == "PausedBySpec" then
     hs.message = hs.message .. "; resumes when spec.paused is false"
+  elseif p.reason == "NotAllowedByPolicy" then
+    hs.message = hs.message .. "; resumes by itself once the spec and the operator's policy agree (the resume annotation does not override the policy)"
   elseif AUTOMATIC_PAUSE[p.reason] then
     hs.message = hs.message .. "; resume once the cause is fixed"
   end

@@ -1,0 +1,462 @@
+/**
+ * The operator's own trust limits (docs/policy.md): which images, webhook URLs and token destinations any
+ * ApiServerUpgrade may make it use. Whoever may create (or patch) an ApiServerUpgrade otherwise chooses the
+ * image the static Pod driver runs as root with hostPath mounts on every control-plane node, the
+ * kube-apiserver image, and where the webhook driver sends its bearer token. The policy is the operator's
+ * configuration (--policy-file), not the spec's: the spec is checked against it on every reconcile, and a spec
+ * outside it makes no driver call (the preflight is refused; a run under way pauses, and goes on by itself once
+ * the spec and the policy agree again).
+ *
+ * Pure: parsing a policy document and checking a resolved spec against it read nothing but their arguments.
+ * Images are compared as parsed references (the distribution grammar, Docker's normalisation), URLs as parsed
+ * WHATWG URLs — the parser node's https.request uses for the call itself — never as strings.
+ */
+import type { ResolvedSpec } from '../api/defaults.ts';
+import type { PlanContext } from './context.ts';
+import { pause, resume } from './breach.ts';
+
+// ---------------------------------------------------------------------------------------------------------
+// Image references
+
+/** A parsed image reference, normalised as Docker does (`busybox` is `docker.io/library/busybox`). */
+export interface ImageRef {
+  /** The registry host (lower case), with its port when given: `registry.k8s.io`, `localhost:5000`. */
+  domain: string;
+  /** The repository path inside the registry: `kube-apiserver`, `library/busybox`. */
+  path: string;
+  tag?: string;
+  digest?: string;
+}
+
+const DOMAIN_COMPONENT = '(?:[a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9])';
+const DOMAIN = new RegExp(`^(?:${DOMAIN_COMPONENT}(?:\\.${DOMAIN_COMPONENT})*|\\[[a-fA-F0-9:]+\\])(?::[0-9]{1,5})?$`);
+const PATH_COMPONENT = /^[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*$/;
+const TAG = /^[\w][\w.-]{0,127}$/;
+/** The digests a runtime verifies: sha256 and sha512, in lower-case hex of their exact length. */
+const DIGEST = /^(?:sha256:[a-f0-9]{64}|sha512:[a-f0-9]{128})$/;
+const NAME_MAX = 255;
+
+export class PolicyError extends Error {
+  override readonly name = 'PolicyError';
+}
+
+/** Whether the first component of a name is a registry host (Docker's rule), not the start of a Docker Hub path. */
+function isDomain(component: string): boolean {
+  return component.includes('.') || component.includes(':') || component === 'localhost' || component !== component.toLowerCase();
+}
+
+/** Splits `name` (no tag, no digest) into a normalised domain and path; throws PolicyError. */
+function parseName(name: string, what: string, opts: { explicitDomain?: boolean; allowEmptyPath?: boolean } = {}): { domain: string; path: string } {
+  if (name.length === 0) throw new PolicyError(`${what}: empty`);
+  if (name.length > NAME_MAX) throw new PolicyError(`${what}: longer than ${NAME_MAX} characters`);
+  const parts = name.split('/');
+  let domain: string;
+  let rest: string[];
+  if (parts.length > 1 && isDomain(parts[0]!)) {
+    domain = parts[0]!;
+    rest = parts.slice(1);
+  } else if (opts.explicitDomain && parts.length === 1 && isDomain(parts[0]!)) {
+    domain = parts[0]!;
+    rest = [];
+  } else {
+    if (opts.explicitDomain) throw new PolicyError(`${what}: ${JSON.stringify(name)} must start with its registry host (e.g. registry.example.com/team)`);
+    domain = 'docker.io';
+    rest = parts;
+  }
+  if (!DOMAIN.test(domain)) throw new PolicyError(`${what}: ${JSON.stringify(domain)} is not a registry host`);
+  domain = domain.toLowerCase();
+  if (domain === 'index.docker.io') domain = 'docker.io';
+  if (rest.length === 0 && !opts.allowEmptyPath) throw new PolicyError(`${what}: ${JSON.stringify(name)} names no repository`);
+  for (const c of rest) {
+    if (!PATH_COMPONENT.test(c)) throw new PolicyError(`${what}: ${JSON.stringify(c)} in ${JSON.stringify(name)} is not a repository path component (lower case letters, digits and single separators . _ __ -)`);
+  }
+  // Docker Hub's official images: `busybox` is library/busybox. A prefix is taken as written (docker.io/library).
+  if (domain === 'docker.io' && rest.length === 1 && !opts.explicitDomain) rest = ['library', ...rest];
+  return { domain, path: rest.join('/') };
+}
+
+/**
+ * Parses an image reference `[registry[:port]/]path[:tag][@digest]` by the distribution reference grammar,
+ * normalised as the container runtimes read it. Throws PolicyError for anything else (`..`, upper case in
+ * the path, an empty component, a digest of an unknown algorithm or the wrong length).
+ */
+export function parseImageRef(ref: string, what = 'image'): ImageRef {
+  let rest = ref;
+  let digest: string | undefined;
+  const at = rest.indexOf('@');
+  if (at >= 0) {
+    digest = rest.slice(at + 1);
+    rest = rest.slice(0, at);
+    if (!DIGEST.test(digest)) throw new PolicyError(`${what}: ${JSON.stringify(ref)} has a digest that is not sha256:<64 hex> or sha512:<128 hex>`);
+  }
+  let tag: string | undefined;
+  const colon = rest.lastIndexOf(':');
+  if (colon > rest.lastIndexOf('/')) {
+    tag = rest.slice(colon + 1);
+    rest = rest.slice(0, colon);
+    if (!TAG.test(tag)) throw new PolicyError(`${what}: ${JSON.stringify(ref)} has an invalid tag`);
+  }
+  const { domain, path } = parseName(rest, what);
+  return { domain, path, ...(tag === undefined ? {} : { tag }), ...(digest === undefined ? {} : { digest }) };
+}
+
+export function repositoryOf(r: Pick<ImageRef, 'domain' | 'path'>): string {
+  return r.path === '' ? r.domain : `${r.domain}/${r.path}`;
+}
+
+export function formatImageRef(r: ImageRef): string {
+  return `${repositoryOf(r)}${r.tag === undefined ? '' : `:${r.tag}`}${r.digest === undefined ? '' : `@${r.digest}`}`;
+}
+
+/** One entry of an image allowlist. */
+export type ImageRule =
+  /** Exactly this image: same repository, tag and digest (with a digest in the rule, the spec may leave the tag out). */
+  | { kind: 'image'; ref: ImageRef; text: string }
+  /** Any tag or digest of exactly this repository. */
+  | { kind: 'repository'; repository: { domain: string; path: string }; text: string }
+  /** Any repository of this registry under this path, by whole path components. */
+  | { kind: 'repositoryPrefix'; repository: { domain: string; path: string }; text: string };
+
+function matchesImage(rule: ImageRule, ref: ImageRef): boolean {
+  switch (rule.kind) {
+    case 'image': {
+      const r = rule.ref;
+      if (r.domain !== ref.domain || r.path !== ref.path) return false;
+      // The digest decides what runs; a tag next to it may be left out, but must not contradict the rule's.
+      if (r.digest !== undefined) return ref.digest === r.digest && (ref.tag === undefined || r.tag === undefined || ref.tag === r.tag);
+      // Without a digest in the rule the spec may not add one: a digest picks content the tag may never have named.
+      return ref.digest === undefined && (ref.tag ?? 'latest') === (r.tag ?? 'latest');
+    }
+    case 'repository':
+      return rule.repository.domain === ref.domain && rule.repository.path === ref.path;
+    case 'repositoryPrefix': {
+      const p = rule.repository;
+      return p.domain === ref.domain && (p.path === '' || ref.path === p.path || ref.path.startsWith(`${p.path}/`));
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// URLs
+
+/** One entry of a URL allowlist. */
+export type UrlRule =
+  /** Exactly this URL (after WHATWG normalisation: lower-case host, no default port, dot segments resolved). */
+  | { kind: 'url'; href: string; text: string }
+  /** Same origin (scheme, host, port) and a path equal to `path` or under it, by whole segments. */
+  | { kind: 'prefix'; origin: string; path: string; text: string };
+
+/** Percent-encodings of `/`, `\` and `%` in a path: servers and proxies disagree on decoding them. */
+const ENCODED_SEPARATOR = /%(?:2f|5c|25)/i;
+
+/**
+ * Parses a URL the way the webhook driver's https.request does and refuses what a prefix check could be
+ * fooled by. Returns the URL or why it is refused.
+ */
+export function parseHookUrl(raw: string): URL | string {
+  let u: URL;
+  try {
+    u = new URL(raw);
+  } catch {
+    return 'is not a URL';
+  }
+  if (u.protocol !== 'https:') return `uses ${u.protocol.replace(/:$/, '')}, not https`;
+  if (u.username !== '' || u.password !== '') return `has userinfo (${u.username}${u.password ? ':…' : ''}@): the host is ${u.host}, and node would send it as Basic credentials`;
+  if (u.hash !== '') return 'has a fragment (#…), which is never sent: write the URL without it';
+  if (ENCODED_SEPARATOR.test(u.pathname)) return 'has an encoded /, \\ or % in its path (%2F, %5C, %25), which servers decode differently';
+  return u;
+}
+
+function compileUrlRule(kind: 'url' | 'prefix', text: string, what: string): UrlRule {
+  if (typeof text !== 'string' || text === '') throw new PolicyError(`${what}: must be a non-empty string`);
+  const u = parseHookUrl(text);
+  if (typeof u === 'string') throw new PolicyError(`${what}: ${JSON.stringify(text)} ${u}`);
+  if (kind === 'url') return { kind, href: u.href, text };
+  if (u.search !== '') throw new PolicyError(`${what}: ${JSON.stringify(text)} has a query; a prefix is a scheme, host, port and path`);
+  const path = u.pathname.endsWith('/') ? u.pathname : `${u.pathname}/`;
+  return { kind, origin: u.origin, path, text };
+}
+
+function matchesUrl(rule: UrlRule, u: URL): boolean {
+  if (rule.kind === 'url') return u.href === rule.href;
+  if (u.origin !== rule.origin) return false;
+  return u.pathname === rule.path || u.pathname === rule.path.slice(0, -1) || u.pathname.startsWith(rule.path);
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// The policy
+
+export interface SecretRef {
+  namespace: string;
+  name: string;
+  /** Absent: any key of the Secret. */
+  key?: string;
+}
+
+export interface TokenRule {
+  secret: SecretRef;
+  urls: UrlRule[];
+}
+
+export interface Policy {
+  /** Where it came from, for messages: the file's path. */
+  source: string;
+  /** Set when the policy could not be read or parsed: then nothing is allowed (fail closed). */
+  error?: string;
+  apiserverImages: ImageRule[];
+  agentImages: ImageRule[];
+  webhooks: UrlRule[];
+  webhookTokens: TokenRule[];
+}
+
+export const POLICY_KIND = 'OperatorPolicy';
+export const POLICY_API_VERSION = 'upgrade.apiserver.dev/v1alpha1';
+const TOP_KEYS = ['apiVersion', 'kind', 'apiserverImages', 'agentImages', 'webhooks', 'webhookTokens'];
+
+/** A policy that refuses everything, saying why: an unreadable or invalid policy file must not allow more. */
+export function brokenPolicy(source: string, error: string): Policy {
+  return { source, error, apiserverImages: [], agentImages: [], webhooks: [], webhookTokens: [] };
+}
+
+function isObject(x: unknown): x is Record<string, unknown> {
+  return typeof x === 'object' && x !== null && !Array.isArray(x);
+}
+
+function onlyKeys(o: Record<string, unknown>, allowed: string[], what: string): void {
+  const unknown = Object.keys(o).filter((k) => !allowed.includes(k));
+  if (unknown.length > 0) throw new PolicyError(`${what}: unknown field ${unknown.map((k) => JSON.stringify(k)).join(', ')} (known: ${allowed.join(', ')})`);
+}
+
+function list(doc: Record<string, unknown>, key: string): unknown[] {
+  const v = doc[key];
+  if (v === undefined || v === null) return [];
+  if (!Array.isArray(v)) throw new PolicyError(`${key}: must be a list`);
+  return v;
+}
+
+/** The one key of a rule object among `kinds`, and its string value. */
+function oneOf(item: unknown, kinds: string[], what: string): [string, string] {
+  if (!isObject(item)) throw new PolicyError(`${what}: must be an object with one of ${kinds.join(', ')}`);
+  onlyKeys(item, kinds, what);
+  const set = kinds.filter((k) => item[k] !== undefined);
+  if (set.length !== 1) throw new PolicyError(`${what}: must set exactly one of ${kinds.join(', ')}`);
+  const value = item[set[0]!];
+  if (typeof value !== 'string' || value === '') throw new PolicyError(`${what}.${set[0]}: must be a non-empty string`);
+  return [set[0]!, value];
+}
+
+function compileImageRule(item: unknown, what: string, kinds: ImageRule['kind'][]): ImageRule {
+  const [kind, text] = oneOf(item, kinds, what);
+  const at = `${what}.${kind}`;
+  if (kind === 'image') {
+    const ref = parseImageRef(text, at);
+    if (ref.tag === undefined && ref.digest === undefined) throw new PolicyError(`${at}: ${JSON.stringify(text)} has neither tag nor digest: name the exact image (a digest where you can)`);
+    return { kind, ref, text };
+  }
+  if (kind === 'repository') {
+    if (text.includes('@') || /:[^/]*$/.test(text.replace(/^[^/]*\//, ''))) throw new PolicyError(`${at}: ${JSON.stringify(text)} must be a repository without tag or digest`);
+    return { kind, repository: parseName(text, at), text };
+  }
+  const trimmed = text.replace(/\/+$/, '');
+  if (trimmed.includes('@') || trimmed.split('/').slice(1).some((c) => c.includes(':'))) throw new PolicyError(`${at}: ${JSON.stringify(text)} must be a registry host and path, without tag or digest`);
+  return { kind: 'repositoryPrefix', repository: parseName(trimmed, at, { explicitDomain: true, allowEmptyPath: true }), text };
+}
+
+function compileSecretRef(x: unknown, what: string): SecretRef {
+  if (!isObject(x)) throw new PolicyError(`${what}: must be an object {namespace, name, key?}`);
+  onlyKeys(x, ['namespace', 'name', 'key'], what);
+  for (const k of ['namespace', 'name'] as const) if (typeof x[k] !== 'string' || x[k] === '') throw new PolicyError(`${what}.${k}: must be a non-empty string`);
+  if (x.key !== undefined && (typeof x.key !== 'string' || x.key === '')) throw new PolicyError(`${what}.key: must be a non-empty string when set`);
+  return { namespace: x.namespace as string, name: x.name as string, ...(x.key === undefined ? {} : { key: x.key as string }) };
+}
+
+/**
+ * Reads a policy document (the parsed YAML or JSON of the policy file). Every field is optional and a missing
+ * list allows nothing of its kind; an unknown field, a rule that names no exact thing or a malformed entry is
+ * an error (PolicyError, naming the entry), never ignored.
+ */
+export function parsePolicy(doc: unknown, source: string): Policy {
+  if (doc === null || doc === undefined) doc = {};
+  if (!isObject(doc)) throw new PolicyError('the policy must be a mapping');
+  onlyKeys(doc, TOP_KEYS, 'policy');
+  if (doc.apiVersion !== undefined && doc.apiVersion !== POLICY_API_VERSION) throw new PolicyError(`apiVersion: must be ${POLICY_API_VERSION}`);
+  if (doc.kind !== undefined && doc.kind !== POLICY_KIND) throw new PolicyError(`kind: must be ${POLICY_KIND}`);
+  const urlRules = (items: unknown[], what: string): UrlRule[] => items.map((item, i) => {
+    const [kind, text] = oneOf(item, ['url', 'prefix'], `${what}[${i}]`);
+    return compileUrlRule(kind as 'url' | 'prefix', text, `${what}[${i}].${kind}`);
+  });
+  return {
+    source,
+    apiserverImages: list(doc, 'apiserverImages').map((x, i) => compileImageRule(x, `apiserverImages[${i}]`, ['repository', 'repositoryPrefix'])),
+    agentImages: list(doc, 'agentImages').map((x, i) => compileImageRule(x, `agentImages[${i}]`, ['image', 'repository', 'repositoryPrefix'])),
+    webhooks: urlRules(list(doc, 'webhooks'), 'webhooks'),
+    webhookTokens: list(doc, 'webhookTokens').map((x, i) => {
+      const what = `webhookTokens[${i}]`;
+      if (!isObject(x)) throw new PolicyError(`${what}: must be an object {secret, urls}`);
+      onlyKeys(x, ['secret', 'urls'], what);
+      if (!Array.isArray(x.urls) || x.urls.length === 0) throw new PolicyError(`${what}.urls: must list at least one {url} or {prefix} the token may be sent to`);
+      return { secret: compileSecretRef(x.secret, `${what}.secret`), urls: urlRules(x.urls, `${what}.urls`) };
+    }),
+  };
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Checking a spec
+
+/** One field of the spec outside the policy. */
+export interface PolicyViolation {
+  /** The spec field, e.g. `spec.driver.webhook.url`. */
+  field: string;
+  /** Its value as written (never a token: the Secret is named, never read). */
+  value: string;
+  /** The policy list that decided, e.g. `webhooks`, `webhookTokens`, `agentImages`. */
+  rule: string;
+  /** Why, for the condition and the event. */
+  message: string;
+}
+
+const SHOWN_RULES = 5;
+
+function shown(rules: { text: string; kind: string }[]): string {
+  if (rules.length === 0) return 'the list is empty';
+  const texts = rules.slice(0, SHOWN_RULES).map((r) => `${r.kind} ${r.text}`);
+  return `allowed: ${texts.join(', ')}${rules.length > SHOWN_RULES ? `, and ${rules.length - SHOWN_RULES} more` : ''}`;
+}
+
+function checkImage(field: string, value: string, rules: ImageRule[], listName: string, repositoryOnly: boolean): PolicyViolation | undefined {
+  let ref: ImageRef;
+  try {
+    ref = parseImageRef(value, field);
+  } catch (err) {
+    return { field, value, rule: listName, message: `${field} ${JSON.stringify(value)} is not an image reference the policy can judge: ${(err as Error).message}` };
+  }
+  if (repositoryOnly && (ref.tag !== undefined || ref.digest !== undefined)) {
+    return { field, value, rule: listName, message: `${field} ${JSON.stringify(value)} must be a repository without tag or digest` };
+  }
+  if (rules.some((r) => matchesImage(r, ref))) return undefined;
+  return { field, value, rule: listName, message: `${field} ${JSON.stringify(value)} (${formatImageRef(ref)}) matches no entry of ${listName} (${shown(rules)})` };
+}
+
+function sameSecret(a: SecretRef, ns: string, name: string, key: string): boolean {
+  return a.namespace === ns && a.name === name && (a.key === undefined || a.key === key);
+}
+
+/**
+ * The fields of `spec` outside `policy`; empty when the spec is allowed. For the webhook driver: without a
+ * token, the URL must match `webhooks` or a URL some token may be sent to; with one, the Secret (namespace,
+ * name, key) must be listed under `webhookTokens` and the URL must match one of that entry's URLs.
+ */
+export function checkSpec(policy: Policy, spec: ResolvedSpec): PolicyViolation[] {
+  if (policy.error !== undefined) {
+    return [{ field: 'spec', value: '', rule: 'policy', message: `the operator's policy ${policy.source} cannot be used (${policy.error}): nothing is allowed until it is fixed` }];
+  }
+  const out: PolicyViolation[] = [];
+  if (spec.driver.kind === 'staticPod') {
+    const p = spec.driver.staticPod;
+    const image = checkImage('spec.driver.staticPod.image', p.image, policy.apiserverImages, 'apiserverImages', true);
+    if (image) out.push(image);
+    const agent = checkImage('spec.driver.staticPod.agentImage', p.agentImage, policy.agentImages, 'agentImages', false);
+    if (agent) out.push(agent);
+    return out;
+  }
+  const w = spec.driver.webhook;
+  const field = 'spec.driver.webhook.url';
+  const u = parseHookUrl(w.url);
+  if (typeof u === 'string') return [{ field, value: w.url, rule: 'webhooks', message: `${field} ${JSON.stringify(w.url)} ${u}` }];
+  const ref = w.authSecretRef;
+  if (ref === undefined) {
+    const rules = [...policy.webhooks, ...policy.webhookTokens.flatMap((t) => t.urls)];
+    if (!rules.some((r) => matchesUrl(r, u))) {
+      out.push({ field, value: w.url, rule: 'webhooks', message: `${field} ${JSON.stringify(w.url)} (${u.href}) matches no entry of webhooks (${shown(policy.webhooks)})` });
+    }
+    return out;
+  }
+  const key = ref.key ?? 'token';
+  const secret = `${ref.namespace}/${ref.name} key ${key}`;
+  const bindings = policy.webhookTokens.filter((t) => sameSecret(t.secret, ref.namespace, ref.name, key));
+  if (bindings.length === 0) {
+    return [{ field: 'spec.driver.webhook.authSecretRef', value: secret, rule: 'webhookTokens', message: `spec.driver.webhook.authSecretRef: the Secret ${secret} is not listed under webhookTokens: the operator sends it nowhere` }];
+  }
+  const urls = bindings.flatMap((t) => t.urls);
+  if (!urls.some((r) => matchesUrl(r, u))) {
+    out.push({ field, value: w.url, rule: 'webhookTokens', message: `${field} ${JSON.stringify(w.url)} (${u.href}) is not a URL the Secret ${secret} may be sent to (webhookTokens: ${shown(urls)})` });
+  }
+  return out;
+}
+
+/** All violations in one line, for a condition message, an event or an error. */
+export function describeViolations(policy: Pick<Policy, 'source'>, vs: readonly PolicyViolation[]): string {
+  return `not allowed by the operator's policy (${policy.source}): ${vs.map((v) => v.message).join('; ')}`;
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// The planner's use (src/plan/planner.ts calls these)
+
+/** The phases whose steps make driver calls. */
+const CALLING_PHASES: ReadonlySet<string> = new Set(['EnablingProxy', 'Upgrading', 'RollingBack']);
+
+/** The violations of the step's spec; none when the operator runs without a policy. */
+export function policyViolations(ctx: PlanContext): PolicyViolation[] {
+  return ctx.policy === undefined ? [] : checkSpec(ctx.policy, ctx.spec);
+}
+
+function conditionNow(ctx: PlanContext, type: string): { status: string; reason: string; message: string } | undefined {
+  return ctx.status.conditions?.find((c) => c.type === type);
+}
+
+/**
+ * Preflight of a spec outside the policy: refused, touching nothing — no driver is built, so no token Secret
+ * is read. Not fatal: the policy (or the spec) may change, and the next reconcile checks again.
+ */
+export function refusePreflight(ctx: PlanContext, vs: PolicyViolation[]): void {
+  const message = describeViolations(ctx.policy!, vs);
+  const before = conditionNow(ctx, 'PreflightPassed');
+  ctx.condition({ type: 'PreflightPassed', status: 'False', reason: 'NotAllowedByPolicy', message });
+  if (before?.reason !== 'NotAllowedByPolicy' || before.message !== message) ctx.event('Warning', 'NotAllowedByPolicy', message);
+  ctx.progressMessage = `preflight: ${message}`;
+  ctx.requeue(Math.max(ctx.spec.analysis.intervalMs, 5_000));
+}
+
+/**
+ * Before the pause handling of a step past preflight: reports the verdict in the Degraded condition, and ends
+ * a NotAllowedByPolicy pause once the spec is allowed again (a resume: the soak restarts, the batch needs fresh
+ * evidence). Returns true when the step must stop here: paused for the policy and still refused — a resume
+ * annotation does not override the policy.
+ */
+export function policyGate(ctx: PlanContext, vs: PolicyViolation[], resumeToken: string | undefined): boolean {
+  // Before preflight has passed, PreflightPassed carries the verdict (refusePreflight).
+  if (ctx.phase === 'Pending' || ctx.phase === 'Preflight') return false;
+  const degraded = conditionNow(ctx, 'Degraded');
+  if (vs.length === 0) {
+    if (ctx.phase === 'Paused' && ctx.status.pause?.reason === 'NotAllowedByPolicy') {
+      resume(ctx, `the spec is allowed by the operator's policy (${ctx.policy?.source ?? 'none'}) again`);
+    } else if (degraded?.status === 'True' && degraded.reason === 'NotAllowedByPolicy') {
+      ctx.condition({ type: 'Degraded', status: 'False', reason: 'AllowedByPolicy', message: "the spec is allowed by the operator's policy again" });
+    }
+    return false;
+  }
+  const message = describeViolations(ctx.policy!, vs);
+  if (degraded?.status !== 'True' || degraded.reason !== 'NotAllowedByPolicy' || degraded.message !== message) {
+    ctx.condition({ type: 'Degraded', status: 'True', reason: 'NotAllowedByPolicy', message });
+    // Paused for another reason: say it here. In a calling phase the pause below says it (event Paused).
+    if (ctx.phase === 'Paused' && ctx.status.pause?.reason !== 'NotAllowedByPolicy') ctx.event('Warning', 'NotAllowedByPolicy', message);
+  }
+  if (ctx.phase !== 'Paused' || ctx.status.pause?.reason !== 'NotAllowedByPolicy') return false;
+  if (ctx.status.pause.message !== message) {
+    ctx.status.pause.message = message;
+    ctx.condition({ type: 'Paused', status: 'True', reason: 'NotAllowedByPolicy', message });
+    ctx.event('Warning', 'Paused', `NotAllowedByPolicy: ${message}`);
+  }
+  if (resumeToken !== undefined) ctx.event('Warning', 'ResumeRefused', `the resume annotation (${resumeToken}) does not override the operator's policy: ${message}`);
+  return true;
+}
+
+/**
+ * After the pause handling, in a phase that makes calls: a spec outside the policy pauses the run before any
+ * new call (calls in flight complete; a Requested call is not re-sent while paused). Returns true when paused.
+ */
+export function policyPause(ctx: PlanContext, vs: PolicyViolation[]): boolean {
+  if (vs.length === 0 || !CALLING_PHASES.has(ctx.phase)) return false;
+  pause(ctx, 'NotAllowedByPolicy', describeViolations(ctx.policy!, vs), ctx.phase);
+  return true;
+}
