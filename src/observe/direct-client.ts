@@ -10,6 +10,8 @@
  */
 import https from 'node:https';
 import type { IncomingMessage } from 'node:http';
+import { pipeline, type Readable } from 'node:stream';
+import { createGunzip } from 'node:zlib';
 import type { KubeConfig } from '@kubernetes/client-node';
 import type { APIGroupDiscoveryList, APIResourceList } from './discovery.ts';
 import { EtagCache } from './etag-cache.ts';
@@ -18,6 +20,7 @@ import type { ProbeResult } from './inventory.ts';
 import { parsePromStream } from './prom-text.ts';
 import type { ParsedMetrics, WantedFamilies } from './prom-text.ts';
 import { FAMILIES, proxyGateState } from './signals.ts';
+import { USER_AGENT } from '../runtime/kube-request.ts';
 
 export const DISCOVERY_ACCEPT = 'application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList';
 export const DISCOVERY_ACCEPT_NOPEER = `${DISCOVERY_ACCEPT};profile=nopeer`;
@@ -134,11 +137,19 @@ export class DirectClient {
     return { ready: res.statusCode === 200, status: res.statusCode ?? 0, body };
   }
 
-  /** Streams `/metrics` into the parser, keeping only the wanted families. */
+  /** Streams `/metrics` (gzipped when the server agrees, ~10x fewer bytes) through the decompressor into the parser, keeping only the wanted families. */
   async metrics(address: string, wanted: WantedFamilies): Promise<ParsedMetrics> {
     const res = await this.request(address, '/metrics', { Accept: METRICS_ACCEPT });
     if (res.statusCode !== 200) throw new DirectHttpError(address, '/metrics', res.statusCode ?? 0, await readBody(res, 4096).catch(() => ''));
-    return parsePromStream(res, wanted);
+    return parsePromStream(decoded(res), wanted);
+  }
+
+  /**
+   * Keeps up to `entries` discovery answers for If-None-Match (never fewer than the default 256): the fleet
+   * observer asks for 4 documents per server, and a cache smaller than that turns every 304 into a full body.
+   */
+  fitEtagCache(entries: number): void {
+    this.etags.resize(entries);
   }
 
   /** Aggregated discovery; answers from the ETag cache on 304. */
@@ -181,11 +192,12 @@ export class DirectClient {
    * The probe plus the parsed `/metrics` families asked for, from one scrape: the fleet observer reads the
    * gate and the analysis signals from the same page instead of fetching 1.4 MB twice per server.
    */
-  async probeWithMetrics(address: string, wanted: WantedFamilies): Promise<{ probe: ProbeResult; metrics?: ParsedMetrics }> {
+  async probeWithMetrics(address: string, wanted: WantedFamilies | undefined): Promise<{ probe: ProbeResult; metrics?: ParsedMetrics }> {
     const [version, ready, metrics] = await Promise.allSettled([
       this.getVersion(address),
       this.readyz(address),
-      this.metrics(address, wanted),
+      // No scrape asked for (`undefined`): no gate state either; the caller keeps the last one.
+      wanted === undefined ? Promise.resolve(undefined) : this.metrics(address, wanted),
     ]);
     const result: ProbeResult = {};
     const errors: string[] = [];
@@ -196,10 +208,11 @@ export class DirectClient {
     } else errors.push(`version: ${errorText(version.reason)}`);
     if (ready.status === 'fulfilled') result.ready = ready.value.ready;
     else errors.push(`readyz: ${errorText(ready.reason)}`);
-    if (metrics.status === 'fulfilled') result.proxyGate = proxyGateState(metrics.value);
-    else errors.push(`metrics: ${errorText(metrics.reason)}`);
+    if (metrics.status === 'fulfilled') {
+      if (metrics.value) result.proxyGate = proxyGateState(metrics.value);
+    } else errors.push(`metrics: ${errorText(metrics.reason)}`);
     if (errors.length > 0) result.error = errors.join('; ');
-    return { probe: result, ...(metrics.status === 'fulfilled' ? { metrics: metrics.value } : {}) };
+    return { probe: result, ...(metrics.status === 'fulfilled' && metrics.value ? { metrics: metrics.value } : {}) };
   }
 
   /** Closes pooled connections. */
@@ -227,7 +240,21 @@ export class DirectClient {
     return agent;
   }
 
+  /**
+   * One GET. A request that fails with ECONNRESET (or a hang-up before any answer) on a kept-alive socket is
+   * sent once more on a fresh one: the server closed the idle socket (its keep-alive timeout, Go's 90 s or
+   * Node's 5 s) just as we reused it, and the request never reached a handler. GETs only, so repeating is safe.
+   */
   private async request(address: string, path: string, headers: Record<string, string>): Promise<IncomingMessage> {
+    try {
+      return await this.requestOnce(address, path, headers);
+    } catch (err) {
+      if (!(err instanceof ReusedSocketClosed)) throw err;
+      return this.requestOnce(address, path, headers);
+    }
+  }
+
+  private async requestOnce(address: string, path: string, headers: Record<string, string>): Promise<IncomingMessage> {
     const creds = await this.credentials();
     const host = hostOf(address);
     const port = Number(address.slice(address.lastIndexOf(':') + 1));
@@ -237,7 +264,7 @@ export class DirectClient {
       port,
       path,
       method: 'GET',
-      headers: { ...creds.headers, ...headers },
+      headers: { 'User-Agent': USER_AGENT, 'Accept-Encoding': 'gzip', ...creds.headers, ...headers },
       agent: this.agentFor(creds),
       // The deadline covers the body too: aborting destroys the response stream as well.
       signal: AbortSignal.timeout(this.timeoutMs),
@@ -245,7 +272,11 @@ export class DirectClient {
     if (this.serverName) options.servername = this.serverName;
     return new Promise<IncomingMessage>((resolve, reject) => {
       const req = https.request(options, resolve);
-      req.on('error', (err) => {
+      req.on('error', (err: NodeJS.ErrnoException) => {
+        if (req.reusedSocket && (err.code === 'ECONNRESET' || err.code === 'EPIPE' || err.message === 'socket hang up')) {
+          reject(new ReusedSocketClosed(`GET https://${address}${path}: ${errorText(err)} on a reused socket`, { cause: err }));
+          return;
+        }
         const why = err.name === 'AbortError' ? `no answer within ${this.timeoutMs}ms` : errorText(err);
         reject(new Error(`GET https://${address}${path}: ${why}`, { cause: err }));
       });
@@ -254,10 +285,25 @@ export class DirectClient {
   }
 }
 
+/** A kept-alive socket the server had closed: the request is sent again once (`DirectClient.request`). */
+class ReusedSocketClosed extends Error {}
+
+/**
+ * The body as sent: gunzipped as it streams when the server answered `Content-Encoding: gzip`. An error or
+ * abort of the response (the request deadline) ends the decompressed stream with that error.
+ */
+function decoded(res: IncomingMessage): Readable {
+  if (String(res.headers['content-encoding'] ?? '').toLowerCase() !== 'gzip') return res;
+  const gunzip = createGunzip();
+  pipeline(res, gunzip, () => {});
+  return gunzip;
+}
+
 async function readBody(res: IncomingMessage, maxBytes: number): Promise<string> {
   const chunks: Buffer[] = [];
   let size = 0;
-  for await (const chunk of res) {
+  // Bounded after decompression: a small gzipped body cannot expand past maxBytes in memory.
+  for await (const chunk of decoded(res)) {
     const buf = chunk as Buffer;
     size += buf.length;
     if (size > maxBytes) {

@@ -9,10 +9,18 @@ export interface CachedBody {
 
 export class EtagCache {
   private readonly entries = new Map<string, CachedBody>();
-  private readonly maxEntries: number;
+  private maxEntries: number;
+  private readonly minEntries: number;
 
   constructor(maxEntries = 256) {
     this.maxEntries = maxEntries;
+    this.minEntries = maxEntries;
+  }
+
+  /** A new bound, never below the one given at construction; shrinking drops the least recently used. */
+  resize(maxEntries: number): void {
+    this.maxEntries = Math.max(this.minEntries, Math.ceil(maxEntries));
+    this.evict();
   }
 
   get(key: string): CachedBody | undefined {
@@ -28,6 +36,10 @@ export class EtagCache {
   set(key: string, etag: string, body: string): void {
     this.entries.delete(key);
     this.entries.set(key, { etag, body });
+    this.evict();
+  }
+
+  private evict(): void {
     while (this.entries.size > this.maxEntries) {
       const oldest = this.entries.keys().next();
       if (oldest.done) break;

@@ -4,7 +4,7 @@ import type { Observation, ObservedPeer, ObservedAnalysis, ObservedStorage, Obse
 import { DirectClient } from './direct-client.ts';
 import { buildInventory, addressesToProbe, type Inventory, type IdentityLeaseLike, type EndpointAddresses, type ProbeResult, IDENTITY_LABEL, IDENTITY_LABEL_VALUE, HOSTNAME_LABEL, PEER_ADDRESS_ANNOTATION } from './inventory.ts';
 import { mapLimitSettled } from './map-limit.ts';
-import { SIGNAL_FAMILIES, windowDeltas, type WindowDeltas } from './signals.ts';
+import { FAMILIES, SIGNAL_FAMILIES, windowDeltas, type GateState, type WindowDeltas } from './signals.ts';
 import type { ParsedMetrics } from './prom-text.ts';
 import { resourceSet, unlistableResources, convergence, storageVersionHashes, resourceKinds, mergeHashes, legacyDiscoveryPaths, aggregatedDiscoveryPaths, type APIResourceList, type APIServiceListLike, type ServerDiscovery } from './discovery.ts';
 import { summarizeAnalysis } from './analysis-summary.ts';
@@ -57,6 +57,16 @@ interface StorageRead {
 }
 
 const CONCURRENCY = 4;
+/** Discovery documents asked per server and observation (own and peer-aggregated, `/apis` and `/api`), each kept for If-None-Match. */
+const DISCOVERY_DOCS_PER_SERVER = 4;
+/** Only the gate's gauge: what a scrape made for the gate state alone keeps. */
+const GATE_FAMILIES: ReadonlySet<string> = new Set([FAMILIES.featureEnabled]);
+
+/** The gate state of the last /metrics scrape of an address, and the lease holder serving there then. */
+interface GateRead {
+  holderIdentity: string;
+  gate: GateState;
+}
 /** Pages of 500 followed to count a list that gives no remainingItemCount; beyond them the count is a lower bound (logged). */
 const COUNT_PAGES = 20;
 
@@ -99,6 +109,7 @@ export class FleetObserver {
   private readonly storageAttempts = new Map<string, number>();
   private readonly certificateNames = cachedCertificateDnsNames();
   private readonly analysisSource: AnalysisSource | undefined;
+  private readonly gates = new Map<string, GateRead>();
 
   constructor(kc: KubeConfig, list: ListFn, log: Logger, direct?: DirectClient, options: FleetObserverOptions = {}) {
     this.list = list;
@@ -148,14 +159,35 @@ export class FleetObserver {
     const [leases, endpoints] = await Promise.all([this.leases(), this.endpoints()]);
     const hostnameAddresses = await this.hostnameHints(leases, endpoints);
     const addresses = addressesToProbe({ leases, endpoints, hostnameAddresses });
-    // One /metrics scrape per server serves both the gate state and, when due, the analysis window.
-    const probed = await mapLimitSettled(addresses, CONCURRENCY, (a) => this.direct.probeWithMetrics(a, SIGNAL_FAMILIES));
+    this.direct.fitEtagCache(addresses.length * DISCOVERY_DOCS_PER_SERVER * 2);
+    // A /metrics page is ~1.4 MB: it is fetched only when this observation needs it. The analysis window needs
+    // it when an analysis is due (the same test `analysis` makes); the gate state (kubernetes_feature_enabled)
+    // only changes when a server restarts, which gives its identity Lease a new holder: between those, the
+    // gate of the last scrape is kept. One scrape serves both.
+    const holders = holdersByAddress(leases, hostnameAddresses);
+    const forAnalysis = !(settings.prometheus && this.analysisSource) && (!this.lastAnalysis || (settings.due ?? now - this.lastAnalysisAt >= settings.intervalMs));
+    const wanted = (a: string): ReadonlySet<string> | undefined => {
+      if (forAnalysis) return SIGNAL_FAMILIES;
+      const kept = this.gates.get(a);
+      return kept && kept.holderIdentity === (holders.get(a) ?? '') ? undefined : GATE_FAMILIES;
+    };
+    const probed = await mapLimitSettled(addresses, CONCURRENCY, (a) => this.direct.probeWithMetrics(a, wanted(a)));
     const probes = new Map<string, ProbeResult>();
     const pages = new Map<string, ParsedMetrics>();
+    for (const a of this.gates.keys()) if (!addresses.includes(a)) this.gates.delete(a);
     addresses.forEach((a, i) => {
       const r = probed[i]!;
-      probes.set(a, r.status === 'fulfilled' ? r.value.probe : { error: String(r.reason) });
-      if (r.status === 'fulfilled' && r.value.metrics) pages.set(a, r.value.metrics);
+      const probe: ProbeResult = r.status === 'fulfilled' ? r.value.probe : { error: String(r.reason) };
+      if (r.status === 'fulfilled' && r.value.metrics) {
+        if (forAnalysis) pages.set(a, r.value.metrics);
+        this.gates.set(a, { holderIdentity: holders.get(a) ?? '', gate: probe.proxyGate ?? 'unknown' });
+      } else if (r.status === 'fulfilled' && wanted(a) === undefined) {
+        probe.proxyGate = this.gates.get(a)!.gate;
+      } else {
+        // A failed scrape: scraped again next time.
+        this.gates.delete(a);
+      }
+      probes.set(a, probe);
     });
     this.inventory = buildInventory({ leases, endpoints, probes, hostnameAddresses, ...(this.inventory ? { previous: this.inventory } : {}), now });
     const peers: ObservedPeer[] = this.inventory.servers.filter((s) => s.identity !== '').map((s) => ({
@@ -377,6 +409,19 @@ export class FleetObserver {
       return undefined;
     }
   }
+}
+
+/**
+ * The holder identity of the lease served at each address: by its peer-advertise annotation, else by its
+ * hostname's hint (a server whose gate is off advertises no address). Addresses no lease claims have none.
+ */
+function holdersByAddress(leases: readonly IdentityLeaseLike[], hostnameAddresses: ReadonlyMap<string, string>): Map<string, string> {
+  const out = new Map<string, string>();
+  for (const l of leases) {
+    const address = l.metadata?.annotations?.[PEER_ADDRESS_ANNOTATION] ?? hostnameAddresses.get(l.metadata?.labels?.[HOSTNAME_LABEL] ?? '');
+    if (address) out.set(address, l.spec?.holderIdentity ?? '');
+  }
+  return out;
 }
 
 /** A legacy discovery document is the one asked for: an APIResourceList of that group/version. */

@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { HttpMethod, IsomorphicFetchHttpLibrary, RequestContext, type KubeConfig } from '@kubernetes/client-node';
 
 /**
@@ -47,6 +48,22 @@ export class KubeApiError extends Error {
 
 const http = new IsomorphicFetchHttpLibrary();
 
+/** package.json's version, two levels up from src/runtime/ (and from dist/runtime/ once built); "unknown" if absent. */
+function ownVersion(): string {
+  try {
+    const v = (JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version?: unknown }).version;
+    return typeof v === 'string' && v !== '' ? v : 'unknown';
+  } catch {
+    return 'unknown';
+  }
+}
+
+/**
+ * Sent on every request the operator makes, through the balancer (here) and to each server directly
+ * (src/observe/direct-client.ts), so the apiserver's audit log and `apiserver_request_total` name the operator.
+ */
+export const USER_AGENT = `apiserver-upgrade-operator/${ownVersion()}`;
+
 /** Retry-After is seconds (the API server never sends an HTTP date). */
 function parseRetryAfter(v: string | undefined): number | undefined {
   if (v === undefined) return undefined;
@@ -67,6 +84,7 @@ export async function kubeRequest<T>(kc: KubeConfig, method: Verb, path: string,
   const ctx = new RequestContext(buildUrl(kc, path, opts.query), HttpMethod[method]);
   await kc.applySecurityAuthentication(ctx);
   ctx.setHeaderParam('Accept', 'application/json');
+  ctx.setHeaderParam('User-Agent', USER_AGENT);
   if (opts.body !== undefined) {
     ctx.setHeaderParam('Content-Type', opts.contentType ?? 'application/json');
     ctx.setBody(JSON.stringify(opts.body));
