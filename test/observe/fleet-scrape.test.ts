@@ -1,0 +1,50 @@
+// Issue 12: FleetObserver fetches /metrics only when an analysis is due or a server's lease holder changed
+// (a restart: the gate state may differ); between those it keeps the gate state of the last scrape.
+import { describe, it, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { KubeConfig } from '@kubernetes/client-node';
+import { FleetObserver, type AnalysisSettings } from '../../src/observe/fleet.ts';
+import { silentLogger } from '../../src/runtime/logger.ts';
+import { fixtureDirectClient, startFixtureServer, type FixtureServer } from './fixture-server.ts';
+import { FakeApi, NOW } from './fake-api.ts';
+
+const settings = (due: boolean): AnalysisSettings => ({ intervalMs: 10_000, due, proxyErrorRatio: 0.01, errorRatio: 0.05, latencyP99Seconds: 1 });
+const scrapes = (s: FixtureServer) => s.requests.filter((p) => p === '/metrics').length;
+
+describe('FleetObserver /metrics scrapes (issue 12)', () => {
+  const servers: FixtureServer[] = [];
+  let observer: FleetObserver;
+  let api: FakeApi;
+
+  before(async () => {
+    servers.push(await startFixtureServer('v1.36.3', 1), await startFixtureServer('v1.36.3', 2));
+    api = new FakeApi();
+    for (const s of servers) api.add(s);
+    observer = new FleetObserver(new KubeConfig(), api.list, silentLogger(), fixtureDirectClient());
+  });
+  after(async () => {
+    observer.close();
+    await Promise.all(servers.map((s) => s.close()));
+  });
+
+  it('scrapes when due, not between, and again for a server whose holder changed', async () => {
+    const first = await observer.observe(settings(true), NOW);
+    assert.deepEqual(servers.map(scrapes), [1, 1]);
+    // No previous page yet: no analysis, so the next observation scrapes for one even when not due.
+    assert.equal(first.analysis, undefined);
+    const second = await observer.observe(settings(false), NOW + 2_000);
+    assert.deepEqual(servers.map(scrapes), [2, 2]);
+    assert.ok(second.analysis);
+    const gates = second.peers.map((p) => p.proxyGate);
+    for (const h of api.leases.keys()) api.renew(h);
+    const third = await observer.observe(settings(false), NOW + 4_000);
+    assert.deepEqual(servers.map(scrapes), [2, 2], 'not due, same holders: no scrape');
+    assert.deepEqual(third.peers.map((p) => p.proxyGate), gates, 'the gate state of the last scrape is kept');
+    assert.equal(third.analysis, second.analysis);
+    api.renew('cp-2', 'apiserver-cp-2_uuid-2');
+    await observer.observe(settings(false), NOW + 6_000);
+    assert.deepEqual(servers.map(scrapes), [2, 3], 'a restarted server is scraped for its gate');
+    await observer.observe(settings(true), NOW + 8_000);
+    assert.deepEqual(servers.map(scrapes), [3, 4], 'due: every server');
+  });
+});
