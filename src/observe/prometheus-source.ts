@@ -1,6 +1,6 @@
 /**
- * The optional analysis source `spec.analysis.source: Prometheus`: the same three signals as the direct
- * scrapes (proxy error ratio, 5xx ratio, p99 latency), from PromQL over the Prometheus HTTP API
+ * The optional analysis source `spec.analysis.source: Prometheus`: the same signals as the direct
+ * scrapes (proxy error ratio, 5xx ratio, p99 latency, unavailable APIServices, webhook failures), from PromQL over the Prometheus HTTP API
  * (`/api/v1/query`), returned in the same `ObservedAnalysis` shape.
  *
  * The queries ask for the increase over the window (`windowIncrease`), grouped by `instance` (and `code` or `le`),
@@ -20,7 +20,7 @@ import type { CounterDelta, HistogramDelta } from './deltas.ts';
 import { hostOf } from './inventory.ts';
 import { summarizeAnalysis } from './analysis-summary.ts';
 import { parsePromNumber, type HistogramBucket, type Labels } from './prom-text.ts';
-import { FAMILIES, HEALTH_PROBE_SUBRESOURCE_RE, LONG_RUNNING_SUBRESOURCES, LONG_RUNNING_VERBS, type Thresholds, type WindowDeltas } from './signals.ts';
+import { FAMILIES, HEALTH_PROBE_SUBRESOURCE_RE, LONG_RUNNING_SUBRESOURCES, LONG_RUNNING_VERBS, type APIServiceState, type Thresholds, type WindowDeltas } from './signals.ts';
 
 /** `spec.analysis.prometheus`, resolved (the CRD defaults the selector to `job="apiserver"`). */
 export interface PrometheusSettings {
@@ -40,7 +40,10 @@ export interface PrometheusAnalysisSettings extends Thresholds {
   prometheus?: PrometheusSettings;
 }
 
-export type QueryName = 'rerouted' | 'peerProxyErrors' | 'requests' | 'durationBuckets' | 'buildInfo';
+export type QueryName = 'rerouted' | 'peerProxyErrors' | 'requests' | 'durationBuckets' | 'buildInfo' | 'apiServices' | 'webhookRequests' | 'webhookRejections';
+
+/** The order `PrometheusAnalysis` asks them in. */
+export const QUERY_NAMES: readonly QueryName[] = ['rerouted', 'peerProxyErrors', 'requests', 'durationBuckets', 'buildInfo', 'apiServices', 'webhookRequests', 'webhookRejections'];
 
 /** The same requests signals.ts leaves out: health probes everywhere, long-running requests from latency. */
 const NOT_HEALTH_PROBES = `subresource!~"${HEALTH_PROBE_SUBRESOURCE_RE}"`;
@@ -98,6 +101,11 @@ export function buildQueries(selector: string, windowSecs: number): Record<Query
     requests: `sum by (instance, code) (${windowIncrease(`${FAMILIES.requests}${matchers(selector, NOT_HEALTH_PROBES)}`, w)})`,
     durationBuckets: `sum by (instance, le) (${windowIncrease(`${FAMILIES.requestDuration}_bucket${matchers(selector, LONG_RUNNING_MATCHERS)}`, w)})`,
     buildInfo: `max by (instance, git_version) (kubernetes_build_info${sel})`,
+    // A gauge: its value now, as the direct scrape reads it.
+    apiServices: `max by (instance, name) (${FAMILIES.unavailableAPIService}${sel})`,
+    webhookRequests: `sum by (instance, name, code, rejected) (${windowIncrease(`${FAMILIES.webhookRequests}${sel}`, w)})`,
+    // Only the calling errors answered 4xx: every other failure is already a failed request (signals.ts isFailedWebhookRejection).
+    webhookRejections: `sum by (instance, name, error_type, rejection_code) (${windowIncrease(`${FAMILIES.webhookRejections}${matchers(selector, 'error_type="calling_webhook_error",rejection_code=~"4.."')}`, w)})`,
   };
 }
 
@@ -171,6 +179,14 @@ export function windowsFromResults(results: QueryResults): { windows: Map<string
   const rerouted = counters(results.rerouted);
   const peerProxyErrors = counters(results.peerProxyErrors);
   const requests = counters(results.requests);
+  const webhookRequests = counters(results.webhookRequests);
+  const webhookRejections = counters(results.webhookRejections);
+  const apiServices = new Map<string, APIServiceState[]>();
+  for (const s of results.apiServices) {
+    const { instance, name } = s.labels;
+    if (instance === undefined || name === undefined || !Number.isFinite(s.value)) continue;
+    apiServices.set(instance, [...(apiServices.get(instance) ?? []), { name, unavailable: s.value > 0 }]);
+  }
 
   const buckets = new Map<string, HistogramBucket[]>();
   const badBuckets = new Set<string>();
@@ -197,6 +213,9 @@ export function windowsFromResults(results: QueryResults): { windows: Map<string
       peerProxyErrors: peerProxyErrors.get(instance),
       requests: requests.get(instance),
       requestDuration,
+      apiServices: apiServices.get(instance),
+      webhookRequests: webhookRequests.get(instance),
+      webhookRejections: webhookRejections.get(instance),
       restarted: false,
     });
   }
@@ -275,7 +294,7 @@ export interface PrometheusAnalysisOptions {
 }
 
 /**
- * The shell: one check per window (see `windowSeconds`), five queries in parallel. When
+ * The shell: one check per window (see `windowSeconds`), its queries (`QUERY_NAMES`) in parallel. When
  * Prometheus can't be asked (unreachable, bad query, bad answer), the check is `Inconclusive`:
  * the planner then neither counts it towards the failure limit nor resets the count.
  */
@@ -304,15 +323,17 @@ export class PrometheusAnalysis {
       ...(settings.errorRatio !== undefined ? { errorRatio: settings.errorRatio } : {}),
       ...(settings.latencyP99Seconds !== undefined ? { latencyP99Seconds: settings.latencyP99Seconds } : {}),
       ...(settings.minSamples !== undefined ? { minSamples: settings.minSamples } : {}),
+      ...(settings.unavailableAPIServices !== undefined ? { unavailableAPIServices: settings.unavailableAPIServices } : {}),
+      ...(settings.webhookErrorRatio !== undefined ? { webhookErrorRatio: settings.webhookErrorRatio } : {}),
+      ...(settings.webhookMinCalls !== undefined ? { webhookMinCalls: settings.webhookMinCalls } : {}),
     };
     let analysis: ObservedAnalysis;
     try {
       const ask = async (n: QueryName) => parseQueryResponse(await this.query(prom, queries[n], now / 1000));
-      const [rerouted, peerProxyErrors, requests, durationBuckets, buildInfo] = await Promise.all([
-        ask('rerouted'), ask('peerProxyErrors'), ask('requests'), ask('durationBuckets'), ask('buildInfo'),
-      ]);
-      const results: QueryResults = { rerouted, peerProxyErrors, requests, durationBuckets, buildInfo };
-      const raw = windowsFromResults(results);
+      const answers = await Promise.all(QUERY_NAMES.map(async (n) => [n, await ask(n)] as const));
+      const results: Partial<Record<QueryName, VectorSample[]>> = {};
+      for (const [n, samples] of answers) results[n] = samples;
+      const raw = windowsFromResults(results as QueryResults);
       const named = nameInstances(raw.windows, raw.versionOf, up);
       analysis = summarizeAnalysis(named.windows, named.versionOf, thresholds, now);
       if (named.windows.size === 0) this.log.info('prometheus analysis: no apiserver series match the selector', { address: prom.address, selector: prom.selector });

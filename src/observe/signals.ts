@@ -18,6 +18,17 @@ export const FAMILIES = {
   requests: 'apiserver_request_total',
   requestDuration: 'apiserver_request_duration_seconds',
   featureEnabled: 'kubernetes_feature_enabled',
+  /** Gauge {name}: 1 while this server's aggregator marks the APIService unavailable (cannot reach it), else 0. */
+  unavailableAPIService: 'aggregator_unavailable_apiservice',
+  /**
+   * {name, type, operation, code, rejected}: every call this server made to an admission webhook. `code` is
+   * 200 for an answered call, the HTTP status of a denial or of a failed call (500/503 when the webhook could
+   * not be reached), 0 for an apiserver-internal error. A failed call under failurePolicy Ignore keeps
+   * `rejected="false"`.
+   */
+  webhookRequests: 'apiserver_admission_webhook_request_total',
+  /** {name, type, operation, error_type, rejection_code}; error_type calling_webhook_error, apiserver_internal_error or no_error (a denial). */
+  webhookRejections: 'apiserver_admission_webhook_rejection_count',
 } as const;
 
 /** The families to ask the parser for. */
@@ -31,6 +42,10 @@ export interface WindowDeltas {
   peerProxyErrors: CounterDelta[] | undefined;
   requests: CounterDelta[] | undefined;
   requestDuration: HistogramDelta[] | undefined;
+  /** `aggregator_unavailable_apiservice` now (a gauge: the state at the end of the window, not a delta). */
+  apiServices?: APIServiceState[] | undefined;
+  webhookRequests?: CounterDelta[] | undefined;
+  webhookRejections?: CounterDelta[] | undefined;
   /** Some counter went down: the server restarted inside the window. */
   restarted: boolean;
 }
@@ -43,8 +58,25 @@ export function windowDeltas(prev: ParsedMetrics, curr: ParsedMetrics): WindowDe
   const requestDuration = curr.has(FAMILIES.requestDuration)
     ? histogramDeltas(prev.get(FAMILIES.requestDuration), curr.get(FAMILIES.requestDuration))
     : undefined;
-  const restarted = [rerouted, peerProxyErrors, requests, requestDuration].some((list) => list?.some((d) => d.reset) ?? false);
-  return { rerouted, peerProxyErrors, requests, requestDuration, restarted };
+  const webhookRequests = counter(FAMILIES.webhookRequests);
+  const webhookRejections = counter(FAMILIES.webhookRejections);
+  const restarted = [rerouted, peerProxyErrors, requests, requestDuration, webhookRequests, webhookRejections].some((list) => list?.some((d) => d.reset) ?? false);
+  return { rerouted, peerProxyErrors, requests, requestDuration, apiServices: apiServiceStates(curr), webhookRequests, webhookRejections, restarted };
+}
+
+/** One APIService as one server's aggregator sees it. */
+export interface APIServiceState {
+  name: string;
+  unavailable: boolean;
+}
+
+/** The unavailable-APIService gauge of one scrape; `undefined` when the family is absent (no aggregator metrics). */
+export function apiServiceStates(metrics: ParsedMetrics): APIServiceState[] | undefined {
+  const family = metrics.get(FAMILIES.unavailableAPIService);
+  if (!family) return undefined;
+  return family.samples
+    .filter((s) => s.name === family.name && s.labels.name !== undefined && Number.isFinite(s.value))
+    .map((s) => ({ name: s.labels.name!, unavailable: s.value > 0 }));
 }
 
 export type GateState = 'on' | 'off' | 'unknown';
@@ -199,6 +231,8 @@ export function poolWindows(windows: readonly WindowDeltas[]): WindowDeltas {
     peerProxyErrors: pool((w) => w.peerProxyErrors),
     requests: pool((w) => w.requests),
     requestDuration: pool((w) => w.requestDuration),
+    webhookRequests: pool((w) => w.webhookRequests),
+    webhookRejections: pool((w) => w.webhookRejections),
     restarted: windows.some((w) => w.restarted),
   };
 }
@@ -225,7 +259,21 @@ export interface Thresholds {
   latencyP99Seconds?: number;
   /** A value computed from fewer requests than this is inconclusive (default 1: any data counts). */
   minSamples?: number;
+  /**
+   * APIServices a server may report unavailable while another server reaches them (default 0). An APIService
+   * no server reaches is an outage of its backend, not of the upgrade, and is not counted (see `apiServiceBreaches`).
+   */
+  unavailableAPIServices?: number;
+  /** Largest share of one webhook's calls from one server (or cohort) that may fail over the window (default 0.05). */
+  webhookErrorRatio?: number;
+  /** A webhook with fewer calls than this in the window is not judged (default 10). */
+  webhookMinCalls?: number;
 }
+
+/** The defaults of the thresholds of issue 13 (equal to the CRD's; test/api/defaults.test.ts checks). */
+export const DEFAULT_UNAVAILABLE_APISERVICES = 0;
+export const DEFAULT_WEBHOOK_ERROR_RATIO = 0.05;
+export const DEFAULT_WEBHOOK_MIN_CALLS = 10;
 
 export interface SignalSubject {
   scope: 'server' | 'cohort';
@@ -234,13 +282,20 @@ export interface SignalSubject {
   signals: Signals;
 }
 
+/** The signals judged per APIService or per webhook rather than as one number per subject. */
+export type NamedSignalName = 'unavailableAPIServices' | 'webhookErrorRatio';
+
 export interface Breach {
-  signal: SignalName;
+  signal: SignalName | NamedSignalName;
   scope: SignalSubject['scope'];
   name: string;
   value: number;
   threshold: number;
   samples: number;
+  /** The APIService or webhook, for the named signals. */
+  subject?: string;
+  /** Says what broke, naming the server and the APIService or webhook; the generic message when absent. */
+  message?: string;
 }
 
 export interface Inconclusive {
@@ -270,4 +325,138 @@ export function evaluateThresholds(subjects: readonly SignalSubject[], threshold
     }
   }
   return { breaches, inconclusive };
+}
+
+/**
+ * An APIService is counted against a server when that server reports it unavailable while at least one
+ * other server (of any version) reports it available: this server cannot reach what its peers reach,
+ * the signature of a new server with another CA, TLS default, proxy or egress configuration. An
+ * APIService unavailable on every server is its backend's outage (metrics-server down), not the upgrade's,
+ * and pausing or rolling back would not help; it is left out, as is every APIService when only one
+ * server reports the gauge (nothing to compare with). One breach per (server, APIService) when a
+ * server's count is above `tolerated`. Servers without the gauge are not judged.
+ */
+export function apiServiceBreaches(perServer: ReadonlyMap<string, WindowDeltas>, tolerated = DEFAULT_UNAVAILABLE_APISERVICES): Breach[] {
+  const reachedBy = new Map<string, string[]>();
+  for (const [server, w] of perServer) {
+    for (const a of w.apiServices ?? []) if (!a.unavailable) reachedBy.set(a.name, [...(reachedBy.get(a.name) ?? []), server]);
+  }
+  const breaches: Breach[] = [];
+  for (const [server, w] of [...perServer].sort(([a], [b]) => a.localeCompare(b))) {
+    const unreachable = [...new Set((w.apiServices ?? []).filter((a) => a.unavailable).map((a) => a.name))]
+      .filter((name) => (reachedBy.get(name) ?? []).some((other) => other !== server))
+      .sort();
+    if (unreachable.length <= tolerated) continue;
+    for (const name of unreachable) {
+      const others = (reachedBy.get(name) ?? []).filter((o) => o !== server).sort();
+      breaches.push({
+        signal: 'unavailableAPIServices',
+        scope: 'server',
+        name: server,
+        subject: name,
+        value: unreachable.length,
+        threshold: tolerated,
+        samples: 1,
+        message: `APIService ${name} is unavailable on ${server} but available on ${others.join(', ')} (${unreachable.length} such APIService${unreachable.length === 1 ? '' : 's'} on ${server}, ${tolerated} tolerated)`,
+      });
+    }
+  }
+  return breaches;
+}
+
+/** Calls to one webhook over the window, and how many of them failed. */
+export interface WebhookCalls {
+  calls: number;
+  failed: number;
+}
+
+const httpClass = (code: string | undefined): number | undefined => {
+  if (code === undefined || !/^\d+$/.test(code)) return undefined;
+  return Math.floor(Number(code) / 100);
+};
+
+/**
+ * Whether a `apiserver_admission_webhook_request_total` series counts failed calls: code 0 (apiserver-internal
+ * error), 5xx (unreachable, TLS, timeout: kube-apiserver reports these as 500/503/504), anything but 2xx on a
+ * call that was not rejected (a failure that failurePolicy Ignore let through, "fail open"). A 4xx on a
+ * rejected call is the webhook's answer "no" — a denial, not a failure — or a calling error that
+ * answered 4xx, which only `apiserver_admission_webhook_rejection_count{error_type="calling_webhook_error"}`
+ * tells apart (see `isFailedWebhookRejection`).
+ */
+export function isFailedWebhookCall(labels: Record<string, string>): boolean {
+  const cls = httpClass(labels.code);
+  if (cls === undefined) return false;
+  if (cls === 2) return false;
+  if (cls === 4 && labels.rejected === 'true') return false;
+  return true;
+}
+
+/** A calling error answered 4xx (a webhook path or authentication that no longer works): counted here, not by its request series. */
+export function isFailedWebhookRejection(labels: Record<string, string>): boolean {
+  return labels.error_type === 'calling_webhook_error' && httpClass(labels.rejection_code) === 4;
+}
+
+/** Calls and failed calls per webhook name; `undefined` when the request family is absent (no webhook was ever called). */
+export function webhookCalls(w: WindowDeltas): Map<string, WebhookCalls> | undefined {
+  if (!w.webhookRequests) return undefined;
+  const out = new Map<string, WebhookCalls>();
+  const entry = (name: string) => {
+    let e = out.get(name);
+    if (!e) out.set(name, (e = { calls: 0, failed: 0 }));
+    return e;
+  };
+  for (const d of w.webhookRequests) {
+    const name = d.labels.name;
+    if (name === undefined) continue;
+    const e = entry(name);
+    e.calls += d.delta;
+    if (isFailedWebhookCall(d.labels)) e.failed += d.delta;
+  }
+  for (const d of w.webhookRejections ?? []) {
+    const name = d.labels.name;
+    if (name !== undefined && isFailedWebhookRejection(d.labels)) entry(name).failed += d.delta;
+  }
+  // Two scrapes are not atomic across families: never more failures than calls.
+  for (const e of out.values()) e.failed = Math.min(e.failed, e.calls);
+  return out;
+}
+
+/**
+ * A webhook breaches on a server (or a cohort, its servers' calls pooled) when more than `ratio` of its
+ * calls failed over the window, judged only from `minCalls` calls up. Cohorts catch a webhook failing from
+ * every new server at a rate too low on each to reach `minCalls`.
+ */
+export function webhookBreaches(subjects: readonly { scope: SignalSubject['scope']; name: string; window: WindowDeltas }[], ratio = DEFAULT_WEBHOOK_ERROR_RATIO, minCalls = DEFAULT_WEBHOOK_MIN_CALLS): Breach[] {
+  const breaches: Breach[] = [];
+  for (const subject of subjects) {
+    const calls = webhookCalls(subject.window);
+    if (!calls) continue;
+    for (const [webhook, c] of [...calls].sort(([a], [b]) => a.localeCompare(b))) {
+      if (c.calls <= 0 || c.calls < minCalls) continue;
+      const value = c.failed / c.calls;
+      if (!(value > ratio)) continue;
+      const where = subject.scope === 'server' ? `from ${subject.name}` : `from the ${subject.name} servers`;
+      breaches.push({
+        signal: 'webhookErrorRatio',
+        scope: subject.scope,
+        name: subject.name,
+        subject: webhook,
+        value,
+        threshold: ratio,
+        samples: c.calls,
+        message: `webhook ${webhook}: ${Math.round(c.failed)} of ${Math.round(c.calls)} calls ${where} failed (${Math.round(value * 1e4) / 1e4} > ${ratio})`,
+      });
+    }
+  }
+  return breaches;
+}
+
+/** Groups servers by version, as `cohortSignals` does, and pools each cohort's windows. */
+export function cohortWindows(perServer: ReadonlyMap<string, WindowDeltas>, versionOf: ReadonlyMap<string, string>): Map<string, WindowDeltas> {
+  const cohorts = new Map<string, WindowDeltas[]>();
+  for (const [server, window] of perServer) {
+    const version = versionOf.get(server) ?? UNKNOWN_VERSION;
+    cohorts.set(version, [...(cohorts.get(version) ?? []), window]);
+  }
+  return new Map([...cohorts].sort(([a], [b]) => a.localeCompare(b)).map(([v, ws]) => [v, poolWindows(ws)]));
 }

@@ -7,6 +7,7 @@ import { KubeConfig } from '@kubernetes/client-node';
 import {
   buildQueries,
   httpQuery,
+  QUERY_NAMES,
   matchers,
   nameInstances,
   parseQueryResponse,
@@ -28,7 +29,7 @@ import { DirectClient } from '../../src/observe/direct-client.ts';
 const vector = (result: { metric: Record<string, string>; value: string }[]) =>
   JSON.stringify({ status: 'success', data: { resultType: 'vector', result: result.map((r) => ({ metric: r.metric, value: [1764400000.5, r.value] })) } });
 
-const NONE: QueryResults = { rerouted: [], peerProxyErrors: [], requests: [], durationBuckets: [], buildInfo: [] };
+const NONE: QueryResults = { rerouted: [], peerProxyErrors: [], requests: [], durationBuckets: [], buildInfo: [], apiServices: [], webhookRequests: [], webhookRejections: [] };
 const s = (labels: Record<string, string>, value: number): VectorSample => ({ labels, value });
 
 describe('PromQL building', () => {
@@ -102,6 +103,7 @@ describe('windowsFromResults', () => {
 
   it('builds counter and histogram windows per instance, and versions from kubernetes_build_info', () => {
     const { windows, versionOf } = windowsFromResults({
+      ...NONE,
       rerouted: [s({ instance: 'a:6443', code: '200' }, 90), s({ instance: 'a:6443', code: '503' }, 10)],
       peerProxyErrors: [],
       requests: [s({ instance: 'a:6443', code: '200' }, 950), s({ instance: 'a:6443', code: '500' }, 50), s({ instance: 'b:6443', code: '200' }, 10)],
@@ -179,19 +181,29 @@ describe('PrometheusAnalysis (fake HTTP)', () => {
     requests: vector([{ metric: { instance: '10.0.0.1:6443', code: '200' }, value: '300' }, { metric: { instance: '10.0.0.2:6443', code: '200' }, value: '200' }]),
     durationBuckets: vector([{ metric: { instance: '10.0.0.1:6443', le: '0.05' }, value: '300' }, { metric: { instance: '10.0.0.1:6443', le: '+Inf' }, value: '300' }]),
     buildInfo: vector([]),
+    apiServices: vector([]),
+    webhookRequests: vector([]),
+    webhookRejections: vector([]),
   };
-  const fake = (calls: string[]) => async (_s: PrometheusSettings, query: string, time: number) => {
+  const which = (query: string) =>
+    query.includes('aggregator_unavailable_apiservice') ? 'apiServices'
+    : query.includes('webhook_request_total') ? 'webhookRequests'
+    : query.includes('webhook_rejection_count') ? 'webhookRejections'
+    : query.includes('rerouted') ? 'rerouted' : query.includes('peer_proxy') ? 'peerProxyErrors' : query.includes('_bucket') ? 'durationBuckets' : query.includes('build_info') ? 'buildInfo' : 'requests';
+  const fake = (calls: string[], given: Record<string, string> = answers) => async (_s: PrometheusSettings, query: string, time: number) => {
     calls.push(`${time} ${query}`);
-    const which = query.includes('rerouted') ? 'rerouted' : query.includes('peer_proxy') ? 'peerProxyErrors' : query.includes('_bucket') ? 'durationBuckets' : query.includes('build_info') ? 'buildInfo' : 'requests';
-    return answers[which]!;
+    return given[which(query)]!;
   };
+  const N = QUERY_NAMES.length;
+  /** Queries of a gauge, answered at the check's time without a range. */
+  const instant = (c: string) => c.includes('build_info') || c.includes('aggregator_unavailable_apiservice');
 
   it('computes the verdict per server and cohort, with the Direct status shape', async () => {
     const calls: string[] = [];
     const pa = new PrometheusAnalysis({ log: silentLogger(), query: fake(calls) });
     const a = await pa.source(up, settings, 1_764_400_000_000);
     assert.ok(a);
-    assert.equal(calls.length, 5);
+    assert.equal(calls.length, N);
     assert.ok(calls.every((c) => c.startsWith('1764400000 ')));
     assert.equal(a.verdict, 'Breach');
     assert.equal(a.time, new Date(1_764_400_000_000).toISOString());
@@ -204,11 +216,11 @@ describe('PrometheusAnalysis (fake HTTP)', () => {
     // checks never overlap, so one burst is not counted again at every interval.
     assert.equal(await pa.source(up, settings, 1_764_400_005_000), a);
     assert.equal(await pa.source(up, settings, 1_764_400_059_000), a);
-    assert.equal(calls.length, 5);
+    assert.equal(calls.length, N);
     const next = await pa.source(up, settings, 1_764_400_060_000);
     assert.notEqual(next, a);
-    assert.equal(calls.length, 10);
-    assert.ok(calls.slice(5).filter((c) => !c.includes('build_info')).every((c) => c.includes('[1m]') && c.includes('offset 1m')));
+    assert.equal(calls.length, 2 * N);
+    assert.ok(calls.slice(N).filter((c) => !instant(c)).every((c) => c.includes('[1m]') && c.includes('offset 1m')));
   });
 
   it('a shorter window from the spec: shorter ranges and checks as often as the window allows', async () => {
@@ -217,10 +229,10 @@ describe('PrometheusAnalysis (fake HTTP)', () => {
     const short = { ...settings, intervalMs: 2_000, prometheus: { ...prom, windowMs: 5_000 } };
     await pa.source(up, short, 0);
     await pa.source(up, short, 4_000);
-    assert.equal(calls.length, 5);
+    assert.equal(calls.length, N);
     await pa.source(up, short, 5_000);
-    assert.equal(calls.length, 10);
-    assert.ok(calls.filter((c) => !c.includes('build_info')).every((c) => c.includes('[5s]') && c.includes('offset 5s')));
+    assert.equal(calls.length, 2 * N);
+    assert.ok(calls.filter((c) => !instant(c)).every((c) => c.includes('[5s]') && c.includes('offset 5s')));
   });
 
   it('no Prometheus in the settings: no answer (the observer scrapes directly)', async () => {

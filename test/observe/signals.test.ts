@@ -3,7 +3,15 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { parsePromText } from '../../src/observe/prom-text.ts';
 import type { WindowDeltas } from '../../src/observe/signals.ts';
+import { summarizeAnalysis } from '../../src/observe/analysis-summary.ts';
+import { fixtureVersions, readFixture } from './fixtures.ts';
 import {
+  apiServiceBreaches,
+  apiServiceStates,
+  cohortWindows,
+  isFailedWebhookCall,
+  webhookBreaches,
+  webhookCalls,
   cohortSignals,
   computeSignals,
   evaluateThresholds,
@@ -168,5 +176,149 @@ describe('cohorts and thresholds (synthetic)', () => {
     const { breaches, inconclusive } = evaluateThresholds([{ scope: 'server', name: 'x', signals }], { errorRatio: 0.05, minSamples: 20 });
     assert.deepEqual(breaches, []);
     assert.match(inconclusive[0]?.reason ?? '', /only 2 requests/);
+  });
+});
+
+describe('unavailable APIServices (captured fixtures + synthetic)', () => {
+  const versions = fixtureVersions();
+  const page = (version: string) => readFixture(version, 'metrics.txt');
+  /** The captured page with some APIServices marked unavailable, as the aggregator reports them. */
+  const marked = (version: string, unavailable: string[]) =>
+    parsePromText(page(version).replace(/^aggregator_unavailable_apiservice\{name="([^"]*)"\} 0$/gm, (line, name: string) => (unavailable.includes(name) ? line.replace(/ 0$/, ' 1') : line)), SIGNAL_FAMILIES);
+  const window = (metrics: ReturnType<typeof scrape>) => windowDeltas(metrics, metrics);
+
+  it('reads aggregator_unavailable_apiservice{name} from every captured page, all available', () => {
+    assert.ok(versions.length >= 2);
+    for (const v of versions) {
+      const states = apiServiceStates(parsePromText(page(v), SIGNAL_FAMILIES));
+      assert.ok(states && states.length >= 20, v);
+      assert.ok(states.some((a) => a.name === 'v1.apps'));
+      assert.ok(states.every((a) => !a.unavailable));
+    }
+    assert.equal(apiServiceStates(scrape(['apiserver_request_total{code="200"} 1'])), undefined);
+  });
+
+  it('a healthy mixed-version fleet: no breach', () => {
+    const perServer = new Map(versions.map((v, i) => [`cp-${i + 1}`, window(parsePromText(page(v), SIGNAL_FAMILIES))]));
+    assert.deepEqual(apiServiceBreaches(perServer), []);
+  });
+
+  it('unavailable on the new server only: one breach per (server, APIService)', () => {
+    const perServer = new Map([
+      ['cp-1', window(marked('v1.35.4', []))],
+      ['cp-2', window(marked('v1.35.4', []))],
+      ['cp-3', window(marked('v1.36.3', ['v1.apps', 'v1.batch']))],
+    ]);
+    const breaches = apiServiceBreaches(perServer, 0);
+    assert.deepEqual(breaches.map((b) => [b.signal, b.scope, b.name, b.subject, b.value, b.threshold]), [
+      ['unavailableAPIServices', 'server', 'cp-3', 'v1.apps', 2, 0],
+      ['unavailableAPIServices', 'server', 'cp-3', 'v1.batch', 2, 0],
+    ]);
+    assert.equal(breaches[0]?.message, 'APIService v1.apps is unavailable on cp-3 but available on cp-1, cp-2 (2 such APIServices on cp-3, 0 tolerated)');
+    assert.deepEqual(apiServiceBreaches(perServer, 2), [], 'two tolerated');
+  });
+
+  it('unavailable on every server (its backend is down) or on the only server: no breach', () => {
+    const down = ['v1.apps'];
+    assert.deepEqual(apiServiceBreaches(new Map([['cp-1', window(marked('v1.35.4', down))], ['cp-2', window(marked('v1.36.3', down))]])), []);
+    assert.deepEqual(apiServiceBreaches(new Map([['cp-1', window(marked('v1.36.3', down))]])), []);
+  });
+
+  it('summarizeAnalysis applies the default (0) and names server and APIService in the status breach', () => {
+    const perServer = new Map([['cp-1', window(marked('v1.35.4', []))], ['cp-2', window(marked('v1.36.3', ['v1.policy']))]]);
+    const a = summarizeAnalysis(perServer, new Map([['cp-1', 'v1.35.4'], ['cp-2', 'v1.36.3']]), {}, 0);
+    assert.equal(a.verdict, 'Breach');
+    assert.deepEqual(a.breaches, [{
+      signal: 'unavailableAPIServices', observed: '1', threshold: '0', server: 'cp-2',
+      message: 'APIService v1.policy is unavailable on cp-2 but available on cp-1 (1 such APIService on cp-2, 0 tolerated)',
+    }]);
+  });
+});
+
+describe('admission webhook failures (synthetic deltas)', () => {
+  const T_REQ = '# TYPE apiserver_admission_webhook_request_total counter';
+  const T_REJ = '# TYPE apiserver_admission_webhook_rejection_count counter';
+  const req = (name: string, code: string, rejected: boolean, v: number) =>
+    `apiserver_admission_webhook_request_total{code="${code}",name="${name}",operation="CREATE",rejected="${rejected}",type="validating"} ${v}`;
+  const rej = (name: string, errorType: string, code: string, v: number) =>
+    `apiserver_admission_webhook_rejection_count{error_type="${errorType}",name="${name}",operation="CREATE",rejection_code="${code}",type="validating"} ${v}`;
+
+  it('classifies calls: 2xx ok, 4xx denial not a failure, 0 and 5xx failures, a non-2xx that was let through (fail open) a failure', () => {
+    assert.equal(isFailedWebhookCall({ code: '200', rejected: 'false' }), false);
+    assert.equal(isFailedWebhookCall({ code: '403', rejected: 'true' }), false);
+    assert.equal(isFailedWebhookCall({ code: '400', rejected: 'true' }), false);
+    assert.equal(isFailedWebhookCall({ code: '0', rejected: 'true' }), true);
+    assert.equal(isFailedWebhookCall({ code: '500', rejected: 'true' }), true);
+    assert.equal(isFailedWebhookCall({ code: '503', rejected: 'false' }), true);
+    assert.equal(isFailedWebhookCall({ code: '404', rejected: 'false' }), true);
+    assert.equal(isFailedWebhookCall({ rejected: 'false' }), false);
+  });
+
+  it('counts per webhook over the window: series born in the window, denials left out, 4xx calling errors from the rejection counter', () => {
+    const prev = scrape([T_REQ, req('a.example.com', '200', false, 100), req('a.example.com', '403', true, 5), T_REJ, rej('a.example.com', 'no_error', '403', 5)]);
+    const curr = scrape([
+      T_REQ,
+      req('a.example.com', '200', false, 150), // 50 answered
+      req('a.example.com', '403', true, 10), // 5 denials
+      req('a.example.com', '500', true, 3), // born in the window: 3 unreachable (failurePolicy Fail)
+      req('a.example.com', '404', true, 2), // 2 calls answered 404 by a wrong path: calling errors
+      req('b.example.com', '503', false, 7), // failurePolicy Ignore: failed open, still failed
+      T_REJ,
+      rej('a.example.com', 'no_error', '403', 10),
+      rej('a.example.com', 'calling_webhook_error', '500', 3),
+      rej('a.example.com', 'calling_webhook_error', '404', 2),
+    ]);
+    const calls = webhookCalls(windowDeltas(prev, curr));
+    assert.deepEqual(Object.fromEntries(calls ?? []), { 'a.example.com': { calls: 60, failed: 5 }, 'b.example.com': { calls: 7, failed: 7 } });
+    assert.equal(webhookCalls(windowDeltas(scrape([]), scrape([]))), undefined, 'no webhook family: no data');
+  });
+
+  it('breaches per server and per cohort above the ratio, from the minimum number of calls', () => {
+    const zero = scrape([]);
+    const server = (ok: number, failed: number) => windowDeltas(zero, scrape([T_REQ, req('policy.example.com', '200', false, ok), req('policy.example.com', '500', true, failed)]));
+    const perServer = new Map([
+      ['cp-1', server(100, 0)],
+      ['cp-2', server(20, 10)], // new: failing (a CA the new binary no longer trusts)
+      ['cp-3', server(6, 3)], // new: failing too, but under the minimum of 10 calls on its own
+    ]);
+    const versions = new Map([['cp-1', 'v1.35.4'], ['cp-2', 'v1.36.3'], ['cp-3', 'v1.36.3']]);
+    const subjects = [
+      ...[...perServer].map(([name, window]) => ({ scope: 'server' as const, name, window })),
+      ...[...cohortWindows(perServer, versions)].map(([name, window]) => ({ scope: 'cohort' as const, name, window })),
+    ];
+    const breaches = webhookBreaches(subjects, 0.05, 10);
+    assert.deepEqual(breaches.map((b) => [b.scope, b.name, b.subject, Math.round(b.value * 1000) / 1000, b.samples]), [
+      ['server', 'cp-2', 'policy.example.com', 0.333, 30],
+      ['cohort', 'v1.36.3', 'policy.example.com', 0.333, 39],
+    ]);
+    assert.equal(breaches[0]?.message, 'webhook policy.example.com: 10 of 30 calls from cp-2 failed (0.3333 > 0.05)');
+    assert.equal(breaches[1]?.message, 'webhook policy.example.com: 13 of 39 calls from the v1.36.3 servers failed (0.3333 > 0.05)');
+    assert.deepEqual(webhookBreaches(subjects, 0.5, 10), [], 'a looser ratio');
+
+    const a = summarizeAnalysis(perServer, versions, { webhookErrorRatio: 0.05 }, 0);
+    assert.deepEqual(a.breaches.map((b) => [b.signal, b.server, b.observed, b.threshold]), [
+      ['webhookErrorRatio', 'cp-2', '0.333333', '0.05'],
+      ['webhookErrorRatio', 'cohort v1.36.3', '0.333333', '0.05'],
+    ]);
+  });
+
+  it('the captured pages have no webhook series (no webhook was configured): no data, no breach', () => {
+    for (const v of fixtureVersions()) {
+      const m = parsePromText(readFixture(v, 'metrics.txt'), SIGNAL_FAMILIES);
+      assert.equal(webhookCalls(windowDeltas(m, m)), undefined, v);
+    }
+  });
+});
+
+describe('status breaches are capped at the CRD maxItems', () => {
+  it('keeps 63 and says how many more', () => {
+    const perServer = new Map<string, WindowDeltas>();
+    const names = Array.from({ length: 40 }, (_, i) => `v1.g${String(i).padStart(2, '0')}.example.com`);
+    perServer.set('old', { ...EMPTY, apiServices: names.map((name) => ({ name, unavailable: false })) });
+    perServer.set('new-1', { ...EMPTY, apiServices: names.map((name) => ({ name, unavailable: true })) });
+    perServer.set('new-2', { ...EMPTY, apiServices: names.map((name) => ({ name, unavailable: true })) });
+    const a = summarizeAnalysis(perServer, new Map(), {}, 0);
+    assert.equal(a.breaches.length, 64);
+    assert.deepEqual(a.breaches.at(-1), { signal: 'moreBreaches', observed: '17', message: '17 more breaches not listed' });
   });
 });
