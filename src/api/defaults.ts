@@ -35,7 +35,15 @@ export interface ResolvedSpec {
     intervalMs: number;
     failureLimit: number;
     onBreach: BreachAction;
-    thresholds: { proxyErrorRatio: number; errorRatio: number; latencyP99Ms: number; discoveryConvergenceMs: number };
+    thresholds: {
+      proxyErrorRatio: number;
+      errorRatio: number;
+      latencyP99Ms: number;
+      discoveryConvergenceMs: number;
+      unavailableAPIServices: number;
+      webhookErrorRatio: number;
+      webhookMinCalls: number;
+    };
     source: SignalSource;
     prometheus?: { address: string; selector: string; caBundle?: string; windowMs: number };
   };
@@ -88,6 +96,9 @@ export function resolveSpec(spec: ApiServerUpgradeSpec): ResolvedSpec {
         errorRatio: t.errorRatio,
         latencyP99Ms: duration(t.latencyP99, 'spec.analysis.thresholds.latencyP99'),
         discoveryConvergenceMs: duration(t.discoveryConvergence, 'spec.analysis.thresholds.discoveryConvergence'),
+        unavailableAPIServices: t.unavailableAPIServices,
+        webhookErrorRatio: t.webhookErrorRatio,
+        webhookMinCalls: t.webhookMinCalls,
       },
       source: analysis.source,
       ...(analysis.source === 'Prometheus' ? { prometheus: resolvePrometheus(analysis.prometheus) } : {}),

@@ -192,6 +192,30 @@ const thresholds: Schema = {
       '1s',
       '1h',
     ),
+    unavailableAPIServices: {
+      type: 'integer',
+      format: 'int32',
+      description:
+        'How many APIServices one server may report unavailable (aggregator_unavailable_apiservice) while another server reaches them. An APIService no server reaches is its backend\'s outage and never counts.',
+      default: 0,
+      minimum: 0,
+      maximum: 1000,
+    },
+    webhookErrorRatio: {
+      type: 'number',
+      description: 'Largest acceptable share of one admission webhook\'s calls from one server (or version cohort) that failed (unreachable, TLS, timeouts, 5xx), 0 to 1. Denials are not failures.',
+      default: 0.05,
+      minimum: 0,
+      maximum: 1,
+    },
+    webhookMinCalls: {
+      type: 'integer',
+      format: 'int32',
+      description: 'A webhook called fewer times than this from a server (or cohort) in one check is not judged there.',
+      default: 10,
+      minimum: 1,
+      maximum: 1000000,
+    },
   },
 };
 

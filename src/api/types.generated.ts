@@ -240,6 +240,22 @@ export interface AnalysisThresholds {
    * equals the union of the servers' own). A Go duration (10s, 2m, 1h30m) between 1s and 1h. Default: `"2m"`.
    */
   discoveryConvergence?: string;
+  /**
+   * How many APIServices one server may report unavailable (aggregator_unavailable_apiservice) while another
+   * server reaches them. An APIService no server reaches is its backend's outage and never counts. Default:
+   * `0`. Range: 0 to 1000.
+   */
+  unavailableAPIServices?: number;
+  /**
+   * Largest acceptable share of one admission webhook's calls from one server (or version cohort) that failed
+   * (unreachable, TLS, timeouts, 5xx), 0 to 1. Denials are not failures. Default: `0.05`. Range: 0 to 1.
+   */
+  webhookErrorRatio?: number;
+  /**
+   * A webhook called fewer times than this from a server (or cohort) in one check is not judged there.
+   * Default: `10`. Range: 1 to 1000000.
+   */
+  webhookMinCalls?: number;
 }
 
 /**

@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import { SpecError, resolveSpec, withDefaults } from '../../src/api/defaults.ts';
 import type { ApiServerUpgradeSpec } from '../../src/api/types.generated.ts';
 import { loadExamples } from './examples.ts';
+import { DEFAULT_UNAVAILABLE_APISERVICES, DEFAULT_WEBHOOK_ERROR_RATIO, DEFAULT_WEBHOOK_MIN_CALLS } from '../../src/observe/signals.ts';
 
 const minimal: ApiServerUpgradeSpec = { targetVersion: 'v1.36.3', driver: { webhook: { url: 'https://h.example/replace' } } };
 
@@ -18,7 +19,7 @@ test('withDefaults fills what the API server would, from the schema', () => {
       interval: '10s',
       failureLimit: 3,
       onBreach: 'Pause',
-      thresholds: { proxyErrorRatio: 0.01, errorRatio: 0.05, latencyP99: '1s', discoveryConvergence: '2m' },
+      thresholds: { proxyErrorRatio: 0.01, errorRatio: 0.05, latencyP99: '1s', discoveryConvergence: '2m', unavailableAPIServices: 0, webhookErrorRatio: 0.05, webhookMinCalls: 10 },
       source: 'Direct',
     },
     rollback: { orphanedObjects: 'Pause' },
@@ -43,6 +44,17 @@ test('resolveSpec parses durations and picks the driver', () => {
   assert.equal(r.driver.kind, 'webhook');
   assert.equal(r.driver.kind === 'webhook' ? r.driver.webhook.timeoutMs : 0, 30_000);
   assert.equal(r.analysis.prometheus, undefined);
+});
+
+test('the thresholds of issue 13: the CRD defaults equal the ones the analysis applies when none is passed', () => {
+  const t = resolveSpec(minimal).analysis.thresholds;
+  assert.deepEqual(
+    { unavailableAPIServices: t.unavailableAPIServices, webhookErrorRatio: t.webhookErrorRatio, webhookMinCalls: t.webhookMinCalls },
+    { unavailableAPIServices: DEFAULT_UNAVAILABLE_APISERVICES, webhookErrorRatio: DEFAULT_WEBHOOK_ERROR_RATIO, webhookMinCalls: DEFAULT_WEBHOOK_MIN_CALLS },
+  );
+  assert.deepEqual(t, { proxyErrorRatio: 0.01, errorRatio: 0.05, latencyP99Ms: 1000, discoveryConvergenceMs: 120_000, unavailableAPIServices: 0, webhookErrorRatio: 0.05, webhookMinCalls: 10 });
+  const given = resolveSpec({ ...minimal, analysis: { thresholds: { unavailableAPIServices: 2, webhookErrorRatio: 0.2, webhookMinCalls: 50 } } }).analysis.thresholds;
+  assert.deepEqual([given.unavailableAPIServices, given.webhookErrorRatio, given.webhookMinCalls, given.errorRatio], [2, 0.2, 50, 0.05]);
 });
 
 test('resolveSpec fills the staticPod defaults', () => {
