@@ -97,6 +97,10 @@ test('the window increase counts a series born in the window, survives a counter
       ],
     }],
   };
+  await promtoolTest(promtool, spec);
+});
+
+async function promtoolTest(promtool: string, spec: unknown): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), 'auo-promql-'));
   try {
     const path = join(dir, 'promql-test.yaml');
@@ -107,4 +111,65 @@ test('the window increase counts a series born in the window, survives a counter
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
+}
+
+const P = 'name="policy.example.com"';
+/** Issue 13: the aggregator's gauge and the admission webhook counters, one sample a minute as above. */
+const NAMED_SERIES = [
+  { series: 'up{job="apiserver",instance="a:6443"}', values: '1 1 1 1 1 1 1 1 1 1 1' },
+  { series: 'up{job="apiserver",instance="b:6443"}', values: '1 1 1 1 1 1 1 1 1 1 1' },
+  // b's aggregator lost the APIService at 8m; a still reaches it. Another job's gauge is not asked for.
+  { series: 'aggregator_unavailable_apiservice{job="apiserver",instance="a:6443",name="v1beta1.metrics.k8s.io"}', values: '0 0 0 0 0 0 0 0 0 0 0' },
+  { series: 'aggregator_unavailable_apiservice{job="apiserver",instance="b:6443",name="v1beta1.metrics.k8s.io"}', values: '0 0 0 0 0 0 0 0 1 1 1' },
+  { series: 'aggregator_unavailable_apiservice{job="other",instance="a:6443",name="v1beta1.metrics.k8s.io"}', values: '1 1 1 1 1 1 1 1 1 1 1' },
+  // a's answered calls, two operations summed (5 + 10); 4 unreachable calls in a series born at 8m.
+  { series: `apiserver_admission_webhook_request_total{job="apiserver",instance="a:6443",${P},type="validating",operation="CREATE",code="200",rejected="false"}`, values: '0 1 2 3 4 5 6 7 8 9 10' },
+  { series: `apiserver_admission_webhook_request_total{job="apiserver",instance="a:6443",${P},type="validating",operation="UPDATE",code="200",rejected="false"}`, values: '0 2 4 6 8 10 12 14 16 18 20' },
+  { series: `apiserver_admission_webhook_request_total{job="apiserver",instance="a:6443",${P},type="validating",operation="CREATE",code="500",rejected="true"}`, values: '_ _ _ _ _ _ _ _ 4 4 4' },
+  // b: denials (403, no_error) and two calls answered 404 (a calling error), born at 9m.
+  { series: `apiserver_admission_webhook_request_total{job="apiserver",instance="b:6443",${P},type="validating",operation="CREATE",code="403",rejected="true"}`, values: '0 1 2 3 4 5 6 7 8 9 10' },
+  { series: `apiserver_admission_webhook_request_total{job="apiserver",instance="b:6443",${P},type="validating",operation="CREATE",code="404",rejected="true"}`, values: '_ _ _ _ _ _ _ _ _ 2 2' },
+  { series: `apiserver_admission_webhook_rejection_count{job="apiserver",instance="a:6443",${P},type="validating",operation="CREATE",error_type="calling_webhook_error",rejection_code="500"}`, values: '_ _ _ _ _ _ _ _ 4 4 4' },
+  { series: `apiserver_admission_webhook_rejection_count{job="apiserver",instance="b:6443",${P},type="validating",operation="CREATE",error_type="no_error",rejection_code="403"}`, values: '0 1 2 3 4 5 6 7 8 9 10' },
+  { series: `apiserver_admission_webhook_rejection_count{job="apiserver",instance="b:6443",${P},type="validating",operation="CREATE",error_type="calling_webhook_error",rejection_code="404"}`, values: '_ _ _ _ _ _ _ _ _ 2 2' },
+];
+
+test('issue 13 queries: the unavailable-APIService gauge now, webhook calls by code with born-in-window failures, only 4xx calling errors from the rejection counter', async () => {
+  const promtool = tool('promtool');
+  const q = buildQueries('job="apiserver"', 300);
+  await promtoolTest(promtool, {
+    rule_files: [],
+    evaluation_interval: '1m',
+    tests: [{
+      interval: '1m',
+      input_series: NAMED_SERIES,
+      promql_expr_test: [
+        {
+          expr: q.apiServices,
+          eval_time: '10m',
+          exp_samples: [
+            { labels: '{instance="a:6443",name="v1beta1.metrics.k8s.io"}', value: 0 },
+            { labels: '{instance="b:6443",name="v1beta1.metrics.k8s.io"}', value: 1 },
+          ],
+        },
+        {
+          expr: q.webhookRequests,
+          eval_time: '10m',
+          exp_samples: [
+            { labels: `{instance="a:6443",${P},code="200",rejected="false"}`, value: 15 },
+            { labels: `{instance="a:6443",${P},code="500",rejected="true"}`, value: 4 },
+            { labels: `{instance="b:6443",${P},code="403",rejected="true"}`, value: 5 },
+            { labels: `{instance="b:6443",${P},code="404",rejected="true"}`, value: 2 },
+          ],
+        },
+        {
+          expr: q.webhookRejections,
+          eval_time: '10m',
+          exp_samples: [
+            { labels: `{instance="b:6443",${P},error_type="calling_webhook_error",rejection_code="404"}`, value: 2 },
+          ],
+        },
+      ],
+    }],
+  });
 });

@@ -64,6 +64,18 @@ describe('PromQL building', () => {
     );
     assert.equal(q.buildInfo, 'max by (instance, git_version) (kubernetes_build_info{job="apiserver"})');
   });
+
+  it('issue 13: the unavailable-APIService gauge as it is now, webhook calls and 4xx calling errors as window increases', () => {
+    const q = buildQueries('job="apiserver"', 120);
+    const inc = (sel: string) => `((${sel} unless ${sel} offset 2m) and on (instance) (up offset 2m)) or increase(${sel}[2m])`;
+    assert.equal(q.apiServices, 'max by (instance, name) (aggregator_unavailable_apiservice{job="apiserver"})');
+    assert.equal(q.webhookRequests, `sum by (instance, name, code, rejected) (${inc('apiserver_admission_webhook_request_total{job="apiserver"}')})`);
+    assert.equal(
+      q.webhookRejections,
+      `sum by (instance, name, error_type, rejection_code) (${inc('apiserver_admission_webhook_rejection_count{job="apiserver",error_type="calling_webhook_error",rejection_code=~"4.."}')})`,
+    );
+    assert.deepEqual(Object.keys(q).sort(), [...QUERY_NAMES].sort());
+  });
 });
 
 describe('parseQueryResponse', () => {
@@ -233,6 +245,37 @@ describe('PrometheusAnalysis (fake HTTP)', () => {
     await pa.source(up, short, 5_000);
     assert.equal(calls.length, 2 * N);
     assert.ok(calls.filter((c) => !instant(c)).every((c) => c.includes('[5s]') && c.includes('offset 5s')));
+  });
+
+  it('issue 13 from Prometheus: an APIService and a webhook failing from the new server only, named in the breaches', async () => {
+    const named: Record<string, string> = {
+      ...answers,
+      rerouted: vector([]),
+      apiServices: vector([
+        { metric: { instance: '10.0.0.1:6443', name: 'v1beta1.metrics.k8s.io' }, value: '0' },
+        { metric: { instance: '10.0.0.2:6443', name: 'v1beta1.metrics.k8s.io' }, value: '1' },
+        { metric: { instance: '10.0.0.1:6443', name: 'v1.apps' }, value: '0' },
+        { metric: { instance: '10.0.0.2:6443', name: 'v1.apps' }, value: '0' },
+      ]),
+      webhookRequests: vector([
+        { metric: { instance: '10.0.0.1:6443', name: 'policy.example.com', code: '200', rejected: 'false' }, value: '40' },
+        { metric: { instance: '10.0.0.2:6443', name: 'policy.example.com', code: '200', rejected: 'false' }, value: '12.5' },
+        { metric: { instance: '10.0.0.2:6443', name: 'policy.example.com', code: '500', rejected: 'true' }, value: '7.5' },
+        { metric: { instance: '10.0.0.2:6443', name: 'policy.example.com', code: '403', rejected: 'true' }, value: '5' },
+      ]),
+      webhookRejections: vector([]),
+    };
+    const pa = new PrometheusAnalysis({ log: silentLogger(), query: fake([], named) });
+    const a = await pa.source(up, { ...settings, webhookErrorRatio: 0.1, webhookMinCalls: 20 }, 0);
+    assert.equal(a?.verdict, 'Breach');
+    assert.deepEqual(a?.breaches.map((b) => [b.signal, b.server, b.observed, b.threshold, b.message]), [
+      ['unavailableAPIServices', 'cp-2', '1', '0', 'APIService v1beta1.metrics.k8s.io is unavailable on cp-2 but available on cp-1 (1 such APIService on cp-2, 0 tolerated)'],
+      ['webhookErrorRatio', 'cp-2', '0.3', '0.1', 'webhook policy.example.com: 8 of 25 calls from cp-2 failed (0.3 > 0.1)'],
+      ['webhookErrorRatio', 'cohort v1.36.3', '0.3', '0.1', 'webhook policy.example.com: 8 of 25 calls from the v1.36.3 servers failed (0.3 > 0.1)'],
+    ]);
+    const loose = new PrometheusAnalysis({ log: silentLogger(), query: fake([], named) });
+    const b = await loose.source(up, { ...settings, webhookErrorRatio: 0.1, webhookMinCalls: 30, unavailableAPIServices: 1 }, 0);
+    assert.equal(b?.verdict, 'Healthy', 'one APIService tolerated, too few calls to judge');
   });
 
   it('no Prometheus in the settings: no answer (the observer scrapes directly)', async () => {
