@@ -170,6 +170,8 @@ interface Result {
   requests: Record<string, number>;
   errors: number;
   coldCpuMsPerServer: number;
+  /** Max RSS right after the cold cycle. */
+  coldMaxRssMiB: number;
   maxRssMiB: number;
   heapMiB: number;
 }
@@ -202,6 +204,7 @@ async function observe(n: number): Promise<void> {
   const c0 = process.cpuUsage();
   await cycle();
   const cold = process.cpuUsage(c0);
+  const coldMaxRssMiB = process.resourceUsage().maxRSS / 1024;
   errors = 0;
   const before = await ask<ServerStats>(servers, 'stats', 'stats');
   const t0 = process.cpuUsage();
@@ -229,6 +232,7 @@ async function observe(n: number): Promise<void> {
     requests,
     errors,
     coldCpuMsPerServer: (cold.user + cold.system) / 1000 / n,
+    coldMaxRssMiB,
     maxRssMiB: process.resourceUsage().maxRSS / 1024,
     heapMiB: retainedHeapMiB(),
   };
