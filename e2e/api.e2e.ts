@@ -273,6 +273,7 @@ test('kubectl get asu shows the printer columns, with a status written through t
       fromVersion: OLD_VERSION,
       targetVersion: NEW_VERSION,
       batch: { current: 1, total: 3, progress: '1/3' },
+      stage: 'Binaries',
       pause: { reason: 'AnalysisBreach', message: 'proxyErrorRatio 0.2 > 0.01 on cp-2', since: new Date().toISOString().replace(/\.\d+Z$/, 'Z') },
     },
   };
@@ -283,7 +284,7 @@ test('kubectl get asu shows the printer columns, with a status written through t
   assert.equal(back.status?.batch?.progress, '1/3');
 
   // The Table is rendered by the server that answers, so ask each one: both versions print the columns.
-  const expected: Record<string, string> = { NAME: name, PHASE: 'Paused', FROM: OLD_VERSION, TO: NEW_VERSION, BATCH: '1/3', PAUSED: 'true', REASON: 'AnalysisBreach' };
+  const expected: Record<string, string> = { NAME: name, PHASE: 'Paused', FROM: OLD_VERSION, TO: NEW_VERSION, BATCH: '1/3', STAGE: 'Binaries', PAUSED: 'true', REASON: 'AnalysisBreach' };
   const targets: { label: string; kubeconfig: string }[] = [
     { label: 'balancer', kubeconfig: cluster.kubeconfig },
     ...cluster.servers.map((s) => ({ label: describe(s), kubeconfig: s.kubeconfig })),
@@ -297,7 +298,7 @@ test('kubectl get asu shows the printer columns, with a status written through t
       assert.equal(lines.length, 2, `${where}:\n${res.stdout}`);
       const headers = lines[0]!.trim().split(/\s{2,}/);
       const values = lines[1]!.trim().split(/\s{2,}/);
-      assert.deepEqual(headers, ['NAME', 'PHASE', 'FROM', 'TO', 'BATCH', 'PAUSED', 'REASON', 'AGE'], `${where}:\n${res.stdout}`);
+      assert.deepEqual(headers, ['NAME', 'PHASE', 'FROM', 'TO', 'BATCH', 'STAGE', 'PAUSED', 'REASON', 'AGE'], `${where}:\n${res.stdout}`);
       assert.equal(values.length, headers.length, `${where}:\n${res.stdout}`);
       const row = Object.fromEntries(headers.map((h, i) => [h, values[i]]));
       for (const [h, v] of Object.entries(expected)) assert.equal(row[h], v, `${where}: column ${h}\n${res.stdout}`);
@@ -308,7 +309,7 @@ test('kubectl get asu shows the printer columns, with a status written through t
   const cat = await kubectl(['get', 'upgrade', '-o', 'name'], cluster.servers[0]!.kubeconfig);
   assert.equal(cat.code, 0, cat.stderr);
   assert.ok(cat.stdout.includes(`apiserverupgrade.${GROUP}/${name}`), cat.stdout);
-  t.diagnostic(`kubectl get asu printed PHASE FROM TO BATCH PAUSED REASON AGE through ${targets.length} endpoints`);
+  t.diagnostic(`kubectl get asu printed PHASE FROM TO BATCH STAGE PAUSED REASON AGE through ${targets.length} endpoints`);
 });
 
 /** A valid upgrade, paused by the spec so the PAUSED column has a value. */

@@ -139,6 +139,7 @@ test('TwoPhase: a breach in phase two with a MutatingAdmissionPolicy v1 pauses n
   assert.equal(rollbacksBefore, 0, 'nothing was rolled back while paused');
 
   await patchSpec(cluster, name, { rollback: { orphanedObjects: 'Proceed' } }, { 'upgrade.apiserver.dev/resume': 'consent' });
+  await waitFor('the resume to be taken', 60_000, async () => ((await getUpgrade(cluster, name))?.status?.observedResume === 'consent' ? true : undefined), 300);
   const final = await until(cluster, name, (u) => u.status?.phase === 'RolledBack');
   await hook.idle();
   assert.equal(final.status?.phase, 'RolledBack', JSON.stringify(final.status?.pause ?? final.status?.conditions));
