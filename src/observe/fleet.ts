@@ -43,6 +43,11 @@ export type AnalysisSource = (up: ObservedPeer[], settings: AnalysisSettings, no
 export interface FleetObserverOptions {
   /** Used for checks whose settings carry `prometheus`; the others scrape each server directly. */
   analysisSource?: AnalysisSource;
+  /**
+   * The identity Leases as an informer holds them (src/runtime/informer.ts watching the same selector): read
+   * from it once synced instead of a LIST per observation. Absent or not synced: listed.
+   */
+  leaseCache?: { readonly hasSynced: boolean; list(): IdentityLeaseLike[] };
 }
 
 interface Scrape {
@@ -110,12 +115,14 @@ export class FleetObserver {
   private readonly certificateNames = cachedCertificateDnsNames();
   private readonly analysisSource: AnalysisSource | undefined;
   private readonly gates = new Map<string, GateRead>();
+  private readonly leaseCache: FleetObserverOptions['leaseCache'];
 
   constructor(kc: KubeConfig, list: ListFn, log: Logger, direct?: DirectClient, options: FleetObserverOptions = {}) {
     this.list = list;
     this.log = log;
     this.direct = direct ?? DirectClient.fromKubeConfig(kc, { timeoutMs: 5000 });
     this.analysisSource = options.analysisSource;
+    this.leaseCache = options.leaseCache;
   }
 
   close(): void {
@@ -128,6 +135,7 @@ export class FleetObserver {
   }
 
   async leases(): Promise<IdentityLeaseLike[]> {
+    if (this.leaseCache?.hasSynced) return this.leaseCache.list();
     const selector = encodeURIComponent(`${IDENTITY_LABEL}=${IDENTITY_LABEL_VALUE}`);
     const list = await this.list<V1LeaseList>(`/apis/coordination.k8s.io/v1/namespaces/kube-system/leases?labelSelector=${selector}`);
     return list.items;

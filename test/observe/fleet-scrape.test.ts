@@ -47,4 +47,24 @@ describe('FleetObserver /metrics scrapes (issue 12)', () => {
     await observer.observe(settings(true), NOW + 8_000);
     assert.deepEqual(servers.map(scrapes), [3, 4], 'due: every server');
   });
+
+  it('reads the identity Leases from a synced informer instead of listing them', async () => {
+    let lists = 0;
+    const list = async <T,>(path: string): Promise<T> => {
+      if (path.includes('/leases')) lists++;
+      return api.list<T>(path);
+    };
+    const cache = { hasSynced: false, list: () => [...api.leases.values()] };
+    const cached = new FleetObserver(new KubeConfig(), list, silentLogger(), fixtureDirectClient(), { leaseCache: cache });
+    try {
+      await cached.observe(settings(true), NOW);
+      assert.equal(lists, 1, 'not synced: listed');
+      cache.hasSynced = true;
+      const obs = await cached.observe(settings(false), NOW + 2_000);
+      assert.equal(lists, 1, 'synced: read from the informer');
+      assert.deepEqual(obs.peers.map((p) => p.hostname).sort(), ['cp-1', 'cp-2']);
+    } finally {
+      cached.close();
+    }
+  });
 });
