@@ -132,6 +132,7 @@ function analysisSettings(u: ApiServerUpgrade, now: Date): AnalysisSettings {
     proxyErrorRatio: spec?.analysis.thresholds.proxyErrorRatio ?? 0.01,
     errorRatio: spec?.analysis.thresholds.errorRatio ?? 0.05,
     latencyP99Seconds: (spec?.analysis.thresholds.latencyP99Ms ?? 1000) / 1000,
+    ...(spec ? { unavailableAPIServices: spec.analysis.thresholds.unavailableAPIServices, webhookErrorRatio: spec.analysis.thresholds.webhookErrorRatio, webhookMinCalls: spec.analysis.thresholds.webhookMinCalls } : {}),
     ...(spec?.analysis.source === 'Prometheus' && spec.analysis.prometheus ? { prometheus: spec.analysis.prometheus } : {}),
     // Phase two of a TwoPhase upgrade: a rollback would orphan the objects only the target serves; list them.
     ...(u.status?.stage === 'API' && u.status.fromVersion ? { orphansOf: { fromVersion: u.status.fromVersion, targetVersion: u.spec.targetVersion } } : {}),

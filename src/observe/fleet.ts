@@ -25,6 +25,10 @@ export interface AnalysisSettings {
   proxyErrorRatio: number;
   errorRatio: number;
   latencyP99Seconds: number;
+  /** spec.analysis.thresholds of the named signals (src/observe/signals.ts); absent: their defaults. */
+  unavailableAPIServices?: number;
+  webhookErrorRatio?: number;
+  webhookMinCalls?: number;
   /** spec.analysis.prometheus when spec.analysis.source is Prometheus: the checks come from the `analysisSource`. */
   prometheus?: PrometheusSettings;
   /**
@@ -320,7 +324,12 @@ export class FleetObserver {
       versionOf.set(p.hostname, p.version!);
     });
     if (windows.size === 0) return this.lastAnalysis;
-    const analysis = summarizeAnalysis(windows, versionOf, { proxyErrorRatio: s.proxyErrorRatio, errorRatio: s.errorRatio, latencyP99Seconds: s.latencyP99Seconds }, now, { stalePeers });
+    const analysis = summarizeAnalysis(windows, versionOf, {
+      proxyErrorRatio: s.proxyErrorRatio, errorRatio: s.errorRatio, latencyP99Seconds: s.latencyP99Seconds,
+      ...(s.unavailableAPIServices === undefined ? {} : { unavailableAPIServices: s.unavailableAPIServices }),
+      ...(s.webhookErrorRatio === undefined ? {} : { webhookErrorRatio: s.webhookErrorRatio }),
+      ...(s.webhookMinCalls === undefined ? {} : { webhookMinCalls: s.webhookMinCalls }),
+    }, now, { stalePeers });
     this.lastAnalysis = analysis;
     this.lastAnalysisAt = now;
     if (analysis.verdict !== 'Healthy') this.log.info('analysis', { verdict: analysis.verdict, breaches: analysis.breaches });

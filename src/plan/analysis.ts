@@ -6,7 +6,9 @@ import { isUp } from './peers.ts';
 
 /** `proxyErrorRatio@cp-2 0.4 > 0.01; ...`, for pause messages and events. */
 export function describeBreaches(breaches: readonly Breach[]): string {
-  return breaches.map((b) => `${b.signal}${b.server ? `@${b.server}` : ''} ${b.observed ?? '?'} > ${b.threshold ?? '?'}`).join('; ');
+  // Named signals (an APIService, a webhook) carry the name in their message: say it.
+  const named = new Set(['unavailableAPIServices', 'webhookErrorRatio']);
+  return breaches.map((b) => `${b.signal}${b.server ? `@${b.server}` : ''} ${b.observed ?? '?'} > ${b.threshold ?? '?'}${named.has(b.signal) && b.message ? ` (${b.message})` : ''}`).join('; ');
 }
 
 /**
