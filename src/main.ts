@@ -59,7 +59,12 @@ const metrics = new OperatorMetrics(registry);
 const kube = new KubeClient(kc, { logger: log });
 // spec.analysis.source Prometheus reads the same signals through PromQL; Direct scrapes each server.
 const prometheus = new PrometheusAnalysis({ log: log.child({ component: 'prometheus' }) });
-const observer = new FleetObserver(kc, (path) => kube.request('GET', path), log, undefined, { analysisSource: prometheus.source });
+// The identity Leases: their changes wake the upgrades, and the observer reads them from here instead of a LIST.
+const leases = new Informer({
+  kubeConfig: kc, path: '/apis/coordination.k8s.io/v1/namespaces/kube-system/leases', labelSelector: 'apiserver.kubernetes.io/identity=kube-apiserver',
+  name: 'identity-leases', logger: log, ...runtimeMetrics.informerHooks('identity-leases'),
+});
+const observer = new FleetObserver(kc, (path) => kube.request('GET', path), log, undefined, { analysisSource: prometheus.source, leaseCache: leases });
 const leaderIdentityHolder: { id: string } = { id: '' };
 const reconciler = new UpgradeReconciler({
   kube, observer, metrics, log,
@@ -73,10 +78,6 @@ const upgrades = new Informer({
   kubeConfig: kc, path: `/apis/${GROUP}/${VERSION}/${PLURAL}`, name: 'apiserverupgrades', logger: log, ...runtimeMetrics.informerHooks('apiserverupgrades'),
 });
 // Server restarts show as identity Lease changes: wake every upgrade so it re-observes at once.
-const leases = new Informer({
-  kubeConfig: kc, path: '/apis/coordination.k8s.io/v1/namespaces/kube-system/leases', labelSelector: 'apiserver.kubernetes.io/identity=kube-apiserver',
-  name: 'identity-leases', logger: log, ...runtimeMetrics.informerHooks('identity-leases'),
-});
 const enqueueAll = (): void => upgrades.keys().forEach((k) => queue.add(k));
 const enqueue = (o: KubeObject): void => queue.add(objectKey(o));
 upgrades.addHandlers({ add: enqueue, update: (o, n) => (updateNeedsReconcile(o as ApiServerUpgrade, n as ApiServerUpgrade) ? enqueue(n) : undefined), delete: enqueue });
