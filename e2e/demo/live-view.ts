@@ -62,9 +62,10 @@ export class LiveView {
       return v;
     }
     const line = viewLine(v, this.traffic);
-    // The time prefix changes every second: compare without it.
-    if (line.slice(9) !== this.lastLine.slice(9)) process.stdout.write(`${line}\n`);
-    this.lastLine = line;
+    // The time and the client's counts change every second: a line is printed when the rest changes.
+    const key = line.slice(9).replace(/\| client 200:\d+ 404:\d+/, '');
+    if (key !== this.lastLine) process.stdout.write(`${line}\n`);
+    this.lastLine = key;
     if (note && note !== this.last) process.stdout.write(`${note}\n`);
     if (note) this.last = note;
     for (const e of v.events) {
