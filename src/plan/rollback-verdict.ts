@@ -11,7 +11,8 @@ export type RollbackVerdict =
   | { verdict: 'unknown'; message: string }
   | { verdict: 'orphans'; orphans: ObservedOrphans[]; message: string };
 
-function asServer(server: string, list: readonly StorageHash[]): ServerStorageHashes {
+/** A recorded hash list as rollbackSafety reads one server's hashes. */
+export function asServer(server: string, list: readonly StorageHash[]): ServerStorageHashes {
   return {
     server,
     hashes: new Map(list.map((h) => [h.resource, h.hash])),

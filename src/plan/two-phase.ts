@@ -1,15 +1,8 @@
 import type { PlanContext } from './context.ts';
-import type { StorageHash } from '../api/types.generated.ts';
-import { rollbackSafety, type ServerStorageHashes } from './rollback-safety.ts';
-import { observedStorage } from './frozen-plan.ts';
+import { rollbackSafety } from './rollback-safety.ts';
+import { observedStorage, storageList } from './frozen-plan.ts';
+import { asServer } from './rollback-verdict.ts';
 import { sameRelease } from './version.ts';
-
-function asServer(server: string, list: readonly StorageHash[] | Record<string, string>, kinds?: Record<string, string>): ServerStorageHashes {
-  if (Array.isArray(list)) {
-    return { server, hashes: new Map(list.map((h) => [h.resource, h.hash])), kinds: new Map(list.filter((h) => h.kind).map((h) => [h.resource, h.kind!])) };
-  }
-  return { server, hashes: new Map(Object.entries(list)), kinds: new Map(Object.entries(kinds ?? {})) };
-}
 
 const preview = (xs: readonly string[]): string => `${xs.slice(0, 5).join(', ')}${xs.length > 5 ? ` and ${xs.length - 5} more` : ''}`;
 
@@ -37,7 +30,7 @@ export function emulationCheck(ctx: PlanContext, emulated: string): EmulationVer
   }
   const stored = observedStorage(ctx, target, emulated);
   if (stored && plan?.fromStorage?.length) {
-    const r = rollbackSafety([asServer(plan.fromStorageServer ?? 'from', plan.fromStorage)], [asServer(stored.server, stored.hashes, stored.kinds)]);
+    const r = rollbackSafety([asServer(plan.fromStorageServer ?? 'from', plan.fromStorage)], [asServer(stored.server, storageList(stored))]);
     if (!r.safe) problems.push(`${stored.server} writes storage versions ${plan.fromVersion} cannot read: ${r.blocking.map((b) => b.resource).join(', ')}`);
   }
   if (problems.length > 0) return { kind: 'broken', message: `the emulation does not do what phase one relies on: ${problems.join('; ')}` };
