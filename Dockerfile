@@ -1,7 +1,9 @@
 # The operator's image: Node 24 runs src/main.ts directly (type stripping; the sources use only erasable
 # TypeScript syntax, see tsconfig.json's erasableSyntaxOnly), with production dependencies only.
-# Build: docker build -t <registry>/apiserver-upgrade-operator:<version> .
-FROM node:24-slim
+# Build: docker build -t ghcr.io/apiserver-upgrade-operator/apiserver-upgrade-operator:<chart appVersion> .
+# Without Docker, e2e/cluster/operator-image.ts builds the same image (node from the `node` npm package of
+# package-lock.json, this version) as an OCI tar; test/e2e-cluster/dockerfiles.test.ts keeps the two in step.
+FROM node:24.21.0-slim
 
 ENV NODE_ENV=production
 WORKDIR /app

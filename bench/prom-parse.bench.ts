@@ -1,9 +1,14 @@
 // Benchmark of the streaming /metrics parser (src/observe/prom-text.ts) over the captured kube-apiserver
 // pages in test/fixtures/<version>/metrics.txt: throughput when keeping only SIGNAL_FAMILIES vs 'all', and
-// the heap it needs. Method and results: bench/README.md.
+// the heap it needs; then side by side with the npm parsers parse-prometheus-text-format and prom2javascript
+// (dev dependencies), interleaved rounds, CPU time. Method and results: bench/README.md.
 //   npm run bench            (node --expose-gc bench/prom-parse.bench.ts)
 //   BENCH_MS=5000 npm run bench   (longer timed runs)
+//   BENCH_ROUNDS=60 ...            (rounds of the side-by-side comparison; 30 by default)
 import { readFileSync } from 'node:fs';
+import { Readable } from 'node:stream';
+import parsePrometheusTextFormat from 'parse-prometheus-text-format';
+import { getMetricsFromStream } from 'prom2javascript';
 import { PromTextParser, type ParsedMetrics, type WantedFamilies } from '../src/observe/prom-text.ts';
 import { SIGNAL_FAMILIES } from '../src/observe/signals.ts';
 import { FIXTURES_DIR, fixtureFiles, fixtureVersions } from '../test/observe/fixtures.ts';
@@ -112,3 +117,85 @@ for (const version of versions) {
   }
 }
 process.stdout.write(`\n| page | size | families kept | families | series | median ms | MB/s | peak heap MiB | retained heap MiB | runs |\n|---|---|---|---|---|---|---|---|---|---|\n${rows.join('\n')}\n`);
+
+// ---- Side by side with the npm parsers --------------------------------------------------------------------
+// Every parser gets the page as the same 64 KiB Buffer chunks. parse-prometheus-text-format only takes one
+// string: the chunks are decoded (streaming TextDecoder) and joined first, which is part of its time.
+// prom2javascript streams: its getMetricsFromStream reads them through readline. Neither can skip families,
+// so both parse everything; ours is timed asking for the signal families and for 'all'.
+// Rounds are interleaved (each round runs every case once, in a rotating order), so load from other work on
+// the machine falls on every case alike; each parse is timed in CPU time (process.cpuUsage, user + system:
+// GC included), and the median per case is compared.
+
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 30);
+
+interface Case {
+  name: string;
+  run(parts: readonly Buffer[]): unknown;
+}
+
+function joined(parts: readonly Buffer[]): string {
+  const d = new TextDecoder();
+  let s = '';
+  for (const p of parts) s += d.decode(p, { stream: true });
+  return s + d.decode();
+}
+
+const CASES: readonly Case[] = [
+  { name: 'ours, signal families', run: (parts) => parseChunks(parts, SIGNAL_FAMILIES) },
+  { name: 'ours, all', run: (parts) => parseChunks(parts, 'all') },
+  { name: 'parse-prometheus-text-format 1.1.1', run: (parts) => parsePrometheusTextFormat(joined(parts)) },
+  { name: 'prom2javascript 0.2.0', run: (parts) => getMetricsFromStream(Readable.from(parts)) },
+];
+
+async function cpuMs(fn: () => unknown): Promise<number> {
+  const c0 = process.cpuUsage();
+  await fn();
+  const c = process.cpuUsage(c0);
+  return (c.user + c.system) / 1000;
+}
+
+const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+
+const peerRows: string[] = [];
+const ratioRows: string[] = [];
+process.stdout.write(`\nside by side: ${ROUNDS} interleaved rounds, CPU time per parse, median\n`);
+for (const version of versions) {
+  const bytes = readFileSync(`${FIXTURES_DIR}/${version}/metrics.txt`);
+  const parts = chunks(bytes);
+  const failed = new Map<string, string>();
+  const samples = new Map<string, number[]>(CASES.map((c) => [c.name, []]));
+  // Warm-up: a few runs of each (JIT), and each peer's failure, if any, found before timing.
+  for (const c of CASES) {
+    for (let i = 0; i < 5 && !failed.has(c.name); i++) {
+      try {
+        await c.run(parts);
+      } catch (err) {
+        failed.set(c.name, err instanceof Error ? err.message.slice(0, 80) : String(err));
+      }
+    }
+  }
+  for (let r = 0; r < ROUNDS; r++) {
+    for (let i = 0; i < CASES.length; i++) {
+      const c = CASES[(i + r) % CASES.length]!;
+      if (failed.has(c.name)) continue;
+      samples.get(c.name)!.push(await cpuMs(() => c.run(parts)));
+    }
+  }
+  const med = new Map([...samples].filter(([n]) => !failed.has(n)).map(([n, xs]) => [n, median(xs)]));
+  for (const c of CASES) {
+    const m = med.get(c.name);
+    peerRows.push(`| ${version} | ${c.name} | ${m === undefined ? `throws: ${failed.get(c.name)}` : m.toFixed(2)} | ${m === undefined ? '–' : (bytes.length / 1e6 / (m / 1000)).toFixed(0)} |`);
+    process.stdout.write(`${peerRows.at(-1)}\n`);
+  }
+  const peers = CASES.slice(2).flatMap((c) => (med.has(c.name) ? [{ name: c.name, ms: med.get(c.name)! }] : []));
+  const fastest = peers.sort((a, b) => a.ms - b.ms)[0];
+  if (fastest) {
+    const sig = fastest.ms / med.get(CASES[0]!.name)!;
+    const all = fastest.ms / med.get(CASES[1]!.name)!;
+    ratioRows.push(`| ${version} | ${fastest.name} | ${sig.toFixed(1)}x | ${all.toFixed(1)}x |`);
+    process.stdout.write(`${ratioRows.at(-1)}\n`);
+  }
+}
+process.stdout.write(`\n| page | parser | median CPU ms per parse | MB/s (CPU) |\n|---|---|---|---|\n${peerRows.join('\n')}\n`);
+process.stdout.write(`\n| page | faster peer | ours (signal families) vs it | ours (all) vs it |\n|---|---|---|---|\n${ratioRows.join('\n')}\n`);

@@ -181,6 +181,8 @@ test('helm template with the default values: the objects a Deployment of the ope
     for (const rule of (o as unknown as { rules: { resources?: string[]; verbs: string[]; resourceNames?: string[] }[] }).rules) {
       assert.ok(!rule.verbs.includes('*') && !(rule.resources ?? []).includes('*'), `${id(o)} has a wildcard rule`);
       assert.ok(!(rule.resources ?? []).includes('secrets'), `${id(o)} grants secrets with the default values`);
+      // ConfigMaps: only kubeadm-config, by name (docs/kubeadm-runbook.md).
+      if ((rule.resources ?? []).includes('configmaps')) assert.deepEqual([rule.resourceNames, rule.verbs], [['kubeadm-config'], ['get', 'update']], `${id(o)}: configmaps`);
     }
   }
 });
@@ -540,7 +542,7 @@ test('the chart\'s RBAC, created for real, grants each call the operator makes a
     ['create', 'leases.coordination.k8s.io', { ns: NS }],
     ['get', 'leases.coordination.k8s.io/apiserver-upgrade-operator', { ns: NS }],
     ['update', 'leases.coordination.k8s.io/apiserver-upgrade-operator', { ns: NS }],
-    ['list', 'endpointslices.discovery.k8s.io', { ns: 'default' }],
+    ['list', 'endpointslices.discovery.k8s.io', { ns: 'default' }], ['watch', 'endpointslices.discovery.k8s.io', { ns: 'default' }],
     ['list', 'pods', { ns: 'kube-system' }],
     ['create', 'events.events.k8s.io', { ns: 'default' }],
     ['get', `secrets/${HOOK_SECRET}`, { ns: NS }],
@@ -549,6 +551,9 @@ test('the chart\'s RBAC, created for real, grants each call the operator makes a
     // The /metrics guard: who a scrape's token is, and whether it may GET /metrics.
     ['create', 'tokenreviews.authentication.k8s.io'], ['create', 'subjectaccessreviews.authorization.k8s.io'],
     ...['/version', '/readyz', '/metrics', '/api', '/api/v1', '/apis', '/apis/apps/v1'].map((p): [string, string] => ['get', p]),
+    // kubeadm clusters (docs/kubeadm-runbook.md): kubeadm-config by name, the Nodes' kubelet versions, etcd health.
+    ['get', 'configmaps/kubeadm-config', { ns: 'kube-system' }], ['update', 'configmaps/kubeadm-config', { ns: 'kube-system' }],
+    ['list', 'nodes'], ['get', '/readyz/etcd'],
   ];
   const denied: [string, string, { ns?: string; sub?: string }?][] = [
     ['delete', 'secrets', { ns: NS }], ['list', 'secrets', { ns: NS }], ['get', 'secrets/other', { ns: NS }], ['get', `secrets/${HOOK_SECRET}`, { ns: 'kube-system' }],
@@ -559,6 +564,9 @@ test('the chart\'s RBAC, created for real, grants each call the operator makes a
     ['create', 'pods', { ns: 'kube-system' }], ['list', 'pods', { ns: NS }],
     ['create', 'events.events.k8s.io', { ns: 'kube-system' }],
     ['get', '/debug/pprof/'], ['get', '/logs/'],
+    ['get', 'configmaps/kube-proxy', { ns: 'kube-system' }], ['update', 'configmaps/coredns', { ns: 'kube-system' }], ['list', 'configmaps', { ns: 'kube-system' }],
+    ['delete', 'configmaps/kubeadm-config', { ns: 'kube-system' }], ['patch', 'configmaps/kubeadm-config', { ns: 'kube-system' }], ['get', 'configmaps/kubeadm-config', { ns: NS }],
+    ['get', 'nodes'], ['update', 'nodes'], ['patch', 'nodes', { sub: 'status' }], ['get', '/readyz/log'], ['get', '/livez/etcd'],
     ['create', 'serviceaccounts', { ns: NS, sub: 'token' }],
   ];
   const check = async (list: typeof allowed, want: boolean): Promise<string[]> => {

@@ -16,6 +16,7 @@ import { join } from 'node:path';
 import { parse, parseAllDocuments } from 'yaml';
 import { Cluster, ReplaceWebhook, OLD_VERSION, NEW_VERSION, PROXY_GATE, waitFor, sleep } from './cluster/index.ts';
 import { createServingCert } from './cluster/pki.ts';
+import { AGENT_IMAGE } from './cluster/images.ts';
 import { installCrd, createUpgrade, getUpgrade, startOperator, type OperatorProcess } from './support/operator.ts';
 import { tool, runOk } from './support/tools.ts';
 import type { ApiServerUpgrade } from '../src/api/types.generated.ts';
@@ -156,7 +157,7 @@ test('the chart renders the policy the operator reads: a ConfigMap mounted at --
   assert.ok(cm, 'the policy ConfigMap is rendered with the default values');
   assert.deepEqual(parse(cm.data['policy.yaml']!), {
     apiVersion: 'upgrade.apiserver.dev/v1alpha1', kind: 'OperatorPolicy',
-    apiserverImages: [{ repository: 'registry.k8s.io/kube-apiserver' }], agentImages: [{ image: 'docker.io/library/busybox:1.36' }], webhooks: [], webhookTokens: [],
+    apiserverImages: [{ repository: 'registry.k8s.io/kube-apiserver' }], agentImages: [{ image: AGENT_IMAGE }], webhooks: [], webhookTokens: [],
   });
   const dep = objs.find((o) => o.kind === 'Deployment') as unknown as { spec: { template: { spec: { containers: { args: string[]; volumeMounts: { name: string; mountPath: string }[] }[]; volumes: { name: string; configMap?: { name: string } }[] } } } };
   const c = dep.spec.template.spec.containers[0]!;
@@ -194,8 +195,8 @@ test('a spec outside the policy is refused, naming the field and the rule; the h
     // What a string prefix check would let through: it starts with the allowed hook's "https://127.0.0.1:<port>".
     { name: 'userinfo-trick', obj: webhookUpgrade('userinfo-trick', `https://127.0.0.1:${hookPort}@127.0.0.1:${trapPort}/replace`, true), field: /spec\.driver\.webhook\.url/, why: /has userinfo .* the host is 127\.0\.0\.1/ },
     { name: 'unlisted-url', obj: webhookUpgrade('unlisted-url', trap.url, false), field: /spec\.driver\.webhook\.url/, why: /matches no entry of webhooks \(allowed: url https:\/\/127\.0\.0\.1:\d+\/replace\)/ },
-    { name: 'agent-image', obj: staticPodUpgrade('agent-image', 'registry.k8s.io/kube-apiserver', 'evil.example.com/root-shell:latest'), field: /spec\.driver\.staticPod\.agentImage "evil\.example\.com\/root-shell:latest"/, why: /matches no entry of agentImages \(allowed: image docker\.io\/library\/busybox:1\.36\)/ },
-    { name: 'apiserver-image', obj: staticPodUpgrade('apiserver-image', 'evil.example.com/kube-apiserver', 'busybox:1.36'), field: /spec\.driver\.staticPod\.image "evil\.example\.com\/kube-apiserver"/, why: /matches no entry of apiserverImages \(allowed: repository registry\.k8s\.io\/kube-apiserver\)/ },
+    { name: 'agent-image', obj: staticPodUpgrade('agent-image', 'registry.k8s.io/kube-apiserver', 'evil.example.com/root-shell:latest'), field: /spec\.driver\.staticPod\.agentImage "evil\.example\.com\/root-shell:latest"/, why: new RegExp(`matches no entry of agentImages \\(allowed: image ${AGENT_IMAGE.replace(/[./]/g, '\\$&')}\\)`) },
+    { name: 'apiserver-image', obj: staticPodUpgrade('apiserver-image', 'evil.example.com/kube-apiserver', AGENT_IMAGE), field: /spec\.driver\.staticPod\.image "evil\.example\.com\/kube-apiserver"/, why: /matches no entry of apiserverImages \(allowed: repository registry\.k8s\.io\/kube-apiserver\)/ },
   ];
   for (const c of cases) {
     await createUpgrade(cluster, c.obj);
@@ -233,14 +234,16 @@ test('control: allowed by a policy change, the same spec reaches the trap with t
 
   const base = BASELINE();
   writePolicy(await chartPolicy({ ...base, webhookTokens: [{ secret: { namespace: SECRET_NS, name: SECRET }, urls: [{ url: hook.url }, { prefix: new URL('/', trap.url).href }] }] }));
-  const first = await waitFor('the trap to receive the call', 60_000, async () => trap.requests[0], 250);
+  // Preflight also asks the hook to Describe each server (docs/trust.md); the calls are the rest.
+  const calls = (): TrapRequest[] => trap.requests.filter((r) => !r.body.includes('DescribeServerRequest'));
+  const first = await waitFor('the trap to receive the call', 60_000, async () => calls()[0], 250);
   assert.equal(first.method, 'POST');
   assert.equal(first.authorization, `Bearer ${TOKEN}`, 'allowed, the token is sent (so the refusals above would have shown it)');
   assert.ok(trap.requests.every((r) => r.authorization === `Bearer ${TOKEN}`), 'every delivery carries the token');
   const allowed = await getUpgrade(cluster, name);
   assert.equal(condition(allowed, 'PreflightPassed')?.reason, 'Passed');
   assert.equal(allowed?.status?.phase, 'Upgrading');
-  await waitFor('a retry of the transient call', 30_000, async () => (trap.requests.length >= 2 ? true : undefined));
+  await waitFor('a retry of the transient call', 30_000, async () => (calls().length >= 2 ? true : undefined));
 
   writePolicy(await chartPolicy(base));
   const paused = await waitFor('the pause', 60_000, async () => {
@@ -248,6 +251,7 @@ test('control: allowed by a policy change, the same spec reaches the trap with t
     return u?.status?.phase === 'Paused' ? u : undefined;
   });
   const heard = trap.requests.length;
+  assert.ok(calls().length >= 2);
   assert.equal(paused.status?.pause?.reason, 'NotAllowedByPolicy');
   assert.equal(paused.status?.pause?.resumePhase, 'Upgrading');
   assert.match(paused.status!.pause!.message!, /spec\.driver\.webhook\.url "https:\/\/127\.0\.0\.1:\d+\/collect" .* is not a URL the Secret default\/hook-token key token may be sent to/);

@@ -12,7 +12,7 @@ import { execFileSync } from 'node:child_process';
 import { copyFileSync, mkdirSync, renameSync, symlinkSync, unlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { clusterBinaries, ensureBinaries, findGo, HELM_VERSION, OLD_VERSION, requireGo, builtBinary, type BinarySpec } from '../e2e/cluster/binaries.ts';
+import { clusterBinaries, CNI_PLUGINS_VERSION, ensureBinaries, findGo, HELM_VERSION, OLD_VERSION, requireGo, builtBinary, type BinarySpec } from '../e2e/cluster/binaries.ts';
 import { toolCache } from '../e2e/support/tools.ts';
 import { aptCommand, missingSystem, onPath, WHAT, type Profile } from '../e2e/cluster/requirements.ts';
 
@@ -86,6 +86,12 @@ export async function setup(profiles: Profile[]): Promise<void> {
   if (profiles.includes('demo') || profiles.includes('e2e')) builds.push(...clusterBinaries());
   const wantHelm = profiles.includes('e2e') || profiles.includes('tools');
   if (wantHelm) builds.push({ what: 'helm', version: HELM_VERSION });
+  // The nodes mode (e2e/static-pod-nodes.e2e.ts): the kubelet, kube-proxy and the other control-plane components of
+  // the old version, the CNI plugins of its Pod network, and the static kubectl e2e/pod-network.e2e.ts runs in a Pod.
+  if (profiles.includes('e2e')) {
+    builds.push(...(['kubelet', 'kube-proxy', 'kube-controller-manager', 'kube-scheduler'] as const).map((what) => ({ what, version: OLD_VERSION })));
+    builds.push({ what: 'cni-plugins', version: CNI_PLUGINS_VERSION }, { what: 'kubectl', version: OLD_VERSION });
+  }
   // kubectl: the API tests run it from PATH (or $KUBECTL); where the machine has none, one is built and installed.
   const wantKubectl = profiles.includes('e2e') && !process.env.KUBECTL && onPath('kubectl') === undefined;
   if (wantKubectl) {

@@ -11,7 +11,7 @@ import { TokenReviewAuth, kubeReviewer } from './runtime/metrics-auth.ts';
 import { tryParseDuration } from './api/duration.ts';
 import { installSignalHandlers } from './runtime/shutdown.ts';
 import { RuntimeMetrics } from './runtime/metrics.ts';
-import { FleetObserver } from './observe/fleet.ts';
+import { ENDPOINTSLICES_PATH, FleetObserver, KUBERNETES_SERVICE_SELECTOR } from './observe/fleet.ts';
 import { PrometheusAnalysis } from './observe/prometheus-source.ts';
 import { UpgradeReconciler } from './controller/reconciler.ts';
 import { OperatorMetrics } from './controller/metrics.ts';
@@ -20,30 +20,41 @@ import { PolicyFile } from './controller/policy-file.ts';
 import { GROUP, PLURAL, VERSION } from './api/constants.ts';
 import { objectKey, type KubeObject } from './runtime/object-cache.ts';
 import { updateNeedsReconcile } from './plan/admission.ts';
+import { leaseEventWakes, upgradesToWake } from './plan/wake.ts';
+import { CachedUpgrades } from './runtime/upgrade-cache.ts';
+import { observeKubeadm } from './observe/kubeadm.ts';
+import type { V1EndpointSlice, V1Lease } from '@kubernetes/client-node';
 import type { ApiServerUpgrade } from './api/types.generated.ts';
 
-const { values } = parseArgs({
-  options: {
-    kubeconfig: { type: 'string', default: process.env.KUBECONFIG },
-    'in-cluster': { type: 'boolean', default: false },
-    'health-port': { type: 'string', default: process.env.HEALTH_PORT ?? '8081' },
-    'health-host': { type: 'string', default: '0.0.0.0' },
-    // /metrics on its own port (empty: on the health port), behind TokenReview + SubjectAccessReview when
-    // --metrics-auth=true (the chart's default; off here so a local run is scraped without a token), over HTTPS with a cert and key.
-    'metrics-port': { type: 'string', default: '' },
-    'metrics-host': { type: 'string', default: '' },
-    'metrics-auth': { type: 'string', default: 'false' },
-    'metrics-auth-cache-ttl': { type: 'string', default: '1m' },
-    'metrics-tls-cert-file': { type: 'string', default: '' },
-    'metrics-tls-key-file': { type: 'string', default: '' },
-    'leader-election-namespace': { type: 'string', default: process.env.POD_NAMESPACE ?? 'kube-system' },
-    'leader-election-name': { type: 'string', default: 'apiserver-upgrade-operator' },
-    'log-level': { type: 'string', default: process.env.LOG_LEVEL ?? 'info' },
-    // The operator's policy (docs/policy.md): the images, webhook URLs and token destinations a spec may name.
-    // Empty: none, and every spec is allowed (a warning says so); the chart always sets one.
-    'policy-file': { type: 'string', default: '' },
-  },
-});
+const OPTIONS = {
+  kubeconfig: { type: 'string', default: process.env.KUBECONFIG },
+  'in-cluster': { type: 'boolean', default: false },
+  'health-port': { type: 'string', default: process.env.HEALTH_PORT ?? '8081' },
+  'health-host': { type: 'string', default: '0.0.0.0' },
+  // /metrics on its own port (empty: on the health port), behind TokenReview + SubjectAccessReview when
+  // --metrics-auth=true (the chart's default; off here so a local run is scraped without a token), over HTTPS with a cert and key.
+  'metrics-port': { type: 'string', default: '' },
+  'metrics-host': { type: 'string', default: '' },
+  'metrics-auth': { type: 'string', default: 'false' },
+  'metrics-auth-cache-ttl': { type: 'string', default: '1m' },
+  'metrics-tls-cert-file': { type: 'string', default: '' },
+  'metrics-tls-key-file': { type: 'string', default: '' },
+  'leader-election-namespace': { type: 'string', default: process.env.POD_NAMESPACE ?? 'kube-system' },
+  'leader-election-name': { type: 'string', default: 'apiserver-upgrade-operator' },
+  'log-level': { type: 'string', default: process.env.LOG_LEVEL ?? 'info' },
+  // The operator's policy (docs/policy.md): the images, webhook URLs and token destinations a spec may name.
+  // Empty: none, and every spec is allowed (a warning says so); the chart always sets one.
+  'policy-file': { type: 'string', default: '' },
+  // Prints the options and exits 0: every module (and production dependency) was loaded by then, so an image
+  // that runs `--help` runs the operator's code (e2e/images.e2e.ts).
+  help: { type: 'boolean', short: 'h', default: false },
+} as const;
+const { values } = parseArgs({ options: OPTIONS });
+if (values.help) {
+  const lines = Object.entries(OPTIONS).map(([name, o]) => `  --${name}${o.type === 'string' ? '=VALUE' : ''}${o.default !== undefined && o.default !== '' && o.type === 'string' ? ` (default ${String(o.default)})` : ''}`);
+  process.stdout.write(`usage: node src/main.ts [options]\n${lines.join('\n')}\n`);
+  process.exit(0);
+}
 
 const log = createLogger(values['log-level']);
 // Read before anything starts: a policy file that cannot be read or parsed stops the operator here.
@@ -60,28 +71,50 @@ const kube = new KubeClient(kc, { logger: log });
 // spec.analysis.source Prometheus reads the same signals through PromQL; Direct scrapes each server.
 const prometheus = new PrometheusAnalysis({ log: log.child({ component: 'prometheus' }) });
 // The identity Leases: their changes wake the upgrades, and the observer reads them from here instead of a LIST.
-const leases = new Informer({
+const leases = new Informer<V1Lease>({
   kubeConfig: kc, path: '/apis/coordination.k8s.io/v1/namespaces/kube-system/leases', labelSelector: 'apiserver.kubernetes.io/identity=kube-apiserver',
   name: 'identity-leases', logger: log, ...runtimeMetrics.informerHooks('identity-leases'),
 });
-const observer = new FleetObserver(kc, (path) => kube.request('GET', path), log, undefined, { analysisSource: prometheus.source, leaseCache: leases });
+// The `kubernetes` EndpointSlices (the servers' addresses): likewise from an informer, not a LIST per observation.
+const endpointSlices = new Informer<V1EndpointSlice>({
+  kubeConfig: kc, path: ENDPOINTSLICES_PATH, labelSelector: KUBERNETES_SERVICE_SELECTOR,
+  name: 'kubernetes-endpointslices', logger: log, ...runtimeMetrics.informerHooks('kubernetes-endpointslices'),
+});
+const observer = new FleetObserver(kc, (path) => kube.request('GET', path), log, undefined, { analysisSource: prometheus.source, leaseCache: leases, endpointCache: endpointSlices });
 const leaderIdentityHolder: { id: string } = { id: '' };
+const upgrades = new Informer<ApiServerUpgrade>({
+  kubeConfig: kc, path: `/apis/${GROUP}/${VERSION}/${PLURAL}`, name: 'apiserverupgrades', logger: log, ...runtimeMetrics.informerHooks('apiserverupgrades'),
+});
 const reconciler = new UpgradeReconciler({
   kube, observer, metrics, log,
+  // Each reconcile reads its upgrade (and the others, for one-at-a-time) from the informer: no GET, no LIST.
+  upgrades: new CachedUpgrades(upgrades, kube),
   driverFor: (spec, name) => driverFor(spec, kube, name),
   ...(policyFile ? { policy: () => policyFile.current() } : {}),
+  // Preflight reads each server's flags, certificate and peer address, and the APIServices (docs/trust.md).
+  preflightFacts: true,
+  // The preflight checks for kubeadm clusters, and kubeadm-config kept in line after an upgrade (docs/kubeadm-runbook.md).
+  kubeadmFacts: (peers, always) => observeKubeadm(peers, {
+    get: (path) => kube.request('GET', path),
+    serverGet: (address, path) => observer.serverClient.get(address, path),
+    serverMetrics: (address, families) => observer.serverClient.metrics(address, families),
+    always,
+  }),
+  keepKubeadmConfig: true,
   events: { controller: `${GROUP}/operator`, get instance() { return leaderIdentityHolder.id; } },
 });
 
 const queue = new WorkQueue({ hooks: runtimeMetrics.queueHooks });
-const upgrades = new Informer({
-  kubeConfig: kc, path: `/apis/${GROUP}/${VERSION}/${PLURAL}`, name: 'apiserverupgrades', logger: log, ...runtimeMetrics.informerHooks('apiserverupgrades'),
-});
-// Server restarts show as identity Lease changes: wake every upgrade so it re-observes at once.
+// Every upgrade once when leading starts (a finished one only refreshes its metrics, from the cache).
 const enqueueAll = (): void => upgrades.keys().forEach((k) => queue.add(k));
 const enqueue = (o: KubeObject): void => queue.add(objectKey(o));
-upgrades.addHandlers({ add: enqueue, update: (o, n) => (updateNeedsReconcile(o as ApiServerUpgrade, n as ApiServerUpgrade) ? enqueue(n) : undefined), delete: enqueue });
-leases.addHandlers({ add: enqueueAll, update: enqueueAll, delete: enqueueAll });
+upgrades.addHandlers({ add: enqueue, update: (o, n) => (updateNeedsReconcile(o, n) ? enqueue(n) : undefined), delete: enqueue });
+// A server that comes, leaves or restarts (src/plan/wake.ts) wakes the upgrades not finished, so they re-observe
+// at once; renewals wake none (the planner's requeue sets their cadence), and finished upgrades never.
+const fleetChanged = (old: V1Lease | undefined, cur: V1Lease | undefined): void => {
+  if (leaseEventWakes(old, cur)) upgradesToWake(upgrades.list()).forEach(enqueue);
+};
+leases.addHandlers({ add: (l) => fleetChanged(undefined, l), update: (o, n) => fleetChanged(o, n), delete: (l) => fleetChanged(l, undefined) });
 
 const leader = new LeaderElector({
   kubeConfig: kc,
@@ -124,10 +157,12 @@ const health = await startHealthServer({
   readiness: () => [
     { name: 'informer/apiserverupgrades', ready: upgrades.hasSynced },
     { name: 'informer/identity-leases', ready: leases.hasSynced },
+    { name: 'informer/kubernetes-endpointslices', ready: endpointSlices.hasSynced },
   ],
 });
-installSignalHandlers({ logger: log, queue, leader, informers: [upgrades, leases], health });
+installSignalHandlers({ logger: log, queue, leader, informers: [upgrades, leases, endpointSlices], health });
 upgrades.start();
 leases.start();
+endpointSlices.start();
 leader.start();
 log.info('apiserver-upgrade-operator started', { identity: leader.identity, healthPort: health.port, metricsPort: health.metricsPort, server: kc.getCurrentCluster()?.server });

@@ -22,12 +22,15 @@ export interface ApiServerFlagInput {
   serving: ServingCert;
   featureGates: Record<string, boolean>;
   extraFlags: string[];
+  /** Audit logging: the policy file (shared) and this server's own log file. */
+  audit?: { policyFile: string; logPath: string };
 }
 
 /**
  * The flags of a kubeadm-like HA member with every Mixed Version Proxy flag set.
  * The --peer-* flags make startup fail when the gate is off, so they are only passed with it on;
  * the proxy-client cert and requestheader flags are always set, as in kubeadm (aggregation uses them too).
+ * `extraFlags` override a default of the same name (see withOverrides) and are appended otherwise.
  */
 export function apiServerFlags(i: ApiServerFlagInput): string[] {
   const gateOn = proxyGateEnabled(i.version, i.featureGates);
@@ -65,8 +68,22 @@ export function apiServerFlags(i: ApiServerFlagInput): string[] {
     `--v=2`,
   ];
   if (gates !== '') flags.push(`--feature-gates=${gates}`);
+  if (i.audit) flags.push(`--audit-policy-file=${i.audit.policyFile}`, `--audit-log-path=${i.audit.logPath}`);
   if (gateOn) {
     flags.push(`--peer-ca-file=${i.pki.caCert}`, `--peer-advertise-ip=${i.address}`, `--peer-advertise-port=${SECURE_PORT}`);
   }
-  return [...flags, ...i.extraFlags];
+  return withOverrides(flags, i.extraFlags);
+}
+
+/**
+ * The defaults with `extra` applied: an extra `--name=value` whose name a default already has replaces that
+ * default in place (so `--requestheader-allowed-names=` empties it: repeating a slice flag would append to it);
+ * every other extra flag is appended.
+ */
+export function withOverrides(defaults: readonly string[], extra: readonly string[]): string[] {
+  const nameOf = (f: string): string => (f.includes('=') ? f.slice(0, f.indexOf('=')) : f);
+  const overrides = new Map(extra.map((f) => [nameOf(f), f]));
+  const out = defaults.map((f) => overrides.get(nameOf(f)) ?? f);
+  const taken = new Set(defaults.map(nameOf));
+  return [...out, ...extra.filter((f) => !taken.has(nameOf(f)))];
 }

@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
 # Builds, from the Go module proxy, into a cache outside the repo keyed by version:
-#   kube-apiserver, kubectl   k8s.io/kubernetes at a version (v1.35.4)
+#   kube-apiserver, kubectl,  k8s.io/kubernetes at a version (v1.35.4); the last three for the nodes mode
+#   kubelet, kube-controller-manager, kube-scheduler, kube-proxy
+#   cni-plugins               github.com/containernetworking/plugins (v1.10.0): a folder with bridge, host-local,
+#                             loopback, portmap (the nodes mode's Pod network)
 #   etcd                      go.etcd.io/etcd/server/v3 (v3.6.16)
 #   helm                      helm.sh/helm/v3 (v3.22.0)
-# Usage: build-binaries.sh <kube-apiserver|kubectl|etcd|helm> <version>
-# Prints the path of the built binary on stdout. Progress goes to stderr: log lines "[build ...]", "go: downloading"
+# Usage: build-binaries.sh <kube-apiserver|kubectl|kubelet|kube-controller-manager|kube-scheduler|kube-proxy|etcd|helm|cni-plugins> <version>
+# Prints the path of the built binary (for cni-plugins: of the folder of plugins) on stdout. Progress goes to stderr: log lines "[build ...]", "go: downloading"
 # lines while modules are fetched, then, for e2e/cluster/binaries.ts to count:
 #   @@waiting            another process holds this binary's build lock (it is building the same thing)
 #   @@total <n>          packages the binary is made of (go list -deps)
@@ -28,17 +31,20 @@ trap 'rm -rf "$work"' EXIT
 cd "$work"
 log() { echo "[build $what $version] $(date +%T) $*" >&2; }
 
-# compile <package> <ldflags>: counts, then builds with -v so that each compiled package is one line.
+# compile <package> <ldflags> [more packages]: counts, then builds with -v so that each compiled package is one
+# line. One package: the binary $work/out; several: the folder $work/out/ with one binary per package.
 compile() {
-  local pkg="$1" ldflags="$2"
-  echo "@@total $(go list -deps "$pkg" | wc -l)" >&2
-  echo "@@stale $(go list -trimpath -deps -f '{{if .Stale}}{{.ImportPath}}{{end}}' "$pkg" | grep -c . || true)" >&2
+  local pkg="$1" ldflags="$2"; shift 2
+  local pkgs=("$pkg" "$@") dest="$work/out"
+  [[ $# -eq 0 ]] || { mkdir -p "$work/out"; dest="$work/out/"; }
+  echo "@@total $(go list -deps "${pkgs[@]}" | sort -u | wc -l)" >&2
+  echo "@@stale $(go list -trimpath -deps -f '{{if .Stale}}{{.ImportPath}}{{end}}' "${pkgs[@]}" | sort -u | grep -c . || true)" >&2
   echo "@@compile" >&2
-  go build -v -trimpath -ldflags "$ldflags" -o "$work/out" "$pkg" >&2
+  go build -v -trimpath -ldflags "$ldflags" -o "$dest" "${pkgs[@]}" >&2
 }
 
 case "$what" in
-  kube-apiserver|kubectl)
+  kube-apiserver|kubectl|kubelet|kube-controller-manager|kube-scheduler|kube-proxy)
     [[ "$version" =~ ^v1\.([0-9]+)\.([0-9]+)$ ]] || { echo "bad kubernetes version: $version" >&2; exit 2; }
     minor="${BASH_REMATCH[1]}"; patch="${BASH_REMATCH[2]}"
     log "fetching k8s.io/kubernetes@$version go.mod"
@@ -77,7 +83,19 @@ case "$what" in
     log "compiling"
     compile helm.sh/helm/v3/cmd/helm "-s -w -X helm.sh/helm/v3/internal/version.version=$version"
     ;;
-  *) echo "unknown binary: $what (kube-apiserver|kubectl|etcd|helm)" >&2; exit 2 ;;
+  cni-plugins)
+    [[ "$version" =~ ^v1\.[0-9]+\.[0-9]+$ ]] || { echo "bad CNI plugins version: $version" >&2; exit 2; }
+    # The reference plugins a Pod network needs: bridge + host-local (the Pods' veths and addresses), loopback
+    # (containerd sets up every Pod's lo with it), portmap (hostPort). Their own go.mod decides every dependency.
+    printf 'module auo.local/build\ngo 1.25\n' > go.mod
+    log "resolving github.com/containernetworking/plugins@$version"
+    go get "github.com/containernetworking/plugins@$version" >&2
+    log "compiling"
+    p=github.com/containernetworking/plugins/plugins
+    compile "$p/main/bridge" "-s -w -X github.com/containernetworking/plugins/pkg/utils/buildversion.BuildVersion=$version" \
+      "$p/ipam/host-local" "$p/main/loopback" "$p/meta/portmap"
+    ;;
+  *) echo "unknown binary: $what (kube-apiserver|kubectl|kubelet|kube-controller-manager|kube-scheduler|kube-proxy|etcd|helm|cni-plugins)" >&2; exit 2 ;;
 esac
 mv "$work/out" "$out"
 log "built $out"

@@ -1,4 +1,4 @@
-import { mkdir, readFile, cp } from 'node:fs/promises';
+import { mkdir, readFile, cp, writeFile, readdir, chown, chmod } from 'node:fs/promises';
 import { randomBytes } from 'node:crypto';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
@@ -31,6 +31,20 @@ export interface ClusterOptions {
   perServer?: Partial<ServerConfig>[];
   /** Log lines to stderr as the cluster comes up. */
   verbose?: boolean;
+  /**
+   * Audit logging on every server: `policy` is the audit Policy (YAML or JSON), written once for the cluster;
+   * each server logs to its own file (`ServerInfo.auditLogPath`, kept across restarts).
+   */
+  audit?: { policy: string };
+  /**
+   * Servers of a version run as this uid/gid (setpriv, after the hostname is set) instead of root, whenever
+   * they start — replacements included. A version's cohort then has its own socket owner, which policy
+   * routing can match (`ip rule uidrange`): all servers share one network namespace and leave it from the
+   * same source address, so that is how a network rule tells new servers from old ones.
+   */
+  runAs?: Record<string, { uid: number; gid: number }>;
+  /** Days of validity of each server's serving certificate, by index (default 365): a certificate close to expiry. */
+  servingCertDays?: (number | undefined)[];
 }
 
 export interface ServerInfo {
@@ -44,6 +58,10 @@ export interface ServerInfo {
   config: Required<ServerConfig>;
   proxyGate: boolean;
   logPath: string;
+  /** The kube-apiserver flags of the server's current (or last) run: what a Describe of it answers. */
+  flags: string[];
+  /** This server's audit log, when the cluster was started with `audit`. */
+  auditLogPath?: string;
   running: boolean;
 }
 
@@ -54,7 +72,8 @@ interface ServerSlot {
   logSeq: number;
 }
 
-async function freePort(): Promise<number> {
+/** A TCP port free on 127.0.0.1 right now (the kernel picks it). */
+export async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const s = createServer();
     s.listen(0, '127.0.0.1', () => {
@@ -83,8 +102,10 @@ export class Cluster {
   private state: ClusterState;
   private log: (msg: string) => void;
   private tornDown = false;
+  private auditPolicyFile?: string;
+  private runAs: Record<string, { uid: number; gid: number }>;
 
-  private constructor(init: { runId: string; dir: string; pki: Pki; netns: Netns; kubeconfig: string; lbUrl: string; slots: ServerSlot[]; state: ClusterState; log: (m: string) => void }) {
+  private constructor(init: { runId: string; dir: string; pki: Pki; netns: Netns; kubeconfig: string; lbUrl: string; slots: ServerSlot[]; state: ClusterState; log: (m: string) => void; auditPolicyFile?: string; runAs?: Record<string, { uid: number; gid: number }> }) {
     this.runId = init.runId;
     this.dir = init.dir;
     this.pki = init.pki;
@@ -94,6 +115,8 @@ export class Cluster {
     this.slots = init.slots;
     this.state = init.state;
     this.log = init.log;
+    if (init.auditPolicyFile) this.auditPolicyFile = init.auditPolicyFile;
+    this.runAs = init.runAs ?? {};
   }
 
   static async start(opts: ClusterOptions = {}): Promise<Cluster> {
@@ -136,12 +159,14 @@ export class Cluster {
       const lbPort = await freePort();
       const lbUrl = `https://127.0.0.1:${lbPort}`;
       const kubeconfig = await writeKubeconfig(join(dir, 'admin.kubeconfig'), lbUrl, pki.caCert, pki.adminCert, pki.adminKey);
+      const auditPolicyFile = opts.audit ? join(dir, 'audit-policy.yaml') : undefined;
+      if (auditPolicyFile) await writeFile(auditPolicyFile, opts.audit!.policy);
       const slots: ServerSlot[] = [];
       for (let i = 0; i < n; i++) {
         const address = `${netns.prefix}.${11 + i}`;
         const hostname = `cp-${i + 1}`;
         await addHostAddress(netns, address);
-        const serving = await createServingCert(pki, hostname, [address, '127.0.0.1', '10.96.0.1'], [hostname]);
+        const serving = await createServingCert(pki, hostname, [address, '127.0.0.1', '10.96.0.1'], [hostname], opts.servingCertDays?.[i]);
         const url = `https://${address}:${SECURE_PORT}`;
         const cfg = configs[i]!;
         slots.push({
@@ -150,11 +175,12 @@ export class Cluster {
           info: {
             index: i, name: hostname, hostname, address, port: SECURE_PORT, url,
             kubeconfig: await writeKubeconfig(join(dir, `${hostname}.kubeconfig`), url, pki.caCert, pki.adminCert, pki.adminKey),
-            config: cfg, proxyGate: proxyGateEnabled(cfg.version, cfg.featureGates), logPath: '', running: false,
+            config: cfg, proxyGate: proxyGateEnabled(cfg.version, cfg.featureGates), logPath: '', flags: [], running: false,
+            ...(auditPolicyFile ? { auditLogPath: join(dir, `${hostname}.audit.log`) } : {}),
           },
         });
       }
-      const c = new Cluster({ runId, dir, pki, netns, kubeconfig, lbUrl, slots, state, log });
+      const c = new Cluster({ runId, dir, pki, netns, kubeconfig, lbUrl, slots, state, log, ...(auditPolicyFile ? { auditPolicyFile } : {}), ...(opts.runAs ? { runAs: opts.runAs } : {}) });
       await c.startEtcd();
       await Promise.all(slots.map((_, i) => c.start(i)));
       await c.startHaproxy(lbPort);
@@ -252,12 +278,17 @@ export class Cluster {
     if (slot.proc && !slot.proc.exited) throw new Error(`${slot.info.name} is already running`);
     const cfg = slot.info.config;
     const bin = await this.readyBinary(cfg.version);
-    const flags = apiServerFlags({ version: cfg.version, address: slot.info.address, etcdUrl: 'http://127.0.0.1:2379', pki: this.pki, serving: slot.serving, featureGates: cfg.featureGates, extraFlags: cfg.extraFlags });
+    const audit = this.auditPolicyFile && slot.info.auditLogPath ? { policyFile: this.auditPolicyFile, logPath: slot.info.auditLogPath } : undefined;
+    const flags = apiServerFlags({ version: cfg.version, address: slot.info.address, etcdUrl: 'http://127.0.0.1:2379', pki: this.pki, serving: slot.serving, featureGates: cfg.featureGates, extraFlags: cfg.extraFlags, ...(audit ? { audit } : {}) });
+    const runAs = this.runAs[cfg.version];
+    if (runAs) await this.shareFilesWith(runAs, slot.info.auditLogPath);
+    const drop = runAs ? ['setpriv', `--reuid=${runAs.uid}`, `--regid=${runAs.gid}`, '--clear-groups'] : [];
     // unshare gives the server its own UTS namespace: the identity Lease name derives from the hostname.
-    const [cmd, args] = this.inNetns(['unshare', '--uts', '--', 'sh', '-c', 'hostname "$0" && exec "$@"', slot.info.hostname, bin, ...flags]);
+    const [cmd, args] = this.inNetns(['unshare', '--uts', '--', 'sh', '-c', 'hostname "$0" && exec "$@"', slot.info.hostname, ...drop, bin, ...flags]);
     slot.logSeq++;
     slot.info.logPath = join(this.dir, `${slot.info.name}.${slot.logSeq}.log`);
     slot.info.proxyGate = proxyGateEnabled(cfg.version, cfg.featureGates);
+    slot.info.flags = flags;
     slot.proc = new ManagedProcess(cmd, args, slot.info.logPath);
     this.log(`${slot.info.name} starting ${cfg.version} at ${slot.info.address} (proxy gate ${slot.info.proxyGate ? 'on' : 'off'})`);
     const proc = slot.proc;
@@ -270,6 +301,22 @@ export class Cluster {
       throw new Error(`${err.message}\nlog tail:\n${await this.logTail(i, 30)}`, { cause: err });
     });
     this.log(`${slot.info.name} ready`);
+  }
+
+  /**
+   * What a server running as `runAs` must read or write: the keys it is given (group-readable by its gid; the
+   * CA keys stay root's) and its audit log (created and handed over, so restarts as root or not append to it).
+   */
+  private async shareFilesWith(runAs: { uid: number; gid: number }, auditLogPath: string | undefined): Promise<void> {
+    const keys = (await readdir(this.pki.dir)).filter((f) => f.endsWith('.key') && f !== 'ca.key' && f !== 'front-proxy-ca.key');
+    await Promise.all(keys.map(async (f) => {
+      await chown(join(this.pki.dir, f), 0, runAs.gid);
+      await chmod(join(this.pki.dir, f), 0o640);
+    }));
+    if (auditLogPath) {
+      await writeFile(auditLogPath, '', { flag: 'a' });
+      await chown(auditLogPath, runAs.uid, runAs.gid);
+    }
   }
 
   /** Graceful stop: SIGTERM, as a kubelet or systemd would, and wait for the exit. */

@@ -6,7 +6,7 @@ import { run, runSyncQuiet } from './exec.ts';
  * Claims a 10.77.<n>.0/24 for one run. Two clusters starting at once (parallel test files) must not pick
  * the same subnet: mkdir is atomic, so the lock folder decides; a lock whose run folder is gone is stale.
  */
-function claimSubnet(lockRoot: string, runId: string, used: Set<string>): number {
+export function claimSubnet(lockRoot: string, runId: string, used: Set<string>): number {
   mkdirSync(lockRoot, { recursive: true });
   for (let third = 1; third < 250; third++) {
     if (used.has(`10.77.${third}`)) continue;
@@ -50,7 +50,7 @@ export interface Netns {
   prefix: string;
 }
 
-async function usedPrefixes(): Promise<Set<string>> {
+export async function usedPrefixes(): Promise<Set<string>> {
   const out = await run('ip', ['-4', '-o', 'addr', 'show']);
   const used = new Set<string>();
   for (const m of out.matchAll(/inet (10\.77\.\d+)\.\d+/g)) used.add(m[1]!);

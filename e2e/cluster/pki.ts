@@ -26,6 +26,9 @@ export interface ServingCert {
   key: string;
 }
 
+/** Validity of every leaf certificate unless told otherwise (a serving certificate can be given fewer days). */
+export const LEAF_DAYS = 365;
+
 const EC = ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes'];
 
 async function selfSignedCa(dir: string, name: string, cn: string): Promise<{ cert: string; key: string }> {
@@ -36,14 +39,14 @@ async function selfSignedCa(dir: string, name: string, cn: string): Promise<{ ce
   return { cert, key };
 }
 
-async function signedLeaf(dir: string, name: string, ca: { cert: string; key: string }, subject: string, extensions: string[]): Promise<ServingCert> {
+async function signedLeaf(dir: string, name: string, ca: { cert: string; key: string }, subject: string, extensions: string[], days = LEAF_DAYS): Promise<ServingCert> {
   const cert = join(dir, `${name}.crt`);
   const key = join(dir, `${name}.key`);
   const csr = join(dir, `${name}.csr`);
   const ext = join(dir, `${name}.ext`);
   await writeFile(ext, extensions.join('\n') + '\n');
   await run('openssl', ['req', '-new', ...EC, '-keyout', key, '-out', csr, '-subj', subject]);
-  await run('openssl', ['x509', '-req', '-in', csr, '-CA', ca.cert, '-CAkey', ca.key, '-CAcreateserial', '-out', cert, '-days', '365', '-extfile', ext]);
+  await run('openssl', ['x509', '-req', '-in', csr, '-CA', ca.cert, '-CAkey', ca.key, '-CAcreateserial', '-out', cert, '-days', String(days), '-extfile', ext]);
   return { cert, key };
 }
 
@@ -68,9 +71,11 @@ export async function createPki(dir: string): Promise<Pki> {
 
 /**
  * A serving cert for one apiserver. `kubernetes.default.svc` is required: the Mixed Version Proxy
- * verifies a peer's serving cert with that ServerName, not with the peer's address.
+ * verifies a peer's serving cert with that ServerName, not with the peer's address. `days`: its validity from
+ * now (a certificate close to expiry, as kubeadm preflight reports; at least 1: an expired one fails every client).
  */
-export function createServingCert(pki: Pki, name: string, ips: string[], dnsNames: string[]): Promise<ServingCert> {
+export function createServingCert(pki: Pki, name: string, ips: string[], dnsNames: string[], days = LEAF_DAYS): Promise<ServingCert> {
+  if (!Number.isInteger(days) || days < 1) return Promise.reject(new Error(`serving certificate validity must be a whole number of days >= 1, not ${days}`));
   const sans = [
     ...ips.map((ip) => `IP:${ip}`),
     ...['kubernetes', 'kubernetes.default', 'kubernetes.default.svc', 'kubernetes.default.svc.cluster.local', 'localhost', ...dnsNames].map((d) => `DNS:${d}`),
@@ -78,5 +83,15 @@ export function createServingCert(pki: Pki, name: string, ips: string[], dnsName
   return signedLeaf(pki.dir, `serving-${name}`, { cert: pki.caCert, key: pki.caKey }, `/CN=kube-apiserver`, [
     'basicConstraints=CA:FALSE', 'keyUsage=critical,digitalSignature,keyEncipherment', 'extendedKeyUsage=serverAuth',
     `subjectAltName=${sans.join(',')}`,
-  ]);
+  ], days);
+}
+
+/**
+ * A client certificate for one user, signed by the cluster CA (what `--client-ca-file` authenticates): the
+ * CN is the user name and each O a group. `name` names the files in the PKI folder.
+ */
+export function createClientCert(pki: Pki, name: string, user: string, groups: string[] = []): Promise<ServingCert> {
+  const subject = [...groups.map((g) => `/O=${g}`), `/CN=${user}`].join('');
+  return signedLeaf(pki.dir, `user-${name}`, { cert: pki.caCert, key: pki.caKey }, subject,
+    ['basicConstraints=CA:FALSE', 'keyUsage=critical,digitalSignature,keyEncipherment', 'extendedKeyUsage=clientAuth']);
 }

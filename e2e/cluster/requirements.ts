@@ -25,6 +25,12 @@ export const SYSTEM: SystemNeed[] = [
   { command: 'flock', pkg: 'util-linux', why: 'one build per binary across processes', for: ['demo', 'e2e', 'tools'] },
   { command: 'promtool', pkg: 'prometheus', why: 'the chart\'s alert rules are checked with promtool', for: ['e2e', 'tools'] },
   { command: 'prometheus', pkg: 'prometheus', why: 'the Prometheus-source e2e tests scrape through a real Prometheus', for: ['e2e', 'tools'] },
+  { command: 'containerd', pkg: 'containerd', why: 'the container runtime of each node in the nodes mode', for: ['e2e'] },
+  { command: 'ctr', pkg: 'containerd', why: 'images are imported into each node\'s containerd with ctr', for: ['e2e'] },
+  { command: 'runc', pkg: 'runc', why: 'the OCI runtime under containerd in the nodes mode', for: ['e2e'] },
+  { command: 'iptables', pkg: 'iptables', why: 'kube-proxy (iptables mode) and the CNI bridge plugin\'s masquerade program each node\'s network namespace', for: ['e2e'] },
+  { command: 'iptables-restore', pkg: 'iptables', why: 'kube-proxy writes its rules with iptables-restore', for: ['e2e'] },
+  { command: 'busybox', pkg: 'busybox-static', why: 'the node agent image of the nodes mode is made from a static busybox', for: ['e2e'] },
 ];
 
 export const WHAT: Record<Profile, string> = { test: 'npm test', demo: 'npm run demo', e2e: 'npm run e2e', tools: 'the chart tests' };

@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import type { Cluster } from './cluster.ts';
 import { createServingCert } from './pki.ts';
 import { building } from './binaries.ts';
+import { parseCommandFlags } from '../../src/observe/trust-flags.ts';
 
 export interface ReceivedCall {
   key: string;
@@ -32,7 +33,7 @@ export interface ReceivedCall {
 /** One line of the hook's own log, also appended as JSON to `<cluster dir>/replace-webhook.log`. */
 export interface HookLogEntry {
   at: number;
-  event: 'accepted' | 'duplicate' | 'refused' | 'rejected' | 'held' | 'started' | 'done' | 'failed';
+  event: 'accepted' | 'duplicate' | 'refused' | 'rejected' | 'held' | 'started' | 'done' | 'failed' | 'described';
   key?: string;
   action?: string;
   hostname?: string;
@@ -57,6 +58,10 @@ export class ReplaceWebhook {
   readonly url: string;
   readonly caBundle: string;
   readonly calls = new Map<string, ReceivedCall>();
+  /** Describe requests answered, by hostname (they change nothing and are not calls). */
+  readonly describes = new Map<string, number>();
+  /** Answer Describe with this status and no flags instead (a hook without Describe answers 404). */
+  describeStatus: number | undefined;
   /** Everything the hook did, in order. */
   readonly log: HookLogEntry[] = [];
   readonly logPath: string;
@@ -104,13 +109,14 @@ export class ReplaceWebhook {
 
   private async handle(cluster: Cluster, method: string | undefined, headerKey: string | string[] | undefined, body: string): Promise<{ status: number; body: unknown; headers?: Record<string, string> }> {
     if (method !== 'POST') return { status: 405, body: { error: 'POST only' } };
-    let p: { idempotencyKey?: string; action?: string; server?: { hostname?: string }; targetVersion?: string; emulatedVersion?: string; featureGates?: Record<string, boolean> };
+    let p: { kind?: string; idempotencyKey?: string; action?: string; server?: { hostname?: string }; targetVersion?: string; emulatedVersion?: string; featureGates?: Record<string, boolean> };
     try {
       p = JSON.parse(body) as typeof p;
     } catch {
       this.record({ event: 'rejected', status: 400, detail: 'body is not JSON' });
       return { status: 400, body: { error: 'body is not JSON' } };
     }
+    if (p.kind === 'DescribeServerRequest' || p.action === 'Describe') return this.describe(cluster, p.server?.hostname);
     const key = p.idempotencyKey ?? headerKey;
     const hostname = p.server?.hostname;
     const what = { key: typeof key === 'string' ? key : undefined, action: p.action, hostname, targetVersion: p.targetVersion };
@@ -178,6 +184,25 @@ export class ReplaceWebhook {
       }
     });
     return { status: 202, body: { key, accepted: true } };
+  }
+
+  /**
+   * Describe (docs/drivers.md): the flags the named server runs with, from the command line the harness
+   * started it with (ServerInfo.flags), parsed as the operator parses a mirror Pod's. Changes nothing.
+   */
+  private describe(cluster: Cluster, hostname: string | undefined): { status: number; body: unknown } {
+    const s = cluster.servers.find((x) => x.hostname === hostname);
+    if (this.describeStatus !== undefined) {
+      this.record({ event: 'described', ...(hostname ? { hostname } : {}), status: this.describeStatus, detail: 'answered without flags (describeStatus)' });
+      return { status: this.describeStatus, body: { error: 'Describe not supported' } };
+    }
+    if (!s) {
+      this.record({ event: 'rejected', action: 'Describe', ...(hostname ? { hostname } : {}), status: 404, detail: `no server with hostname ${hostname}` });
+      return { status: 404, body: { error: `no server with hostname ${hostname}` } };
+    }
+    this.describes.set(s.hostname, (this.describes.get(s.hostname) ?? 0) + 1);
+    this.record({ event: 'described', action: 'Describe', hostname: s.hostname, status: 200 });
+    return { status: 200, body: { flags: parseCommandFlags(s.flags) } };
   }
 
   /**

@@ -3,6 +3,9 @@ import { openSync, closeSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parse } from 'yaml';
 import type { Cluster } from '../cluster/index.ts';
+
+/** What these helpers use of a cluster: both the process-mode Cluster and the nodes mode's NodesCluster have it. */
+export type ClusterLike = Pick<Cluster, 'request' | 'dir' | 'kubeconfig'> & { servers: { index: number }[] };
 import { waitFor } from '../cluster/index.ts';
 import type { ApiServerUpgrade } from '../../src/api/types.generated.ts';
 
@@ -11,7 +14,7 @@ export const CRD_PATH = join(root, 'crds', 'apiserverupgrades.upgrade.apiserver.
 const UPGRADES = '/apis/upgrade.apiserver.dev/v1alpha1/apiserverupgrades';
 
 /** Installs the CRD through the balancer and waits until the API serves it. */
-export async function installCrd(cluster: Cluster): Promise<void> {
+export async function installCrd(cluster: ClusterLike): Promise<void> {
   const crd = parse(readFileSync(CRD_PATH, 'utf8')) as { metadata: { name: string } };
   const r = await cluster.request('lb', '/apis/apiextensions.k8s.io/v1/customresourcedefinitions', { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(crd) });
   if (r.status !== 201 && r.status !== 409) throw new Error(`CRD install: HTTP ${r.status}: ${r.body}`);
@@ -22,12 +25,12 @@ export async function installCrd(cluster: Cluster): Promise<void> {
   });
 }
 
-export async function createUpgrade(cluster: Cluster, obj: Record<string, unknown>): Promise<void> {
+export async function createUpgrade(cluster: ClusterLike, obj: Record<string, unknown>): Promise<void> {
   const r = await cluster.request('lb', UPGRADES, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(obj) });
   if (r.status !== 201) throw new Error(`create ApiServerUpgrade: HTTP ${r.status}: ${r.body}`);
 }
 
-export async function getUpgrade(cluster: Cluster, name: string): Promise<ApiServerUpgrade | undefined> {
+export async function getUpgrade(cluster: ClusterLike, name: string): Promise<ApiServerUpgrade | undefined> {
   try {
     const r = await cluster.request('lb', `${UPGRADES}/${name}`, { timeoutMs: 5000 });
     return r.status === 200 ? (JSON.parse(r.body) as ApiServerUpgrade) : undefined;
@@ -47,7 +50,7 @@ export interface OperatorProcess {
 }
 
 /** Runs the operator as its own process, connected through the balancer like a Deployment in the cluster. */
-export async function startOperator(cluster: Cluster, opts: { healthPort: number; extraArgs?: string[]; env?: Record<string, string> }): Promise<OperatorProcess> {
+export async function startOperator(cluster: ClusterLike, opts: { healthPort: number; extraArgs?: string[]; env?: Record<string, string> }): Promise<OperatorProcess> {
   const logPath = join(cluster.dir, `operator-${Date.now()}.log`);
   const fd = openSync(logPath, 'a');
   const child = spawn(process.execPath, [join(root, 'src', 'main.ts'), '--kubeconfig', cluster.kubeconfig, '--health-port', String(opts.healthPort), '--health-host', '127.0.0.1', '--log-level', 'debug', ...(opts.extraArgs ?? [])], { stdio: ['ignore', fd, fd], env: { ...process.env, ...opts.env } });

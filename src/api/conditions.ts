@@ -16,6 +16,9 @@ export const CONDITION_TYPES = [
   'DiscoveryConverged',
   'RollbackSafe',
   'Complete',
+  'ProxyTrustVerified',
+  'KubeadmPreflightPassed',
+  'KubeadmConfigUpdated',
 ] as const;
 export type ConditionType = (typeof CONDITION_TYPES)[number];
 

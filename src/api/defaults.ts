@@ -30,6 +30,8 @@ export interface ResolvedSpec {
   strategy: { batchSize: number | string; soakMs: number; batchTimeoutMs: number; phases: UpgradePhases; phaseSoakMs: number };
   rollback: { orphanedObjects: OrphanPolicy };
   proxy: { gate: ProxyGateMode; revertAfter: boolean };
+  /** spec.trust (docs/trust.md): whether AnyFrontProxyCertTrusted refuses the upgrade at preflight. */
+  trust: { requireAllowedNames: boolean };
   driver: ResolvedDriver;
   analysis: {
     intervalMs: number;
@@ -51,7 +53,10 @@ export interface ResolvedSpec {
 
 export type ResolvedDriver =
   | { kind: 'webhook'; webhook: WebhookDriver & { timeoutMs: number } }
-  | { kind: 'staticPod'; staticPod: Required<StaticPodDriver> };
+  | { kind: 'staticPod'; staticPod: ResolvedStaticPod };
+
+/** The static Pod driver's settings: `image` '' means keep the repository the node runs; readyTimeout parsed. */
+export type ResolvedStaticPod = Required<StaticPodDriver> & { readyTimeoutMs: number };
 
 export class SpecError extends Error {
   override readonly name = 'SpecError';
@@ -86,7 +91,8 @@ export function resolveSpec(spec: ApiServerUpgradeSpec): ResolvedSpec {
     },
     rollback: { orphanedObjects: s.rollback?.orphanedObjects ?? 'Pause' },
     proxy: { gate: s.proxy?.gate ?? 'Auto', revertAfter: s.proxy?.revertAfter === true },
-    driver: resolveDriver(s),
+    trust: { requireAllowedNames: s.trust?.requireAllowedNames === true },
+    driver: resolveDriver(s, duration(strategy.batchTimeout, 'spec.strategy.batchTimeout')),
     analysis: {
       intervalMs: duration(analysis.interval, 'spec.analysis.interval'),
       failureLimit: positiveInteger(analysis.failureLimit, 'spec.analysis.failureLimit'),
@@ -106,7 +112,7 @@ export function resolveSpec(spec: ApiServerUpgradeSpec): ResolvedSpec {
   };
 }
 
-function resolveDriver(s: ApiServerUpgradeSpec): ResolvedDriver {
+function resolveDriver(s: ApiServerUpgradeSpec, batchTimeoutMs: number): ResolvedDriver {
   const { webhook, staticPod } = s.driver ?? {};
   if ((webhook === undefined) === (staticPod === undefined)) throw new SpecError('spec.driver must set exactly one of webhook or staticPod');
   if (webhook !== undefined) {
@@ -119,15 +125,22 @@ function resolveDriver(s: ApiServerUpgradeSpec): ResolvedDriver {
     if (v === undefined || v === '') throw new SpecError(`spec.driver.staticPod.${k} is required`);
     return v as NonNullable<StaticPodDriver[K]>;
   };
+  const readyTimeoutMs = duration(p.readyTimeout, 'spec.driver.staticPod.readyTimeout');
+  if (readyTimeoutMs >= batchTimeoutMs) {
+    throw new SpecError(`spec.driver.staticPod.readyTimeout ${p.readyTimeout ?? ''} must be shorter than strategy.batchTimeout (${batchTimeoutMs / 1000}s)`);
+  }
   return {
     kind: 'staticPod',
     staticPod: {
-      image: required('image'),
+      // No default: empty keeps the repository the node runs (the driver reads it from the mirror Pod).
+      image: p.image ?? '',
       manifestPath: required('manifestPath'),
       backupDir: required('backupDir'),
       peerCAFile: required('peerCAFile'),
       agentImage: required('agentImage'),
       namespace: required('namespace'),
+      readyTimeout: required('readyTimeout'),
+      readyTimeoutMs,
     },
   };
 }

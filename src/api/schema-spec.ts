@@ -1,5 +1,5 @@
 import type { Schema } from './schema-types.ts';
-import { PERCENT_PATTERN } from './patterns.ts';
+import { DURATION_PATTERN, PERCENT_PATTERN } from './patterns.ts';
 import { absolutePathField, durationField, secretKeyRefField, stringField, versionField } from './schema-builders.ts';
 
 /**
@@ -103,6 +103,22 @@ const proxy: Schema = {
   },
 };
 
+const trust: Schema = {
+  tsType: 'TrustPolicy',
+  type: 'object',
+  description:
+    'What preflight does with the Mixed Version Proxy\'s trust checks (status.trust, condition ProxyTrustVerified, docs/trust.md). Findings are reported either way; this says which of them stop the upgrade.',
+  default: {},
+  properties: {
+    requireAllowedNames: {
+      type: 'boolean',
+      description:
+        'Refuse to start when a server runs with --requestheader-allowed-names empty (any certificate the request-header CA signed may then assert any user: AnyFrontProxyCertTrusted) or when that cannot be read (fail closed). False: report it as a warning and go on.',
+      default: false,
+    },
+  },
+};
+
 const webhook: Schema = {
   tsType: 'WebhookDriver',
   type: 'object',
@@ -129,26 +145,35 @@ const staticPod: Schema = {
   tsType: 'StaticPodDriver',
   type: 'object',
   description:
-    'Replace a server on a kubeadm control-plane node: a Job pinned to the node rewrites the kube-apiserver static Pod manifest (keeping a backup for rollback) and the kubelet restarts the server.',
+    'Replace a server on a kubeadm control-plane node: a Job pinned to the node pre-pulls the target image, rewrites the kube-apiserver static Pod manifest (keeping a backup), waits for the new server\'s /readyz and restores the backup when it does not get ready in time; the kubelet restarts the server.',
   required: ['agentImage'],
   properties: {
-    image: stringField('kube-apiserver image repository; the tag is the target version.', 512, {
-      default: 'registry.k8s.io/kube-apiserver',
-      'x-kubernetes-validations': [
-        {
-          rule: `!self.contains('@') && !self.matches(r':[^/]*$')`,
-          message: 'image must be a repository without tag or digest; the tag comes from targetVersion',
-        },
-      ],
-    }),
+    image: stringField(
+      'kube-apiserver image repository; the tag is the target version. Empty (the default): keep the repository the node runs (registry and path, read from the mirror Pod kube-system/kube-apiserver-<node>), so a cluster on a private mirror stays on it.',
+      512,
+      {
+        'x-kubernetes-validations': [
+          {
+            rule: `!self.contains('@') && !self.matches(r':[^/]*$')`,
+            message: 'image must be a repository without tag or digest; the tag comes from targetVersion',
+          },
+        ],
+      },
+    ),
     manifestPath: absolutePathField('Path of the static Pod manifest on the node.', '/etc/kubernetes/manifests/kube-apiserver.yaml'),
     backupDir: absolutePathField('Directory on the node where the previous manifest is kept for rollback.', '/etc/kubernetes/apiserver-upgrade-backup'),
     peerCAFile: absolutePathField(
       'CA file (path on the node) passed as --peer-ca-file when the operator turns the proxy gate on.',
       '/etc/kubernetes/pki/ca.crt',
     ),
-    agentImage: stringField('Image of the node agent Job that rewrites the manifest.', 512, { minLength: 1 }),
+    agentImage: stringField('Image of the node agent Job that rewrites the manifest (busybox: sh, sed, wget with TLS, timeout).', 512, { minLength: 1 }),
     namespace: stringField('Namespace of the agent Jobs.', 63, { default: 'kube-system', minLength: 1 }),
+    readyTimeout: durationField(
+      'How long the agent waits, after it replaced the manifest, for the new server to answer /readyz 200 on its own address; when it does not, the agent restores the backup on the node and the call fails. Must be shorter than strategy.batchTimeout.',
+      '3m',
+      '10s',
+      '1h',
+    ),
   },
 };
 
@@ -323,5 +348,15 @@ export const specSchema: Schema = {
     driver,
     analysis,
     rollback: rollbackPolicy,
+    trust,
   },
+  'x-kubernetes-validations': [
+    {
+      // Across two sub-objects, so on the spec. Defaulting runs before validation, so both are usually set;
+      // a missing or malformed one is left to its own field's rules (`||` absorbs duration()'s error).
+      rule: `!has(self.driver.staticPod) || !has(self.driver.staticPod.readyTimeout) || !has(self.strategy) || !has(self.strategy.batchTimeout) || !self.driver.staticPod.readyTimeout.matches(r'${DURATION_PATTERN}') || !self.strategy.batchTimeout.matches(r'${DURATION_PATTERN}') || duration(self.driver.staticPod.readyTimeout) < duration(self.strategy.batchTimeout)`,
+      message: 'driver.staticPod.readyTimeout must be shorter than strategy.batchTimeout',
+      fieldPath: '.driver.staticPod.readyTimeout',
+    },
+  ],
 };

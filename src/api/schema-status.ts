@@ -1,7 +1,7 @@
 import type { Schema } from './schema-types.ts';
 import { CONDITION_REASON_PATTERN, CONDITION_TYPE_PATTERN } from './patterns.ts';
 import { stringField, timeField } from './schema-builders.ts';
-import { CALL_RESULTS, GATE_STATES, PAUSE_REASONS, PEER_STATES, PHASES } from './vocabulary.ts';
+import { CALL_RESULTS, COVERAGE_KINDS, GATE_STATES, KUBEADM_CHECKS, KUBEADM_CONFIG_RESULTS, KUBEADM_SEVERITIES, PAUSE_REASONS, PEER_STATES, PHASES, TRUST_CHECKS, TRUST_RESULTS } from './vocabulary.ts';
 
 /**
  * The observed state of an ApiServerUpgrade, as data (see schema-spec.ts for why).
@@ -19,7 +19,7 @@ const condition: Schema = {
   required: ['type', 'status', 'lastTransitionTime', 'reason', 'message'],
   properties: {
     type: stringField(
-      'Progressing, Paused, Degraded, PreflightPassed, DiscoveryConverged, RollbackSafe or Complete.',
+      'Progressing, Paused, Degraded, PreflightPassed, DiscoveryConverged, RollbackSafe, Complete, ProxyTrustVerified, KubeadmPreflightPassed or KubeadmConfigUpdated.',
       316,
       { pattern: CONDITION_TYPE_PATTERN },
     ),
@@ -201,13 +201,13 @@ const driverCall: Schema = {
     time: timeField('When the call was recorded (its batchTimeout counts from here).'),
     holderBefore: stringField('holderIdentity of the server\'s identity Lease when the call was recorded: a new holder proves a restart.', 253),
     acceptedAt: timeField('When the driver accepted the call.'),
-    completedAt: timeField('When the call reached Done, Rejected, TimedOut or Abandoned.'),
+    completedAt: timeField('When the call reached Done, Rejected, Failed, TimedOut or Abandoned.'),
     attempts: { type: 'integer', format: 'int32', minimum: 0, description: 'Deliveries tried (the same key each time).' },
     result: {
       tsType: 'DriverCallResult',
       type: 'string',
       description:
-        'Requested (recorded, not yet confirmed delivered) -> Accepted (in flight) -> Done (observed back at the goal) | TimedOut | Rejected; Abandoned: never accepted and given up by a resume.',
+        'Requested (recorded, not yet confirmed delivered) -> Accepted (in flight) -> Done (observed back at the goal) | TimedOut | Rejected | Failed (the driver reported, after accepting it, that the replacement failed); Abandoned: never accepted and given up by a resume.',
       enum: CALL_RESULTS,
     },
     message: stringField('The driver\'s answer, or the last delivery error.', 4096),
@@ -291,6 +291,128 @@ const frozenPlan: Schema = {
   },
 };
 
+const trustCheck: Schema = {
+  tsType: 'TrustCheck',
+  type: 'object',
+  description: 'One trust check of one server.',
+  required: ['server', 'check', 'result'],
+  properties: {
+    server: stringField('Hostname of the server.', 253),
+    check: { tsType: 'TrustCheckName', type: 'string', description: 'What was checked (docs/trust.md).', enum: TRUST_CHECKS },
+    result: { tsType: 'TrustCheckResult', type: 'string', description: 'Verified, Finding (checked, and wrong), or Unknown (an input could not be read: never counted as verified).', enum: TRUST_RESULTS },
+    reason: stringField('A Finding\'s CamelCase reason, such as AnyFrontProxyCertTrusted; Unknown\'s is TrustInputUnknown.', 64),
+    flag: stringField('The kube-apiserver flag the check reads, when it reads one.', 128),
+    source: stringField('Where the input came from: MirrorPod, Webhook (the driver\'s Describe), TLS (a handshake from the operator), or Unknown.', 32),
+    message: stringField('What was found.', 1024),
+  },
+};
+
+const trustReport: Schema = {
+  tsType: 'TrustReport',
+  type: 'object',
+  description: 'The Mixed Version Proxy\'s trust checks, per server, made at preflight (docs/trust.md). Counts cover every check; checks holds at most 256 rows (findings and unknowns first).',
+  properties: {
+    checkedAt: timeField('When the checks were made.'),
+    servers: { type: 'integer', format: 'int32', minimum: 0, description: 'Servers checked.' },
+    verified: { type: 'integer', format: 'int32', minimum: 0, description: 'Checks Verified.' },
+    findings: { type: 'integer', format: 'int32', minimum: 0, description: 'Checks with a Finding.' },
+    unknown: { type: 'integer', format: 'int32', minimum: 0, description: 'Checks whose input could not be read.' },
+    truncated: { type: 'boolean', description: 'More rows than checks holds.' },
+    checks: { type: 'array', description: 'One row per server and check.', maxItems: 256, 'x-kubernetes-list-type': 'atomic', items: trustCheck },
+  },
+};
+
+const coverageEntry: Schema = {
+  tsType: 'CoverageEntry',
+  type: 'object',
+  description: 'One resource or API of the coverage report.',
+  required: ['kind', 'name'],
+  properties: {
+    kind: { tsType: 'CoverageKindName', type: 'string', description: 'BuiltInAdded, BuiltInRemoved, Aggregated or CustomResource.', enum: COVERAGE_KINDS },
+    name: stringField('group/version/resource, or the APIService name for an aggregated API.', 316),
+    resourceKind: stringField('The resource\'s kind, when known.', 253),
+    detail: stringField('For an aggregated API, its service (namespace/name).', 512),
+  },
+};
+
+const coverageView: Schema = {
+  tsType: 'CoverageView',
+  type: 'object',
+  description: 'What a client sees of one kind of entry while versions are mixed.',
+  required: ['kind', 'sees'],
+  properties: {
+    kind: { tsType: 'CoverageKindName', type: 'string', description: 'BuiltInAdded, BuiltInRemoved, Aggregated or CustomResource.', enum: COVERAGE_KINDS },
+    count: { type: 'integer', format: 'int32', minimum: 0, description: 'How many entries of this kind.' },
+    sees: stringField('One line: what a client sent to an old or a new server gets.', 1024),
+  },
+};
+
+const coverageReport: Schema = {
+  tsType: 'CoverageReport',
+  type: 'object',
+  description:
+    'What the Mixed Version Proxy covers during this upgrade, fixed at preflight like status.plan (docs/trust.md): the built-in resources that differ between the versions (the proxy routes them while versions are mixed) and the aggregated APIs and custom resources (never proxied: every server serves them itself).',
+  properties: {
+    fromVersion: stringField('The version the servers ran at preflight.', 64),
+    targetVersion: stringField('The target version.', 64),
+    fromSource: stringField('Where the from-version\'s built-in set came from: the servers\' own discovery (Observed <server>), or the catalog.', 128),
+    targetSource: stringField('Where the target\'s built-in set came from: Catalog <version> (discovery captured from a real server of that minor), or Unknown.', 128),
+    builtInAdded: { type: 'integer', format: 'int32', minimum: 0, description: 'Built-in resources only the target serves.' },
+    builtInRemoved: { type: 'integer', format: 'int32', minimum: 0, description: 'Built-in resources only the from-version serves.' },
+    aggregated: { type: 'integer', format: 'int32', minimum: 0, description: 'Aggregated APIServices (with a service).' },
+    customResources: { type: 'integer', format: 'int32', minimum: 0, description: 'Custom resources served (group/version/resources of CRDs).' },
+    truncated: { type: 'boolean', description: 'More entries than entries holds.' },
+    entries: { type: 'array', description: 'At most 50 named entries, built-in changes first.', maxItems: 50, 'x-kubernetes-list-type': 'atomic', items: coverageEntry },
+    clientView: { type: 'array', description: 'One line per kind of entry: what a client sees during the upgrade.', maxItems: 8, 'x-kubernetes-list-type': 'atomic', items: coverageView },
+    message: stringField('A summary, or why part of the report is unknown.', 4096),
+  },
+};
+
+const kubeadmFinding: Schema = {
+  tsType: 'KubeadmFinding',
+  type: 'object',
+  description: 'One finding of the preflight checks for kubeadm clusters.',
+  required: ['check', 'severity', 'reason', 'object'],
+  properties: {
+    check: { tsType: 'KubeadmCheckName', type: 'string', description: 'What was checked (docs/kubeadm-runbook.md).', enum: KUBEADM_CHECKS },
+    severity: { tsType: 'KubeadmSeverity', type: 'string', description: 'Block (preflight waits until it is fixed; an input that could not be read blocks too) or Warn.', enum: KUBEADM_SEVERITIES },
+    reason: stringField('CamelCase reason, such as KubeletTooOld.', 64),
+    object: stringField('The exact object: Node/<name>, Pod kube-system/<name>, a server\'s endpoint, or group/version/resource.', 512),
+    message: stringField('What was found and what to do.', 1024),
+  },
+};
+
+const kubeadmPreflightReport: Schema = {
+  tsType: 'KubeadmPreflightReport',
+  type: 'object',
+  description: 'The preflight checks for kubeadm clusters (kube-system/kubeadm-config exists, or the static Pod driver), made at preflight: kubelet skew, etcd health, serving certificates, deprecated APIs requested, node name = hostname. Counts cover every finding; findings holds at most 64 (blocking first).',
+  properties: {
+    checkedAt: timeField('When the checks were made.'),
+    servers: { type: 'integer', format: 'int32', minimum: 0, description: 'Servers checked.' },
+    nodes: { type: 'integer', format: 'int32', minimum: 0, description: 'Nodes whose kubelet version was checked.' },
+    blocking: { type: 'integer', format: 'int32', minimum: 0, description: 'Findings that stop preflight.' },
+    warnings: { type: 'integer', format: 'int32', minimum: 0, description: 'Findings that only warn.' },
+    truncated: { type: 'boolean', description: 'More findings than findings holds.' },
+    findings: { type: 'array', description: 'The findings; a passed check has none.', maxItems: 64, 'x-kubernetes-list-type': 'atomic', items: kubeadmFinding },
+  },
+};
+
+const kubeadmConfig: Schema = {
+  tsType: 'KubeadmConfigStatus',
+  type: 'object',
+  description: 'What the operator did to kube-system/kubeadm-config once the upgrade ended (docs/kubeadm-runbook.md): Pending is written with the ending itself and replaced by the outcome, so a restart neither redoes nor misses it (an upgrade that ended before this field existed is never touched).',
+  required: ['phase', 'result'],
+  properties: {
+    phase: phaseSchema,
+    result: { tsType: 'KubeadmConfigResult', type: 'string', description: 'Pending (the upgrade just ended; the operator is about to read kubeadm-config), Updated, Unchanged (already consistent), NotFound (not a kubeadm cluster) or Refused (left as it was; the KubeadmConfigUpdated condition says why).', enum: KUBEADM_CONFIG_RESULTS },
+    kubernetesVersion: stringField('The kubernetesVersion kubeadm-config should say.', 64),
+    changes: { type: 'array', description: 'The edits made.', maxItems: 16, 'x-kubernetes-list-type': 'atomic', items: stringField('One edit.', 512) },
+    resourceVersion: stringField('The ConfigMap\'s resourceVersion the edit was made against.', 64),
+    time: timeField('When it was done.'),
+    message: stringField('What was done, or why not.', 1024),
+  },
+};
+
 export const statusSchema: Schema = {
   tsType: 'ApiServerUpgradeStatus',
   type: 'object',
@@ -304,7 +426,7 @@ export const statusSchema: Schema = {
     completedAt: timeField('When the upgrade reached Succeeded, RolledBack or Failed.'),
     conditions: {
       type: 'array',
-      description: 'Progressing, Paused, Degraded, PreflightPassed, DiscoveryConverged, RollbackSafe, Complete.',
+      description: 'Progressing, Paused, Degraded, PreflightPassed, DiscoveryConverged, RollbackSafe, Complete, ProxyTrustVerified, KubeadmPreflightPassed, KubeadmConfigUpdated.',
       maxItems: 32,
       'x-kubernetes-list-type': 'map',
       'x-kubernetes-list-map-keys': ['type'],
@@ -337,6 +459,10 @@ export const statusSchema: Schema = {
         },
       },
     },
+    trust: trustReport,
+    kubeadmPreflight: kubeadmPreflightReport,
+    kubeadmConfig,
+    coverage: coverageReport,
     batch,
     lastAnalysis,
     pause,

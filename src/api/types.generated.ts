@@ -48,6 +48,12 @@ export interface ApiServerUpgradeSpec {
   analysis?: AnalysisPolicy;
   /** What a rollback may cost. */
   rollback?: RollbackPolicy;
+  /**
+   * What preflight does with the Mixed Version Proxy's trust checks (status.trust, condition
+   * ProxyTrustVerified, docs/trust.md). Findings are reported either way; this says which of them stop the
+   * upgrade.
+   */
+  trust?: TrustPolicy;
 }
 
 /** How servers are replaced: how many at a time, and how long to watch each batch. */
@@ -127,8 +133,9 @@ export interface UpgradeDriver {
    */
   webhook?: WebhookDriver;
   /**
-   * Replace a server on a kubeadm control-plane node: a Job pinned to the node rewrites the kube-apiserver
-   * static Pod manifest (keeping a backup for rollback) and the kubelet restarts the server.
+   * Replace a server on a kubeadm control-plane node: a Job pinned to the node pre-pulls the target image,
+   * rewrites the kube-apiserver static Pod manifest (keeping a backup), waits for the new server's /readyz
+   * and restores the backup when it does not get ready in time; the kubelet restarts the server.
    */
   staticPod?: StaticPodDriver;
 }
@@ -162,13 +169,15 @@ export interface SecretKeyRef {
 }
 
 /**
- * Replace a server on a kubeadm control-plane node: a Job pinned to the node rewrites the kube-apiserver
- * static Pod manifest (keeping a backup for rollback) and the kubelet restarts the server.
+ * Replace a server on a kubeadm control-plane node: a Job pinned to the node pre-pulls the target image,
+ * rewrites the kube-apiserver static Pod manifest (keeping a backup), waits for the new server's /readyz and
+ * restores the backup when it does not get ready in time; the kubelet restarts the server.
  */
 export interface StaticPodDriver {
   /**
-   * kube-apiserver image repository; the tag is the target version. Default:
-   * `"registry.k8s.io/kube-apiserver"`.
+   * kube-apiserver image repository; the tag is the target version. Empty (the default): keep the repository
+   * the node runs (registry and path, read from the mirror Pod kube-system/kube-apiserver-<node>), so a
+   * cluster on a private mirror stays on it.
    */
   image?: string;
   /**
@@ -185,10 +194,16 @@ export interface StaticPodDriver {
    * `"/etc/kubernetes/pki/ca.crt"`.
    */
   peerCAFile?: string;
-  /** Image of the node agent Job that rewrites the manifest. */
+  /** Image of the node agent Job that rewrites the manifest (busybox: sh, sed, wget with TLS, timeout). */
   agentImage: string;
   /** Namespace of the agent Jobs. Default: `"kube-system"`. */
   namespace?: string;
+  /**
+   * How long the agent waits, after it replaced the manifest, for the new server to answer /readyz 200 on its
+   * own address; when it does not, the agent restores the backup on the node and the call fails. Must be
+   * shorter than strategy.batchTimeout. A Go duration (10s, 2m, 1h30m) between 10s and 1h. Default: `"3m"`.
+   */
+  readyTimeout?: string;
 }
 
 /** How health is judged during the upgrade and what happens on a breach. */
@@ -300,6 +315,20 @@ export interface RollbackPolicy {
  */
 export type OrphanPolicy = 'Pause' | 'Proceed';
 
+/**
+ * What preflight does with the Mixed Version Proxy's trust checks (status.trust, condition
+ * ProxyTrustVerified, docs/trust.md). Findings are reported either way; this says which of them stop the
+ * upgrade.
+ */
+export interface TrustPolicy {
+  /**
+   * Refuse to start when a server runs with --requestheader-allowed-names empty (any certificate the
+   * request-header CA signed may then assert any user: AnyFrontProxyCertTrusted) or when that cannot be read
+   * (fail closed). False: report it as a warning and go on. Default: `false`.
+   */
+  requireAllowedNames?: boolean;
+}
+
 /** What the operator observed and did. Written only by the operator. */
 export interface ApiServerUpgradeStatus {
   /** A phase of the upgrade. */
@@ -314,7 +343,10 @@ export interface ApiServerUpgradeStatus {
   startedAt?: string;
   /** When the upgrade reached Succeeded, RolledBack or Failed. */
   completedAt?: string;
-  /** Progressing, Paused, Degraded, PreflightPassed, DiscoveryConverged, RollbackSafe, Complete. */
+  /**
+   * Progressing, Paused, Degraded, PreflightPassed, DiscoveryConverged, RollbackSafe, Complete,
+   * ProxyTrustVerified, KubeadmPreflightPassed, KubeadmConfigUpdated.
+   */
   conditions?: Condition[];
   /** Every kube-apiserver, by identity. */
   peers?: PeerStatus[];
@@ -333,6 +365,30 @@ export interface ApiServerUpgradeStatus {
    * unserved (reported when rollback.orphanedObjects is Proceed, or named while it pauses).
    */
   orphanedObjects?: OrphanedObjects[];
+  /**
+   * The Mixed Version Proxy's trust checks, per server, made at preflight (docs/trust.md). Counts cover every
+   * check; checks holds at most 256 rows (findings and unknowns first).
+   */
+  trust?: TrustReport;
+  /**
+   * The preflight checks for kubeadm clusters (kube-system/kubeadm-config exists, or the static Pod driver),
+   * made at preflight: kubelet skew, etcd health, serving certificates, deprecated APIs requested, node name
+   * = hostname. Counts cover every finding; findings holds at most 64 (blocking first).
+   */
+  kubeadmPreflight?: KubeadmPreflightReport;
+  /**
+   * What the operator did to kube-system/kubeadm-config once the upgrade ended (docs/kubeadm-runbook.md):
+   * Pending is written with the ending itself and replaced by the outcome, so a restart neither redoes nor
+   * misses it (an upgrade that ended before this field existed is never touched).
+   */
+  kubeadmConfig?: KubeadmConfigStatus;
+  /**
+   * What the Mixed Version Proxy covers during this upgrade, fixed at preflight like status.plan
+   * (docs/trust.md): the built-in resources that differ between the versions (the proxy routes them while
+   * versions are mixed) and the aggregated APIs and custom resources (never proxied: every server serves them
+   * itself).
+   */
+  coverage?: CoverageReport;
   /** Progress of the batches. */
   batch?: BatchStatus;
   /** The last analysis check. */
@@ -375,7 +431,10 @@ export type UpgradePhase = 'Pending' | 'Preflight' | 'EnablingProxy' | 'Upgradin
 
 /** A metav1.Condition. */
 export interface Condition {
-  /** Progressing, Paused, Degraded, PreflightPassed, DiscoveryConverged, RollbackSafe or Complete. */
+  /**
+   * Progressing, Paused, Degraded, PreflightPassed, DiscoveryConverged, RollbackSafe, Complete,
+   * ProxyTrustVerified, KubeadmPreflightPassed or KubeadmConfigUpdated.
+   */
   type: string;
   /** True, False or Unknown. */
   status: ConditionStatus;
@@ -501,6 +560,200 @@ export interface OrphanedObjects {
   count?: number;
   /** Up to 20 of them (namespace/name). */
   names?: string[];
+}
+
+/**
+ * The Mixed Version Proxy's trust checks, per server, made at preflight (docs/trust.md). Counts cover every
+ * check; checks holds at most 256 rows (findings and unknowns first).
+ */
+export interface TrustReport {
+  /** When the checks were made. */
+  checkedAt?: string;
+  /** Servers checked. Range: 0 to ∞. */
+  servers?: number;
+  /** Checks Verified. Range: 0 to ∞. */
+  verified?: number;
+  /** Checks with a Finding. Range: 0 to ∞. */
+  findings?: number;
+  /** Checks whose input could not be read. Range: 0 to ∞. */
+  unknown?: number;
+  /** More rows than checks holds. */
+  truncated?: boolean;
+  /** One row per server and check. */
+  checks?: TrustCheck[];
+}
+
+/** One trust check of one server. */
+export interface TrustCheck {
+  /** Hostname of the server. */
+  server: string;
+  /** What was checked (docs/trust.md). */
+  check: TrustCheckName;
+  /**
+   * Verified, Finding (checked, and wrong), or Unknown (an input could not be read: never counted as
+   * verified).
+   */
+  result: TrustCheckResult;
+  /** A Finding's CamelCase reason, such as AnyFrontProxyCertTrusted; Unknown's is TrustInputUnknown. */
+  reason?: string;
+  /** The kube-apiserver flag the check reads, when it reads one. */
+  flag?: string;
+  /**
+   * Where the input came from: MirrorPod, Webhook (the driver's Describe), TLS (a handshake from the
+   * operator), or Unknown.
+   */
+  source?: string;
+  /** What was found. */
+  message?: string;
+}
+
+/** What was checked (docs/trust.md). */
+export type TrustCheckName = 'PeerCAFile' | 'ProxyClientCert' | 'RequestHeaderCA' | 'RequestHeaderAllowedNames' | 'PeerServingCert' | 'PeerReachable';
+
+/**
+ * Verified, Finding (checked, and wrong), or Unknown (an input could not be read: never counted as verified).
+ */
+export type TrustCheckResult = 'Verified' | 'Finding' | 'Unknown';
+
+/**
+ * The preflight checks for kubeadm clusters (kube-system/kubeadm-config exists, or the static Pod driver),
+ * made at preflight: kubelet skew, etcd health, serving certificates, deprecated APIs requested, node name =
+ * hostname. Counts cover every finding; findings holds at most 64 (blocking first).
+ */
+export interface KubeadmPreflightReport {
+  /** When the checks were made. */
+  checkedAt?: string;
+  /** Servers checked. Range: 0 to ∞. */
+  servers?: number;
+  /** Nodes whose kubelet version was checked. Range: 0 to ∞. */
+  nodes?: number;
+  /** Findings that stop preflight. Range: 0 to ∞. */
+  blocking?: number;
+  /** Findings that only warn. Range: 0 to ∞. */
+  warnings?: number;
+  /** More findings than findings holds. */
+  truncated?: boolean;
+  /** The findings; a passed check has none. */
+  findings?: KubeadmFinding[];
+}
+
+/** One finding of the preflight checks for kubeadm clusters. */
+export interface KubeadmFinding {
+  /** What was checked (docs/kubeadm-runbook.md). */
+  check: KubeadmCheckName;
+  /** Block (preflight waits until it is fixed; an input that could not be read blocks too) or Warn. */
+  severity: KubeadmSeverity;
+  /** CamelCase reason, such as KubeletTooOld. */
+  reason: string;
+  /**
+   * The exact object: Node/<name>, Pod kube-system/<name>, a server's endpoint, or group/version/resource.
+   */
+  object: string;
+  /** What was found and what to do. */
+  message?: string;
+}
+
+/** What was checked (docs/kubeadm-runbook.md). */
+export type KubeadmCheckName = 'KubeadmConfig' | 'KubeletSkew' | 'EtcdHealth' | 'ServingCertificate' | 'DeprecatedAPI' | 'NodeName';
+
+/** Block (preflight waits until it is fixed; an input that could not be read blocks too) or Warn. */
+export type KubeadmSeverity = 'Block' | 'Warn';
+
+/**
+ * What the operator did to kube-system/kubeadm-config once the upgrade ended (docs/kubeadm-runbook.md):
+ * Pending is written with the ending itself and replaced by the outcome, so a restart neither redoes nor
+ * misses it (an upgrade that ended before this field existed is never touched).
+ */
+export interface KubeadmConfigStatus {
+  /** A phase of the upgrade. */
+  phase: UpgradePhase;
+  /**
+   * Pending (the upgrade just ended; the operator is about to read kubeadm-config), Updated, Unchanged
+   * (already consistent), NotFound (not a kubeadm cluster) or Refused (left as it was; the
+   * KubeadmConfigUpdated condition says why).
+   */
+  result: KubeadmConfigResult;
+  /** The kubernetesVersion kubeadm-config should say. */
+  kubernetesVersion?: string;
+  /** The edits made. */
+  changes?: string[];
+  /** The ConfigMap's resourceVersion the edit was made against. */
+  resourceVersion?: string;
+  /** When it was done. */
+  time?: string;
+  /** What was done, or why not. */
+  message?: string;
+}
+
+/**
+ * Pending (the upgrade just ended; the operator is about to read kubeadm-config), Updated, Unchanged (already
+ * consistent), NotFound (not a kubeadm cluster) or Refused (left as it was; the KubeadmConfigUpdated
+ * condition says why).
+ */
+export type KubeadmConfigResult = 'Pending' | 'Updated' | 'Unchanged' | 'NotFound' | 'Refused';
+
+/**
+ * What the Mixed Version Proxy covers during this upgrade, fixed at preflight like status.plan
+ * (docs/trust.md): the built-in resources that differ between the versions (the proxy routes them while
+ * versions are mixed) and the aggregated APIs and custom resources (never proxied: every server serves them
+ * itself).
+ */
+export interface CoverageReport {
+  /** The version the servers ran at preflight. */
+  fromVersion?: string;
+  /** The target version. */
+  targetVersion?: string;
+  /**
+   * Where the from-version's built-in set came from: the servers' own discovery (Observed <server>), or the
+   * catalog.
+   */
+  fromSource?: string;
+  /**
+   * Where the target's built-in set came from: Catalog <version> (discovery captured from a real server of
+   * that minor), or Unknown.
+   */
+  targetSource?: string;
+  /** Built-in resources only the target serves. Range: 0 to ∞. */
+  builtInAdded?: number;
+  /** Built-in resources only the from-version serves. Range: 0 to ∞. */
+  builtInRemoved?: number;
+  /** Aggregated APIServices (with a service). Range: 0 to ∞. */
+  aggregated?: number;
+  /** Custom resources served (group/version/resources of CRDs). Range: 0 to ∞. */
+  customResources?: number;
+  /** More entries than entries holds. */
+  truncated?: boolean;
+  /** At most 50 named entries, built-in changes first. */
+  entries?: CoverageEntry[];
+  /** One line per kind of entry: what a client sees during the upgrade. */
+  clientView?: CoverageView[];
+  /** A summary, or why part of the report is unknown. */
+  message?: string;
+}
+
+/** One resource or API of the coverage report. */
+export interface CoverageEntry {
+  /** BuiltInAdded, BuiltInRemoved, Aggregated or CustomResource. */
+  kind: CoverageKindName;
+  /** group/version/resource, or the APIService name for an aggregated API. */
+  name: string;
+  /** The resource's kind, when known. */
+  resourceKind?: string;
+  /** For an aggregated API, its service (namespace/name). */
+  detail?: string;
+}
+
+/** BuiltInAdded, BuiltInRemoved, Aggregated or CustomResource. */
+export type CoverageKindName = 'BuiltInAdded' | 'BuiltInRemoved' | 'Aggregated' | 'CustomResource';
+
+/** What a client sees of one kind of entry while versions are mixed. */
+export interface CoverageView {
+  /** BuiltInAdded, BuiltInRemoved, Aggregated or CustomResource. */
+  kind: CoverageKindName;
+  /** How many entries of this kind. Range: 0 to ∞. */
+  count?: number;
+  /** One line: what a client sent to an old or a new server gets. */
+  sees: string;
 }
 
 /** Progress of the batches. */
@@ -652,13 +905,14 @@ export interface DriverCall {
   holderBefore?: string;
   /** When the driver accepted the call. */
   acceptedAt?: string;
-  /** When the call reached Done, Rejected, TimedOut or Abandoned. */
+  /** When the call reached Done, Rejected, Failed, TimedOut or Abandoned. */
   completedAt?: string;
   /** Deliveries tried (the same key each time). Range: 0 to ∞. */
   attempts?: number;
   /**
    * Requested (recorded, not yet confirmed delivered) -> Accepted (in flight) -> Done (observed back at the
-   * goal) | TimedOut | Rejected; Abandoned: never accepted and given up by a resume.
+   * goal) | TimedOut | Rejected | Failed (the driver reported, after accepting it, that the replacement
+   * failed); Abandoned: never accepted and given up by a resume.
    */
   result?: DriverCallResult;
   /** The driver's answer, or the last delivery error. */
@@ -670,6 +924,7 @@ export type DriverAction = 'EnableProxy' | 'Upgrade' | 'Rollback' | 'RevertProxy
 
 /**
  * Requested (recorded, not yet confirmed delivered) -> Accepted (in flight) -> Done (observed back at the
- * goal) | TimedOut | Rejected; Abandoned: never accepted and given up by a resume.
+ * goal) | TimedOut | Rejected | Failed (the driver reported, after accepting it, that the replacement
+ * failed); Abandoned: never accepted and given up by a resume.
  */
-export type DriverCallResult = 'Requested' | 'Accepted' | 'Done' | 'Rejected' | 'TimedOut' | 'Abandoned';
+export type DriverCallResult = 'Requested' | 'Accepted' | 'Done' | 'Rejected' | 'Failed' | 'TimedOut' | 'Abandoned';

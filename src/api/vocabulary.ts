@@ -12,9 +12,10 @@ export const isTerminal = (p: string | undefined): boolean => TERMINAL_PHASES.ha
  * The lifecycle of one driver call (a replacement is asynchronous):
  * Requested (recorded, not yet confirmed delivered) -> Accepted (the driver took it; in flight)
  * -> Done (observed: the server restarted and is up at the goal) | TimedOut (not done within batchTimeout)
- * | Rejected (the driver refused for good). Abandoned: a Requested call a resume gave up on (never accepted).
+ * | Rejected (the driver refused for good) | Failed (the driver reported, after accepting it, that the
+ * replacement failed). Abandoned: a Requested call a resume gave up on (never accepted).
  */
-export const CALL_RESULTS = ['Requested', 'Accepted', 'Done', 'Rejected', 'TimedOut', 'Abandoned'] as const;
+export const CALL_RESULTS = ['Requested', 'Accepted', 'Done', 'Rejected', 'Failed', 'TimedOut', 'Abandoned'] as const;
 export type CallResult = (typeof CALL_RESULTS)[number];
 /** A call that may still change a server: nothing else may be sent to that server meanwhile. */
 export const IN_FLIGHT_RESULTS: ReadonlySet<CallResult> = new Set<CallResult>(['Requested', 'Accepted']);
@@ -49,3 +50,26 @@ export const SELF_RESUMING: ReadonlySet<PauseReason> = new Set<PauseReason>(['Pa
 export const RESUME_ANNOTATION = 'upgrade.apiserver.dev/resume';
 export const ABORT_ANNOTATION = 'upgrade.apiserver.dev/abort';
 export const RETRY_ANNOTATION = 'upgrade.apiserver.dev/retry';
+
+/**
+ * The Mixed Version Proxy's trust checks, one row per server and check in status.trust (docs/trust.md), and what
+ * each row found. Unknown is never Verified: an input the operator could not read is reported as such.
+ */
+export const TRUST_CHECKS = ['PeerCAFile', 'ProxyClientCert', 'RequestHeaderCA', 'RequestHeaderAllowedNames', 'PeerServingCert', 'PeerReachable'] as const;
+export type TrustCheckName = (typeof TRUST_CHECKS)[number];
+export const TRUST_RESULTS = ['Verified', 'Finding', 'Unknown'] as const;
+export type TrustResult = (typeof TRUST_RESULTS)[number];
+
+/** The kinds of entry of status.coverage: what the Mixed Version Proxy covers while versions are mixed, and what it never touches. */
+export const COVERAGE_KINDS = ['BuiltInAdded', 'BuiltInRemoved', 'Aggregated', 'CustomResource'] as const;
+export type CoverageKind = (typeof COVERAGE_KINDS)[number];
+
+/** The preflight checks for kubeadm clusters (status.kubeadmPreflight, docs/kubeadm-runbook.md), and a finding's weight. */
+export const KUBEADM_CHECKS = ['KubeadmConfig', 'KubeletSkew', 'EtcdHealth', 'ServingCertificate', 'DeprecatedAPI', 'NodeName'] as const;
+export type KubeadmCheckName = (typeof KUBEADM_CHECKS)[number];
+export const KUBEADM_SEVERITIES = ['Block', 'Warn'] as const;
+export type KubeadmSeverity = (typeof KUBEADM_SEVERITIES)[number];
+
+/** What became of kube-system/kubeadm-config once an upgrade ended (status.kubeadmConfig.result); Pending: the ending is recorded, the edit not yet made. */
+export const KUBEADM_CONFIG_RESULTS = ['Pending', 'Updated', 'Unchanged', 'NotFound', 'Refused'] as const;
+export type KubeadmConfigResult = (typeof KUBEADM_CONFIG_RESULTS)[number];

@@ -11,6 +11,8 @@ import type { KubeObject } from '../runtime/object-cache.ts';
 import { silentLogger } from '../runtime/logger.ts';
 import { FleetObserver, type AnalysisSettings } from '../observe/fleet.ts';
 import type { InventoryRow } from '../observe/inventory.ts';
+import { observeTrust } from '../observe/trust.ts';
+import { observeCoverage } from '../observe/coverage.ts';
 import type { Observation } from '../plan/index.ts';
 import { EVENTS_PATH, eventsFieldSelector, type KubeEvent } from './events.ts';
 
@@ -160,7 +162,14 @@ export class KubeUpgradeApi implements UpgradeApi {
     const observer = new FleetObserver(this.kc, (path) => this.kube.request('GET', path), this.log);
     try {
       const observation = await observer.observe(settings);
-      return { observation, inventory: observer.lastInventory?.servers };
+      // Preflight's trust and coverage facts as the operator reads them, except that the plugin calls no driver:
+      // flags come from kubeadm's mirror Pods or are unknown (docs/trust.md).
+      const list = <T>(path: string): Promise<T> => this.kube.request<T>('GET', path);
+      const [trust, coverage] = await Promise.all([
+        observeTrust(observation.peers, observer.lastInventory, { list, noDescribe: 'kubectl apiserver-upgrade plan calls no driver (the operator asks the webhook\'s Describe)' }),
+        observeCoverage(list),
+      ]);
+      return { observation: { ...observation, trust, coverage }, inventory: observer.lastInventory?.servers };
     } finally {
       observer.close();
     }

@@ -1,11 +1,12 @@
 // `kubectl apiserver-upgrade get NAME`: one upgrade as a person reads it. buildGetView computes everything
 // shown (also what `-o json|yaml` prints); renderGet lays it out. Both are pure.
-import type { ApiServerUpgrade, ApiServerUpgradeStatus, Condition } from '../api/types.generated.ts';
+import type { CoverageReport, TrustReport, ApiServerUpgrade, ApiServerUpgradeStatus, Condition } from '../api/types.generated.ts';
 import { resolveSpec, type ResolvedSpec } from '../api/defaults.ts';
 import { formatDuration } from '../api/duration.ts';
 import { isTerminal, RESUME_ANNOTATION } from '../api/vocabulary.ts';
 import { eventsAbout, type EventRow, type KubeEvent } from './events.ts';
 import { age, bar, iso, num, table, truncate, when } from './format.ts';
+import { renderCoverage, renderTrust } from './trust-view.ts';
 
 export type BatchState = 'done' | 'current' | 'pending' | 'failed' | 'timedOut' | 'rolledBack';
 
@@ -56,6 +57,9 @@ export interface GetView {
   events: EventRow[];
   /** Why the Events could not be listed (permissions, say); the rest of the view stands. */
   eventsError?: string;
+  /** status.trust and status.coverage, written at preflight (docs/trust.md). */
+  trust?: TrustReport;
+  coverage?: CoverageReport;
 }
 
 function resolved(u: ApiServerUpgrade): ResolvedSpec | undefined {
@@ -114,7 +118,7 @@ function howToResume(name: string, reason: string, specPaused: boolean): string 
 function describeDriver(spec: ResolvedSpec | undefined): string | undefined {
   if (!spec) return undefined;
   if (spec.driver.kind === 'webhook') return `webhook ${spec.driver.webhook.url} (timeout ${formatDuration(spec.driver.webhook.timeoutMs)})`;
-  return `staticPod ${spec.driver.staticPod.image} (agent ${spec.driver.staticPod.agentImage}, Jobs in ${spec.driver.staticPod.namespace})`;
+  return `staticPod ${spec.driver.staticPod.image || 'keeping the running repository'} (agent ${spec.driver.staticPod.agentImage}, Jobs in ${spec.driver.staticPod.namespace})`;
 }
 
 export function buildGetView(u: ApiServerUpgrade, events: readonly KubeEvent[], eventLimit = 10, eventsError?: string): GetView {
@@ -167,6 +171,8 @@ export function buildGetView(u: ApiServerUpgrade, events: readonly KubeEvent[], 
     conditions: (st?.conditions ?? []).map((c) => ({ type: c.type, status: c.status, reason: c.reason, message: c.message, lastTransitionTime: c.lastTransitionTime })),
     calls: (st?.driverCalls ?? []).map((c) => ({ time: c.time, action: c.action, server: c.server, batch: c.batch, target: c.target, gate: c.gate, result: c.result, attempts: c.attempts, key: c.key, message: c.message })),
     events: eventsAbout(u, events, eventLimit),
+    ...(st?.trust ? { trust: st.trust } : {}),
+    ...(st?.coverage ? { coverage: st.coverage } : {}),
     ...(eventsError === undefined ? {} : { eventsError }),
   };
 }
@@ -225,6 +231,11 @@ export function renderGet(v: GetView, now: Date): string {
   if (v.servers.length > 0) {
     out.push('Servers:\n' + table(['HOSTNAME', 'VERSION', 'READY', 'GATE', 'STATE', 'BATCH', 'MESSAGE'],
       v.servers.map((s) => [s.hostname, s.version, s.ready === undefined ? undefined : String(s.ready), s.gate, s.state, s.batch, truncate(s.message, 80)]), '  '));
+  }
+
+  if (v.trust || v.coverage) {
+    out.push(renderTrust(v.trust, v.conditions.find((x) => x.type === 'ProxyTrustVerified')));
+    out.push(renderCoverage(v.coverage));
   }
 
   const a = v.analysis;

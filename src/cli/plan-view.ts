@@ -2,13 +2,14 @@
 // every driver call the operator would make with what it would carry. Pure.
 import type { PlannedBatch } from '../api/types.generated.ts';
 import { resolveSpec, type ResolvedSpec } from '../api/defaults.ts';
-import type { ApiServerUpgradeSpec } from '../api/types.generated.ts';
+import type { ApiServerUpgradeSpec, CoverageReport, TrustReport } from '../api/types.generated.ts';
 import type { DriverRequest, Observation } from '../plan/index.ts';
 import type { InventoryRow } from '../observe/inventory.ts';
 import { webhookPayload } from '../drivers/webhook.ts';
-import { agentJob } from '../drivers/static-pod.ts';
+import { agentJob, plannedImage } from '../drivers/static-pod.ts';
 import type { DryRun, PlannedEvent } from './dry-run.ts';
 import { table, truncate } from './format.ts';
+import { renderCoverage, renderTrust } from './trust-view.ts';
 
 export interface InventoryView {
   hostname: string;
@@ -59,6 +60,9 @@ export interface PlanView {
   events: PlannedEvent[];
   projection: { phase: string; message: string | undefined; assumedResumed: boolean; calls: CallView[] } | undefined;
   notes: string[];
+  /** What preflight computed of the proxy's trust and coverage (docs/trust.md); flags from mirror Pods only (the plugin calls no driver). */
+  trust?: { report: TrustReport; verdict: { status: string; reason: string } | undefined };
+  coverage?: CoverageReport;
 }
 
 export interface PlanViewInput {
@@ -92,7 +96,7 @@ export function callView(r: DriverRequest, spec: ResolvedSpec, upgradeName: stri
     if (w.authSecretRef) headers.Authorization = `Bearer <token from Secret ${w.authSecretRef.namespace}/${w.authSecretRef.name}, key ${w.authSecretRef.key ?? 'token'}>`;
     payload = { webhook: { method: 'POST', url: w.url, headers, body: webhookPayload(r) } };
   } else {
-    payload = { staticPod: { job: agentJob(spec.driver.staticPod, r, upgradeName) } };
+    payload = { staticPod: { job: agentJob(spec.driver.staticPod, r, upgradeName, plannedImage(spec.driver.staticPod, r)) } };
   }
   return {
     batch: r.batch, action: r.action, server: r.server.hostname, target: r.targetVersion, ...(r.emulatedVersion === undefined ? {} : { emulatedVersion: r.emulatedVersion }),
@@ -146,6 +150,8 @@ export function buildPlanView(i: PlanViewInput): PlanView {
     events: d.events,
     projection: d.projection ? { phase: d.projection.phase, message: d.projection.message, assumedResumed: d.projection.assumedResumed, calls: calls(d.projection.calls) } : undefined,
     notes,
+    ...(st.trust ? { trust: { report: st.trust, verdict: st.conditions?.find((c) => c.type === 'ProxyTrustVerified') } } : {}),
+    ...(st.coverage ? { coverage: st.coverage } : {}),
   };
 }
 
@@ -178,6 +184,9 @@ export function renderPlan(v: PlanView): string {
 
   const pf = v.preflight;
   out.push(pf ? `Preflight: ${pf.reason} (PreflightPassed=${pf.status})\n  ${pf.message}\n` : `Preflight: not run (phase ${v.phase})\n`);
+
+  if (v.trust) out.push(renderTrust(v.trust.report, v.trust.verdict));
+  if (v.coverage) out.push(renderCoverage(v.coverage));
 
   if (v.batches.length > 0) {
     let s = `Plan (status.plan, frozen at preflight): from ${v.fromVersion ?? '?'}, ${v.batches.length} batch(es) of batchSize ${v.batchSize ?? '?'}\n`;

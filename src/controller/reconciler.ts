@@ -9,11 +9,20 @@ import { KubeApiError, upgradeRef, type KubeClient, type EventSource } from '../
 import type { ReconcileResult } from '../runtime/workqueue.ts';
 import type { Logger } from '../runtime/logger.ts';
 import type { Driver } from '../drivers/driver.ts';
+import type { CallReport } from '../plan/context.ts';
 import { createMergePatch } from './merge-patch.ts';
 import { setCondition } from '../api/conditions.ts';
 import type { OperatorMetrics } from './metrics.ts';
 import { faultPoint } from './fault-injection.ts';
 import { checkSpec, describeViolations, type Policy } from '../plan/policy.ts';
+import type { UpgradeReads } from '../runtime/upgrade-cache.ts';
+import { observeTrust, type TrustObserverDeps } from '../observe/trust.ts';
+import { observeCoverage } from '../observe/coverage.ts';
+import type { ObservedKubeadm } from '../plan/kubeadm-preflight.ts';
+import type { ObservedPeer } from '../plan/observation.ts';
+import { editClusterConfiguration, kubeadmConfigDue, kubeadmIntent, recordKubeadmConfig, KUBEADM_CONFIG_KEY, type KubeadmConfigOutcome } from '../plan/kubeadm-config.ts';
+import { KUBEADM_CONFIG_PATH } from '../observe/kubeadm.ts';
+import { isTerminal } from '../api/vocabulary.ts';
 
 export interface ReconcilerDeps {
   kube: KubeClient;
@@ -25,9 +34,31 @@ export interface ReconcilerDeps {
   now?: () => Date;
   /** The operator's policy (--policy-file), read once per reconcile; absent: the operator runs without one and allows every spec. */
   policy?: () => Policy;
+  /** Where upgrades are read (src/runtime/upgrade-cache.ts: the informer's cache); absent: `kube`, a GET and a LIST per reconcile. */
+  upgrades?: UpgradeReads;
+  /**
+   * Read the trust and coverage facts at preflight (docs/trust.md): the kube-apiserver mirror Pods, the
+   * APIServices, a TLS handshake with each server and the driver's Describe. main.ts turns it on; absent: not read.
+   */
+  preflightFacts?: boolean;
+  /**
+   * Reads the facts of the preflight checks for kubeadm clusters (src/observe/kubeadm.ts) with the other preflight
+   * facts; `always`: read them even without a kubeadm-config (the static Pod driver). Absent: not read.
+   */
+  kubeadmFacts?: (peers: readonly ObservedPeer[], always: boolean) => Promise<ObservedKubeadm>;
+  /**
+   * Brings kube-system/kubeadm-config in line once an upgrade Succeeded or RolledBack (src/plan/kubeadm-config.ts,
+   * docs/kubeadm-runbook.md). main.ts turns it on; absent: never read nor written.
+   */
+  keepKubeadmConfig?: boolean;
 }
 
 type CallAction = Extract<Action, { kind: 'callDriver' }>;
+
+interface ConfigMapLike {
+  metadata?: { resourceVersion?: string };
+  data?: Record<string, string>;
+}
 
 /**
  * The imperative shell around the pure planner: get -> observe -> plan -> apply. Apply writes the status
@@ -44,34 +75,93 @@ export class UpgradeReconciler {
 
   async reconcile(name: string): Promise<ReconcileResult> {
     const log = this.d.log.child({ upgrade: name });
-    const u = await this.d.kube.getUpgrade(name);
+    const u = await (this.d.upgrades ?? this.d.kube).getUpgrade(name);
     if (!u) {
       this.d.metrics.forget(name);
       return {};
     }
     if (isFinished(u)) {
-      this.d.metrics.observe(u);
+      // An ending recorded before kubeadm-config was brought in line (a restart, a conflict retried): done now.
+      const current = this.d.keepKubeadmConfig && kubeadmConfigDue(u.status) ? await this.syncKubeadmConfig(u, log) : u;
+      this.d.metrics.observe(current);
       return {};
     }
     const now = (this.d.now ?? (() => new Date()))();
-    const blocker = blockingUpgrade(u, (await this.d.kube.listUpgrades()).items);
+    const blocker = blockingUpgrade(u, (await (this.d.upgrades ?? this.d.kube).listUpgrades()).items);
     // One reading of the policy for the whole reconcile: the planner and the calls see the same one.
     const policy = this.d.policy?.();
     let p: Plan;
     if (blocker) {
       p = blockedPlan(u, blocker, now);
     } else {
-      const obs: Observation = await this.d.observer.observe(analysisSettings(u, now), now.getTime());
-      p = plan({ name, uid: u.metadata?.uid ?? name, generation: u.metadata?.generation ?? 0, annotations: u.metadata?.annotations ?? {} }, u.spec, u.status, obs, now, policy);
+      let obs: Observation = await this.d.observer.observe(analysisSettings(u, now), now.getTime());
+      if (this.d.preflightFacts && atPreflight(u)) obs = { ...obs, ...(await this.preflightFacts(u, obs, policy)) };
+      const driverReports = await this.driverReports(u, policy, log);
+      p = plan({ name, uid: u.metadata?.uid ?? name, generation: u.metadata?.generation ?? 0, annotations: u.metadata?.annotations ?? {}, ...(driverReports ? { driverReports } : {}) }, u.spec, u.status, obs, now, policy);
     }
     let current = await this.writeStatus(u, p.status, log);
+    this.countReportedFailures(u.status, current.status);
     // Events before the calls: a call that fails must not lose what this step decided and announced.
     for (const a of p.actions) if (a.kind === 'event') await this.event(current, a, log);
     const calls = p.actions.filter((a): a is CallAction => a.kind === 'callDriver');
     if (calls.length > 0) current = await this.makeCalls(current, calls, now, log, policy);
+    if (this.d.keepKubeadmConfig && isTerminal(current.status?.phase) && kubeadmConfigDue(current.status)) current = await this.syncKubeadmConfig(current, log);
     this.d.metrics.observe(current);
     log.debug('reconciled', { phase: current.status?.phase, batch: current.status?.batch?.current, requeueAfterMs: p.requeueAfterMs });
     return p.requeueAfterMs === undefined ? {} : { requeueAfterMs: p.requeueAfterMs };
+  }
+
+  /**
+   * The driver's reports on the calls Accepted in the status (Driver.report), read afresh on every reconcile and
+   * never kept in memory: the planner records a `failed` one as the call's result. Bounded by the calls in
+   * flight. Fails closed: a report that cannot be read (the driver cannot be built, the read throws) or says
+   * `unknown` is left out, and the call is judged from observation alone. A driver without `report` reads nothing.
+   */
+  private async driverReports(u: ApiServerUpgrade, policy: Policy | undefined, log: Logger): Promise<Record<string, CallReport> | undefined> {
+    const accepted = (u.status?.driverCalls ?? []).filter((c) => c.result === 'Accepted');
+    if (accepted.length === 0) return undefined;
+    let spec: ResolvedSpec;
+    try {
+      spec = resolveSpec(u.spec);
+    } catch (err) {
+      if (err instanceof SpecError) return undefined;
+      throw err;
+    }
+    // The webhook driver has no report (docs/drivers.md); building it would read its token Secret on every
+    // reconcile for nothing. A spec outside the policy never gets its driver built (as for the calls).
+    if (spec.driver.kind === 'webhook') return undefined;
+    if (policy !== undefined && checkSpec(policy, spec).length > 0) return undefined;
+    let driver: Driver;
+    try {
+      driver = await this.d.driverFor(spec, u.metadata!.name!);
+    } catch (err) {
+      log.warn('driver not built: its reports on the calls in flight are not read this time', { err: err instanceof Error ? err.message : String(err) });
+      return undefined;
+    }
+    const report = driver.report?.bind(driver);
+    if (!report) return undefined;
+    const reports: Record<string, CallReport> = {};
+    await Promise.all(accepted.map(async (c) => {
+      const clog = log.child({ server: c.server, key: c.key, action: c.action });
+      try {
+        const r = await report({ idempotencyKey: c.key, action: c.action, server: { hostname: c.server } });
+        if (r.kind === 'unknown') clog.debug('driver report unknown: the call is judged from observation alone', { detail: r.message });
+        else reports[c.key] = { kind: r.kind, message: r.message };
+        if (r.kind === 'failed') clog.warn('the driver reports the replacement failed', { detail: r.message });
+      } catch (err) {
+        // `report` should never reject; if it does, it is no answer — never a failure on a guess.
+        clog.warn('driver report not read: the call is judged from observation alone', { err: err instanceof Error ? err.message : String(err) });
+      }
+    }));
+    return reports;
+  }
+
+  /** Counts, once, each call the written status ended Failed on the driver's report (outcome "failed"). */
+  private countReportedFailures(before: ApiServerUpgradeStatus | undefined, after: ApiServerUpgradeStatus | undefined): void {
+    const was = new Map((before?.driverCalls ?? []).map((c) => [c.key, c.result]));
+    for (const c of after?.driverCalls ?? []) {
+      if (c.result === 'Failed' && was.get(c.key) === 'Accepted') this.d.metrics.driverCalls.inc({ action: c.action, outcome: 'failed' });
+    }
   }
 
   /** Writes the status when it changed, as a merge patch guarded by resourceVersion (409 -> re-read and re-plan). */
@@ -80,6 +170,7 @@ export class UpgradeReconciler {
     if (patch === undefined) return u;
     const before = u.status?.phase;
     const updated = await this.d.kube.patchUpgradeStatus(u.metadata!.name!, patch as Partial<ApiServerUpgradeStatus>, { resourceVersion: u.metadata!.resourceVersion! });
+    this.d.upgrades?.written?.(u, updated);
     if (before !== status.phase) log.info('phase changed', { from: before ?? 'none', to: status.phase, batch: status.batch?.current });
     return updated;
   }
@@ -105,6 +196,86 @@ export class UpgradeReconciler {
       current = await this.writeStatus(current, recordCallOutcome(current.status ?? {}, request.idempotencyKey, outcome, now), clog);
     }
     return current;
+  }
+
+  /**
+   * Preflight's trust and coverage facts (src/observe/trust.ts, coverage.ts; docs/trust.md), read only before
+   * the upgrade starts. The driver's Describe is called only for a spec the policy allows (as every call).
+   */
+  private async preflightFacts(u: ApiServerUpgrade, obs: Observation, policy: Policy | undefined): Promise<Pick<Observation, 'trust' | 'coverage' | 'kubeadm'>> {
+    let spec: ResolvedSpec;
+    try {
+      spec = resolveSpec(u.spec);
+    } catch (err) {
+      if (err instanceof SpecError) return {};
+      throw err;
+    }
+    const list = <T>(path: string): Promise<T> => this.d.kube.request<T>('GET', path);
+    const deps: TrustObserverDeps = { list };
+    if (policy !== undefined && checkSpec(policy, spec).length > 0) {
+      deps.noDescribe = 'the spec is outside the operator\'s policy: its driver is not called';
+    } else {
+      try {
+        const driver = await this.d.driverFor(spec, u.metadata!.name!);
+        if (driver.describe) deps.describe = (server) => driver.describe!(server);
+        else deps.noDescribe = `the ${spec.driver.kind} driver has no Describe`;
+      } catch (err) {
+        deps.noDescribe = `the driver could not be built: ${err instanceof Error ? err.message : String(err)}`;
+      }
+    }
+    const [trust, coverage, kubeadm] = await Promise.all([
+      observeTrust(obs.peers, this.d.observer.lastInventory, deps),
+      observeCoverage(list),
+      this.d.kubeadmFacts ? this.d.kubeadmFacts(obs.peers, spec.driver.kind === 'staticPod') : Promise.resolve(undefined),
+    ]);
+    return { trust, coverage, ...(kubeadm ? { kubeadm } : {}) };
+  }
+
+  /**
+   * kube-system/kubeadm-config brought in line with what the ended upgrade changed (src/plan/kubeadm-config.ts
+   * decides): read, edited, written back with the resourceVersion read (a 409 is thrown to the work queue, whose
+   * retry reads it again), and the outcome recorded in status with the KubeadmConfigUpdated condition and an
+   * Event. Not there: not a kubeadm cluster. Forbidden: recorded, with what to set by hand. Other errors are
+   * thrown and retried: status records nothing until it is done.
+   */
+  private async syncKubeadmConfig(u: ApiServerUpgrade, log: Logger): Promise<ApiServerUpgrade> {
+    let spec: ResolvedSpec;
+    try {
+      spec = resolveSpec(u.spec);
+    } catch (err) {
+      if (err instanceof SpecError) return u;
+      throw err;
+    }
+    const intent = kubeadmIntent(spec, u.status ?? {});
+    if (!intent) return u;
+    const now = (this.d.now ?? (() => new Date()))();
+    let outcome: KubeadmConfigOutcome;
+    try {
+      const cm = await this.d.kube.request<ConfigMapLike>('GET', KUBEADM_CONFIG_PATH);
+      const text = cm.data?.[KUBEADM_CONFIG_KEY];
+      if (text === undefined) {
+        outcome = { kind: 'noKey' };
+      } else {
+        const edit = editClusterConfiguration(text, intent);
+        if (edit.kind === 'updated') {
+          // The object as read, resourceVersion included: a concurrent writer makes this a 409, never a lost update.
+          const body = { ...cm, data: { ...cm.data, [KUBEADM_CONFIG_KEY]: edit.text } };
+          const put = await this.d.kube.request<ConfigMapLike>('PUT', KUBEADM_CONFIG_PATH, { body });
+          log.info('kubeadm-config updated', { changes: edit.changes, resourceVersion: put.metadata?.resourceVersion });
+          outcome = { kind: 'edited', edit, ...(put.metadata?.resourceVersion ? { resourceVersion: put.metadata.resourceVersion } : {}) };
+        } else {
+          outcome = { kind: 'edited', edit, ...(cm.metadata?.resourceVersion ? { resourceVersion: cm.metadata.resourceVersion } : {}) };
+        }
+      }
+    } catch (err) {
+      if (err instanceof KubeApiError && err.statusCode === 404) outcome = { kind: 'absent' };
+      else if (err instanceof KubeApiError && err.statusCode === 403) outcome = { kind: 'forbidden', message: err.message };
+      else throw err;
+    }
+    const { status, events } = recordKubeadmConfig(u.status ?? {}, intent, outcome, now, u.metadata?.generation ?? 0);
+    const updated = await this.writeStatus(u, status, log);
+    for (const e of events) await this.event(updated, e, log);
+    return updated;
   }
 
   private async event(u: ApiServerUpgrade, a: Extract<Action, { kind: 'event' }>, log: Logger): Promise<void> {
@@ -137,6 +308,12 @@ function analysisSettings(u: ApiServerUpgrade, now: Date): AnalysisSettings {
     // Phase two of a TwoPhase upgrade: a rollback would orphan the objects only the target serves; list them.
     ...(u.status?.stage === 'API' && u.status.fromVersion ? { orphansOf: { fromVersion: u.status.fromVersion, targetVersion: u.spec.targetVersion } } : {}),
   };
+}
+
+/** Before the upgrade starts (Pending, Preflight), when preflight reads the trust and coverage facts. */
+function atPreflight(u: ApiServerUpgrade): boolean {
+  const phase = u.status?.phase;
+  return phase === undefined || phase === 'Pending' || phase === 'Preflight';
 }
 
 function blockedPlan(u: ApiServerUpgrade, other: string, now: Date): Plan {

@@ -1,10 +1,12 @@
 import { createHash } from 'node:crypto';
 import { dirname } from 'node:path';
-import type { StaticPodDriver as StaticPodSpec } from '../api/types.generated.ts';
+import type { ResolvedStaticPod } from '../api/defaults.ts';
 import type { DriverRequest } from '../plan/actions.ts';
 import { PROXY_GATE } from '../api/constants.ts';
+import { parseImageRef } from '../plan/policy.ts';
 import { KubeApiError, isTransient, type KubeClient } from '../runtime/kube.ts';
-import type { Driver, DriverOutcome } from './driver.ts';
+import type { Driver, DriverOutcome, DriverReport, ReportRequest } from './driver.ts';
+import { JOB_NAME_LABEL, jobReport } from './job-report.ts';
 import { AGENT_SCRIPT } from './static-pod-script.ts';
 
 /** The annotation that names the idempotency key a Job was created for; a 409 is ours only when it matches. */
@@ -41,23 +43,101 @@ export function jobName(idempotencyKey: string, action: string, hostname: string
 }
 
 
+/** The namespace and name prefix of kubeadm's kube-apiserver mirror Pods (`kube-apiserver-<node name>`). */
+export const MIRROR_POD_NAMESPACE = 'kube-system';
+export const MIRROR_POD_PREFIX = 'kube-apiserver-';
+/** The agent Pod's init container that pulls the target image (and runs its `kube-apiserver --version`). */
+export const PULL_CONTAINER = 'pull-kube-apiserver';
+/** The Job's deadline beyond the agent's ready timeout: the pull of the target image and the kubelet's own delays. */
+export const PULL_ALLOWANCE_SECONDS = 300;
+
+/** Characters the agent script accepts in an image reference (it goes into a sed expression). */
+const IMAGE_CHARS = /^[A-Za-z0-9._/:@-]+$/;
+
+/** An image reference split as written (no normalisation: `busybox` stays `busybox`). */
+export function splitImage(ref: string): { repository: string; tag?: string; digest?: string } {
+  let rest = ref.trim();
+  let digest: string | undefined;
+  const at = rest.indexOf('@');
+  if (at >= 0) {
+    digest = rest.slice(at + 1);
+    rest = rest.slice(0, at);
+  }
+  let tag: string | undefined;
+  const colon = rest.lastIndexOf(':');
+  if (colon > rest.lastIndexOf('/')) {
+    tag = rest.slice(colon + 1);
+    rest = rest.slice(0, colon);
+  }
+  return { repository: rest, ...(tag === undefined ? {} : { tag }), ...(digest === undefined ? {} : { digest }) };
+}
+
+/**
+ * The image a call runs: `<spec.image>:<targetVersion>` when the spec names a repository, else the running
+ * image's repository (registry and path as written, e.g. `registry.example.internal/k8s/kube-apiserver`)
+ * with the target version as tag. A running image pinned by digest is replaced by the tag (the digest of
+ * another version cannot be known), and the note says so. `error` when the result is not an image reference.
+ */
+export function targetImage(specImage: string, running: string | undefined, version: string): { image: string; note: string } | { error: string } {
+  let image: string;
+  let note: string;
+  if (specImage !== '') {
+    image = `${specImage}:${version}`;
+    note = `image ${image} (spec.driver.staticPod.image)`;
+  } else {
+    if (running === undefined || running.trim() === '') return { error: 'the running kube-apiserver image is unknown' };
+    const { repository, tag, digest } = splitImage(running);
+    image = `${repository}:${version}`;
+    note = `image ${image} (the repository the node runs, ${running}, at the target tag)`;
+    if (digest !== undefined) {
+      note += `; the running image is pinned by digest ${digest}${tag === undefined ? '' : ` (tag ${tag})`}: the target is pinned by tag ${version} instead`;
+    }
+  }
+  try {
+    parseImageRef(image, 'the target image');
+  } catch (err) {
+    return { error: `the target image ${JSON.stringify(image)} is not an image reference: ${(err as Error).message}` };
+  }
+  if (!IMAGE_CHARS.test(image)) return { error: `the target image ${JSON.stringify(image)} has characters the agent does not accept` };
+  return { image, note };
+}
+
+/** `ip:port`, `[v6]:port` or a bare host (port 6443) into the IP (no brackets) and the port. */
+export function splitAddress(address: string): { ip: string; port: string } {
+  const a = address.trim();
+  const v6 = /^\[([^\]]+)\](?::(\d+))?$/.exec(a);
+  if (v6) return { ip: v6[1]!, port: v6[2] ?? '6443' };
+  const colons = a.split(':').length - 1;
+  if (colons === 1) {
+    const [ip = '', port = ''] = a.split(':');
+    return { ip, port: port || '6443' };
+  }
+  // No port, or a bare IPv6 address.
+  return { ip: a, port: '6443' };
+}
+
 /**
  * The kubeadm driver: one plain, inspectable Job per call (as Rancher's system-upgrade-controller does),
- * pinned to the server's node, that rewrites the static Pod manifest; the kubelet then restarts the
- * apiserver. The Job's name is derived from the idempotency key (jobName), so a repeated call finds the Job
- * it already created (409, and the Job's key annotation matches) and creates nothing.
+ * pinned to the server's node. Its Pod first runs `kube-apiserver --version` of the target image (an init
+ * container, so the kubelet pulls the image before anything is touched: a registry failure fails the call
+ * with the server still up), then the agent rewrites the static Pod manifest atomically, waits for the new
+ * server's /readyz and restores the backup when it does not get ready within readyTimeout. The Job's name is
+ * derived from the idempotency key (jobName), so a repeated call finds the Job it already created (409, and
+ * the Job's key annotation matches) and creates nothing. `image` is the full target reference: targetImage's
+ * (checked there; the script refuses a malformed one too), or plannedImage's placeholder in a dry run.
  */
-export function agentJob(spec: Required<StaticPodSpec>, r: DriverRequest, upgradeName: string): Record<string, unknown> {
+export function agentJob(spec: ResolvedStaticPod, r: DriverRequest, upgradeName: string, image: string): Record<string, unknown> {
   const bad = badEmulatedVersion(r);
   if (bad) throw new Error(bad);
   const gate = r.featureGates[PROXY_GATE];
-  const [ip = '', port = '6443'] = (r.server.address ?? '').split(':');
+  const { ip, port } = splitAddress(r.server.address ?? '');
   const manifestDir = dirname(spec.manifestPath);
+  const readySeconds = Math.max(1, Math.ceil(spec.readyTimeoutMs / 1000));
   const env: Record<string, string> = {
     MANIFEST: spec.manifestPath,
     BACKUP_DIR: spec.backupDir,
     KEY: r.idempotencyKey,
-    IMAGE: spec.image,
+    IMAGE: image,
     VERSION: r.targetVersion,
     PEER_CA: spec.peerCAFile,
     PEER_IP: ip,
@@ -65,37 +145,56 @@ export function agentJob(spec: Required<StaticPodSpec>, r: DriverRequest, upgrad
     GATE: gate === undefined ? '' : String(gate),
     // Empty: the script removes any --emulated-version the manifest has.
     EMULATED_VERSION: r.emulatedVersion ?? '',
+    READY_TIMEOUT: String(readySeconds),
   };
+  const labels = { 'app.kubernetes.io/managed-by': 'apiserver-upgrade-operator', 'upgrade.apiserver.dev/upgrade': upgradeName, 'upgrade.apiserver.dev/action': r.action.toLowerCase() };
   return {
     apiVersion: 'batch/v1',
     kind: 'Job',
     metadata: {
       name: jobName(r.idempotencyKey, r.action, r.server.hostname),
       namespace: spec.namespace,
-      labels: { 'app.kubernetes.io/managed-by': 'apiserver-upgrade-operator', 'upgrade.apiserver.dev/upgrade': upgradeName, 'upgrade.apiserver.dev/action': r.action.toLowerCase() },
+      labels,
       annotations: {
         [KEY_ANNOTATION]: r.idempotencyKey,
         'upgrade.apiserver.dev/server': r.server.hostname,
         'upgrade.apiserver.dev/target': r.targetVersion,
+        'upgrade.apiserver.dev/image': image,
         ...(r.emulatedVersion ? { [EMULATED_VERSION_ANNOTATION]: r.emulatedVersion } : {}),
       },
     },
     spec: {
       backoffLimit: 0,
+      // Counted from the Job's start: the pull, then the agent's own wait (which reverts on its own first,
+      // and reverts on the SIGTERM this deadline sends if it is still waiting).
+      activeDeadlineSeconds: readySeconds + PULL_ALLOWANCE_SECONDS,
       ttlSecondsAfterFinished: 86400,
       template: {
+        metadata: { labels },
         spec: {
           nodeName: r.server.hostname,
           restartPolicy: 'Never',
           hostNetwork: true,
           tolerations: [{ operator: 'Exists' }],
           priorityClassName: 'system-node-critical',
+          // The agent needs no API access: it works on the node's files and the server's /readyz.
+          automountServiceAccountToken: false,
+          // Room for the agent to restore the backup when the deadline stops it mid-wait.
+          terminationGracePeriodSeconds: 30,
+          initContainers: [{
+            name: PULL_CONTAINER,
+            image,
+            imagePullPolicy: 'IfNotPresent',
+            command: ['kube-apiserver', '--version'],
+            terminationMessagePolicy: 'FallbackToLogsOnError',
+          }],
           containers: [{
             name: 'agent',
             image: spec.agentImage,
             command: ['/bin/sh', '-c', AGENT_SCRIPT],
             env: Object.entries(env).map(([name, value]) => ({ name, value })),
             securityContext: { runAsUser: 0 },
+            terminationMessagePolicy: 'FallbackToLogsOnError',
             volumeMounts: [
               { name: 'manifests', mountPath: manifestDir },
               { name: 'backup', mountPath: spec.backupDir },
@@ -111,6 +210,16 @@ export function agentJob(spec: Required<StaticPodSpec>, r: DriverRequest, upgrad
   };
 }
 
+/**
+ * The image a `kubectl apiserver-upgrade plan` shows for a call: the real one when the spec names the
+ * repository; otherwise the repository is read from the node's mirror Pod at call time, which a plan does
+ * not do, so it shows a placeholder naming that.
+ */
+export function plannedImage(spec: Pick<ResolvedStaticPod, 'image'>, r: Pick<DriverRequest, 'targetVersion' | 'server'>): string {
+  if (spec.image !== '') return `${spec.image}:${r.targetVersion}`;
+  return `<repository of ${MIRROR_POD_NAMESPACE}/${MIRROR_POD_PREFIX}${r.server.hostname}>:${r.targetVersion}`;
+}
+
 /** The KubeClient calls the driver makes (a test passes a fake). */
 export type JobClient = Pick<KubeClient, 'request'>;
 
@@ -119,21 +228,56 @@ function permanent(err: unknown): err is KubeApiError {
   return err instanceof KubeApiError && err.statusCode >= 400 && err.statusCode < 500 && ![408, 409, 425, 429].includes(err.statusCode);
 }
 
+interface MirrorPod { metadata?: { name?: string }; spec?: { containers?: { name?: string; image?: string }[] } }
+
 /**
  * Creates the agent Job. Never rejects: a Job created, or one that already exists for this key, is accepted;
  * a 4xx that retrying cannot change (forbidden, invalid, namespace missing) or a name held by a Job for
  * another key is rejected; everything else (5xx, 429, connection errors, after the client's own retries) is
- * transient.
+ * transient. Without spec.image, it first reads the node's kube-apiserver mirror Pod for the repository
+ * it runs (a list by name: the operator may list Pods in kube-system): not there (yet) or not readable is
+ * transient, forbidden is rejected, a mirror Pod without a kube-apiserver image is rejected.
+ *
+ * `report` reads the call's Job and its Pods (jobReport).
  */
 export class StaticPodDriver implements Driver {
-  private readonly spec: Required<StaticPodSpec>;
+  private readonly spec: ResolvedStaticPod;
   private readonly kube: JobClient;
   private readonly upgradeName: string;
 
-  constructor(spec: Required<StaticPodSpec>, kube: JobClient, upgradeName: string) {
+  constructor(spec: ResolvedStaticPod, kube: JobClient, upgradeName: string) {
     this.spec = spec;
     this.kube = kube;
     this.upgradeName = upgradeName;
+  }
+
+  private jobsPath(): string {
+    return `/apis/batch/v1/namespaces/${encodeURIComponent(this.spec.namespace)}/jobs`;
+  }
+
+  /** The image the node's mirror Pod runs, or an outcome that ends the call now. */
+  private async runningImage(hostname: string, after: () => string): Promise<string | DriverOutcome> {
+    const name = `${MIRROR_POD_PREFIX}${hostname}`;
+    const where = `${MIRROR_POD_NAMESPACE}/${name}`;
+    let pods: { items?: MirrorPod[] };
+    try {
+      pods = await this.kube.request('GET', `/api/v1/namespaces/${MIRROR_POD_NAMESPACE}/pods?fieldSelector=${encodeURIComponent(`metadata.name=${name}`)}`);
+    } catch (err) {
+      const msg = err instanceof Error ? err.message : String(err);
+      if (permanent(err)) return { kind: 'rejected', message: `reading the mirror Pod ${where} (for the repository of the running image; set spec.driver.staticPod.image to skip this): ${msg}` };
+      return { kind: 'transient', message: `reading the mirror Pod ${where} (for the repository of the running image) failed ${after()}: ${msg}` };
+    }
+    const pod = (pods.items ?? []).find((p) => p.metadata?.name === name);
+    if (pod === undefined) {
+      return { kind: 'transient', message: `the mirror Pod ${where} is not there (its kubelet recreates it while the server restarts; the node name must be the server's hostname ${hostname}); the repository of the running image is read from it, or set spec.driver.staticPod.image` };
+    }
+    const containers = pod.spec?.containers ?? [];
+    const c = containers.find((x) => x.name === 'kube-apiserver') ?? (containers.length === 1 ? containers[0] : undefined);
+    const image = c?.image?.trim();
+    if (!image) {
+      return { kind: 'rejected', message: `the mirror Pod ${where} has no kube-apiserver container with an image (containers: ${containers.map((x) => x.name ?? '?').join(', ') || 'none'}); set spec.driver.staticPod.image` };
+    }
+    return image;
   }
 
   async call(r: DriverRequest): Promise<DriverOutcome> {
@@ -142,13 +286,24 @@ export class StaticPodDriver implements Driver {
     let name = '';
     const bad = badEmulatedVersion(r);
     if (bad) return { kind: 'rejected', message: `building the agent Job for node ${r.server.hostname}: ${bad}` };
+    if (splitAddress(r.server.address ?? '').ip === '') {
+      return { kind: 'rejected', message: `building the agent Job for node ${r.server.hostname}: the server has no address, so the agent could not check the new server's /readyz (nor revert)` };
+    }
     try {
-      const job = agentJob(this.spec, r, this.upgradeName);
+      let running: string | undefined;
+      if (this.spec.image === '') {
+        const got = await this.runningImage(r.server.hostname, after);
+        if (typeof got !== 'string') return got;
+        running = got;
+      }
+      const target = targetImage(this.spec.image, running, r.targetVersion);
+      if ('error' in target) return { kind: 'rejected', message: `building the agent Job for node ${r.server.hostname}: ${target.error}` };
+      const job = agentJob(this.spec, r, this.upgradeName, target.image);
       name = (job.metadata as { name: string }).name;
-      const jobs = `/apis/batch/v1/namespaces/${encodeURIComponent(this.spec.namespace)}/jobs`;
+      const jobs = this.jobsPath();
       try {
         await this.kube.request('POST', jobs, { body: job });
-        return { kind: 'accepted', message: `created Job ${this.spec.namespace}/${name} on node ${r.server.hostname}` };
+        return { kind: 'accepted', message: `created Job ${this.spec.namespace}/${name} on node ${r.server.hostname}: ${target.note}` };
       } catch (err) {
         if (!(err instanceof KubeApiError && err.statusCode === 409)) throw err;
       }
@@ -177,5 +332,37 @@ export class StaticPodDriver implements Driver {
       const hint = isTransient(err) ? '' : ' (unexpected error; treated as transient)';
       return { kind: 'transient', message: `${what} failed ${after()}: ${msg}${hint}` };
     }
+  }
+
+  /**
+   * What the call's Job says (jobReport). A Job that is not there is `unknown`, not failed: it may have been
+   * deleted by its TTL after success, or by a person. A Job made for another key, or a failed read, is
+   * `unknown` too. When its Pods cannot be read, the Job's own conditions still decide.
+   */
+  async report(call: ReportRequest): Promise<DriverReport> {
+    const name = jobName(call.idempotencyKey, call.action, call.server.hostname);
+    const where = `Job ${this.spec.namespace}/${name}`;
+    let job: { metadata?: { annotations?: Record<string, string> } };
+    try {
+      job = await this.kube.request('GET', `${this.jobsPath()}/${encodeURIComponent(name)}`);
+    } catch (err) {
+      if (err instanceof KubeApiError && err.statusCode === 404) {
+        return { kind: 'unknown', message: `${where} is not there (deleted after it finished — ttlSecondsAfterFinished is a day — or by someone); the server's own state decides` };
+      }
+      return { kind: 'unknown', message: `reading ${where} failed: ${err instanceof Error ? err.message : String(err)}` };
+    }
+    const theirs = job.metadata?.annotations?.[KEY_ANNOTATION];
+    if (theirs !== call.idempotencyKey) {
+      return { kind: 'unknown', message: `${where} is not this call's (its ${KEY_ANNOTATION} is ${theirs === undefined ? 'missing' : `"${theirs}"`})` };
+    }
+    let pods: unknown[] | undefined;
+    try {
+      const got = await this.kube.request<{ items?: unknown[] }>('GET', `/api/v1/namespaces/${encodeURIComponent(this.spec.namespace)}/pods?labelSelector=${encodeURIComponent(`${JOB_NAME_LABEL}=${name}`)}`);
+      pods = Array.isArray(got.items) ? got.items : undefined;
+    } catch {
+      // Without its Pods, the Job's conditions still tell failed and succeeded apart (jobReport).
+      pods = undefined;
+    }
+    return jobReport(job, pods);
   }
 }

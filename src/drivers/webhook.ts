@@ -4,7 +4,9 @@ import { request as httpsRequest } from 'node:https';
 import type { DriverRequest } from '../plan/actions.ts';
 import { PROXY_GATE } from '../api/constants.ts';
 import type { CallOutcome } from '../plan/call-outcome.ts';
-import type { Driver } from './driver.ts';
+import type { DescribeOutcome, Driver } from './driver.ts';
+import { flagsFromDescribe } from '../observe/trust-flags.ts';
+import { USER_AGENT } from '../runtime/kube-request.ts';
 import { classifyNetworkError, classifyStatus, errorCode, statusHint, statusText } from './webhook-outcome.ts';
 
 export interface WebhookConfig {
@@ -37,6 +39,22 @@ export interface WebhookPayload {
    * gate is on, and `--emulated-version=<emulatedVersion>` when that is set.
    */
   flags: string[];
+}
+
+/**
+ * The body of a Describe request (docs/drivers.md): "which flags does this server run with?". A different
+ * `kind` and no idempotencyKey or targetVersion, so a hook that only knows ReplaceServerRequest refuses it
+ * (4xx) instead of taking it for a replacement. It changes nothing; the operator sends it only at preflight.
+ */
+export interface DescribePayload {
+  apiVersion: 'upgrade.apiserver.dev/v1alpha1';
+  kind: 'DescribeServerRequest';
+  action: 'Describe';
+  server: DriverRequest['server'];
+}
+
+export function describePayload(server: DriverRequest['server']): DescribePayload {
+  return { apiVersion: 'upgrade.apiserver.dev/v1alpha1', kind: 'DescribeServerRequest', action: 'Describe', server };
 }
 
 export function caFromBundle(bundle: string | undefined): string | undefined {
@@ -94,6 +112,66 @@ export class WebhookDriver implements Driver {
     this.cfg = cfg;
   }
 
+  /**
+   * POSTs a Describe request for one server and reads `{ "flags": { "--name": "value" } }` from a 2xx answer.
+   * Everything else — a 4xx (a hook without Describe), a 5xx, a network or TLS error, the deadline, a body that
+   * is not that shape — is `unknown` with what happened: the trust checks report the server's flags as
+   * unknown, never as verified and never as an error.
+   */
+  describe(server: DriverRequest['server']): Promise<DescribeOutcome> {
+    const { url, timeoutMs, token } = this.cfg;
+    const where = `POST ${url} (Describe ${server.hostname})`;
+    const ca = caFromBundle(this.cfg.caBundle);
+    if (ca !== undefined && unparsableCa(ca) !== undefined) return Promise.resolve({ kind: 'unknown', message: `${where}: spec.driver.webhook.caBundle holds no usable PEM certificate` });
+    const body = JSON.stringify(describePayload(server));
+    return new Promise<DescribeOutcome>((resolve) => {
+      let settled = false;
+      let req: ClientRequest | undefined;
+      const settle = (o: DescribeOutcome): void => {
+        if (settled) return;
+        settled = true;
+        clearTimeout(deadline);
+        req?.destroy();
+        resolve(o);
+      };
+      const deadline = setTimeout(() => settle({ kind: 'unknown', message: `${where}: no complete answer within ${timeoutMs} ms` }), timeoutMs);
+      try {
+        req = httpsRequest(url, {
+          method: 'POST',
+          agent: false,
+          ...(ca ? { ca } : {}),
+          headers: { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(body), ...(token ? { Authorization: `Bearer ${token}` } : {}) },
+        }, (res) => {
+          const chunks: Buffer[] = [];
+          let received = 0;
+          res.on('data', (c: Buffer) => {
+            received += c.length;
+            if (received > RESPONSE_BODY_CAP) settle({ kind: 'unknown', message: `${where}: answer larger than ${RESPONSE_BODY_CAP} bytes` });
+            else chunks.push(c);
+          });
+          res.on('end', () => {
+            const code = res.statusCode ?? 0;
+            if (code < 200 || code > 299) return settle({ kind: 'unknown', message: `${where}: ${statusText(code)}${code >= 400 && code < 500 ? ' (the hook does not answer Describe)' : ''}` });
+            let parsed: unknown;
+            try {
+              parsed = JSON.parse(Buffer.concat(chunks).toString('utf8'));
+            } catch {
+              return settle({ kind: 'unknown', message: `${where}: ${statusText(code)} with a body that is not JSON` });
+            }
+            const flags = flagsFromDescribe(parsed);
+            settle(flags ? { kind: 'flags', flags } : { kind: 'unknown', message: `${where}: ${statusText(code)} without a "flags" object of strings` });
+          });
+          res.on('error', (err) => settle({ kind: 'unknown', message: `${where}: ${err.message}` }));
+        });
+      } catch (err) {
+        settle({ kind: 'unknown', message: `${where}: cannot send: ${(err as Error).message}` });
+        return;
+      }
+      req.on('error', (err) => settle({ kind: 'unknown', message: `${where}: ${classifyNetworkError(errorCode(err), err.message).reason}` }));
+      req.end(body);
+    });
+  }
+
   call(r: DriverRequest): Promise<CallOutcome> {
     const { url, timeoutMs, token } = this.cfg;
     const where = `POST ${url}`;
@@ -149,6 +227,7 @@ export class WebhookDriver implements Driver {
             'Content-Type': 'application/json',
             'Content-Length': Buffer.byteLength(body),
             'Idempotency-Key': r.idempotencyKey,
+            'User-Agent': USER_AGENT,
             ...(token ? { Authorization: `Bearer ${token}` } : {}),
           },
         }, (res) => {

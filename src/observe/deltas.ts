@@ -47,7 +47,8 @@ export function counterDeltas(prev: MetricFamily | undefined, curr: MetricFamily
   return out;
 }
 
-function counterSamples(family: MetricFamily) {
+/** The samples of a counter family that count (shared with compact-scrape.ts, which keeps the same ones). */
+export function counterSamples(family: MetricFamily) {
   return family.samples.filter((s) => s.name === family.name || s.name === `${family.name}_total`);
 }
 

@@ -137,6 +137,13 @@ export class DirectClient {
     return { ready: res.statusCode === 200, status: res.statusCode ?? 0, body };
   }
 
+  /** Any GET, its status and (bounded) body: a non-200 is an answer, not an error (e.g. `/readyz/etcd`). */
+  async get(address: string, path: string, accept = 'text/plain'): Promise<{ status: number; body: string }> {
+    const res = await this.request(address, path, { Accept: accept });
+    const body = await readBody(res, Math.min(this.maxBodyBytes, 1024 * 1024));
+    return { status: res.statusCode ?? 0, body };
+  }
+
   /** Streams `/metrics` (gzipped when the server agrees, ~10x fewer bytes) through the decompressor into the parser, keeping only the wanted families. */
   async metrics(address: string, wanted: WantedFamilies): Promise<ParsedMetrics> {
     const res = await this.request(address, '/metrics', { Accept: METRICS_ACCEPT });

@@ -1,11 +1,11 @@
-import type { KubeConfig, V1EndpointSliceList, V1LeaseList, V1PodList } from '@kubernetes/client-node';
+import type { KubeConfig, V1EndpointSlice, V1EndpointSliceList, V1LeaseList, V1PodList } from '@kubernetes/client-node';
 import type { Logger } from '../runtime/logger.ts';
 import type { Observation, ObservedPeer, ObservedAnalysis, ObservedStorage, ObservedOwnDiscovery, ObservedOrphans } from '../plan/observation.ts';
 import { DirectClient } from './direct-client.ts';
 import { buildInventory, addressesToProbe, type Inventory, type IdentityLeaseLike, type EndpointAddresses, type ProbeResult, IDENTITY_LABEL, IDENTITY_LABEL_VALUE, HOSTNAME_LABEL, PEER_ADDRESS_ANNOTATION } from './inventory.ts';
 import { mapLimitSettled } from './map-limit.ts';
-import { FAMILIES, SIGNAL_FAMILIES, windowDeltas, type GateState, type WindowDeltas } from './signals.ts';
-import type { ParsedMetrics } from './prom-text.ts';
+import { FAMILIES, SIGNAL_FAMILIES, type GateState, type WindowDeltas } from './signals.ts';
+import { compactScrape, compactWindowDeltas, SeriesPool, type CompactScrape } from './compact-scrape.ts';
 import { resourceSet, unlistableResources, convergence, storageVersionHashes, resourceKinds, mergeHashes, legacyDiscoveryPaths, aggregatedDiscoveryPaths, type APIResourceList, type APIServiceListLike, type ServerDiscovery } from './discovery.ts';
 import { summarizeAnalysis } from './analysis-summary.ts';
 import { cachedCertificateDnsNames, hintsFromCertificateCache, hintsFromMirrorPods } from './hostname-hints.ts';
@@ -52,11 +52,14 @@ export interface FleetObserverOptions {
    * from it once synced instead of a LIST per observation. Absent or not synced: listed.
    */
   leaseCache?: { readonly hasSynced: boolean; list(): IdentityLeaseLike[] };
+  /** The `kubernetes` Service's EndpointSlices in `default` as an informer holds them; absent or not synced: listed. */
+  endpointCache?: { readonly hasSynced: boolean; list(): V1EndpointSlice[] };
 }
 
 interface Scrape {
   at: number;
-  metrics: ParsedMetrics;
+  /** Only the numbers the signals difference (compact-scrape.ts): a parsed page is ~1 MiB, this a few KiB. */
+  metrics: CompactScrape;
 }
 
 /** A complete storage-hash read of one server, valid while that server runs the same binary and flags (same lease holder). */
@@ -96,6 +99,10 @@ function byVersionThenEmulation(a: Pick<ObservedPeer, 'version' | 'emulation'>, 
   return 0;
 }
 
+/** The `kubernetes` Service's EndpointSlices: the addresses the balancer sends to. */
+export const ENDPOINTSLICES_PATH = '/apis/discovery.k8s.io/v1/namespaces/default/endpointslices';
+export const KUBERNETES_SERVICE_SELECTOR = 'kubernetes.io/service-name=kubernetes';
+
 /** The APIServices, read through the balancer to tell aggregated group/versions from kube-apiserver's own. */
 export const APISERVICES_PATH = '/apis/apiregistration.k8s.io/v1/apiservices';
 
@@ -112,6 +119,8 @@ export class FleetObserver {
   private readonly log: Logger;
   private inventory: Inventory | undefined;
   private readonly scrapes = new Map<string, Scrape>();
+  /** Label sets and bucket layouts shared by the servers' kept scrapes. */
+  private readonly seriesPool = new SeriesPool();
   private lastAnalysis: ObservedAnalysis | undefined;
   private lastAnalysisAt = 0;
   private readonly storageReads = new Map<string, StorageRead>();
@@ -120,6 +129,7 @@ export class FleetObserver {
   private readonly analysisSource: AnalysisSource | undefined;
   private readonly gates = new Map<string, GateRead>();
   private readonly leaseCache: FleetObserverOptions['leaseCache'];
+  private readonly endpointCache: FleetObserverOptions['endpointCache'];
 
   constructor(kc: KubeConfig, list: ListFn, log: Logger, direct?: DirectClient, options: FleetObserverOptions = {}) {
     this.list = list;
@@ -127,10 +137,16 @@ export class FleetObserver {
     this.direct = direct ?? DirectClient.fromKubeConfig(kc, { timeoutMs: 5000 });
     this.analysisSource = options.analysisSource;
     this.leaseCache = options.leaseCache;
+    this.endpointCache = options.endpointCache;
   }
 
   close(): void {
     this.direct.close();
+  }
+
+  /** The client that talks to each server directly (the kubeadm preflight facts use it: src/observe/kubeadm.ts). */
+  get serverClient(): DirectClient {
+    return this.direct;
   }
 
   /** The inventory the last observation built: every row with its address source and problems. */
@@ -146,8 +162,10 @@ export class FleetObserver {
   }
 
   async endpoints(): Promise<EndpointAddresses[]> {
-    const list = await this.list<V1EndpointSliceList>(`/apis/discovery.k8s.io/v1/namespaces/default/endpointslices?labelSelector=${encodeURIComponent('kubernetes.io/service-name=kubernetes')}`);
-    return list.items.map((s) => ({
+    const items = this.endpointCache?.hasSynced
+      ? this.endpointCache.list()
+      : (await this.list<V1EndpointSliceList>(`${ENDPOINTSLICES_PATH}?labelSelector=${encodeURIComponent(KUBERNETES_SERVICE_SELECTOR)}`)).items;
+    return items.map((s) => ({
       addresses: (s.endpoints ?? []).filter((e) => e.conditions?.ready !== false).flatMap((e) => e.addresses),
       port: s.ports?.find((p) => p.name === 'https')?.port ?? s.ports?.[0]?.port ?? 6443,
     }));
@@ -183,15 +201,21 @@ export class FleetObserver {
       const kept = this.gates.get(a);
       return kept && kept.holderIdentity === (holders.get(a) ?? '') ? undefined : GATE_FAMILIES;
     };
-    const probed = await mapLimitSettled(addresses, CONCURRENCY, (a) => this.direct.probeWithMetrics(a, wanted(a)));
+    // Each page is reduced to its compact form as soon as it is parsed, so at most CONCURRENCY parsed pages
+    // exist at once, not one per server.
+    if (forAnalysis) this.seriesPool.rotate();
+    const probed = await mapLimitSettled(addresses, CONCURRENCY, async (a) => {
+      const r = await this.direct.probeWithMetrics(a, wanted(a));
+      return { probe: r.probe, metrics: r.metrics && (forAnalysis ? compactScrape(r.metrics, this.seriesPool) : true) };
+    });
     const probes = new Map<string, ProbeResult>();
-    const pages = new Map<string, ParsedMetrics>();
+    const pages = new Map<string, CompactScrape>();
     for (const a of this.gates.keys()) if (!addresses.includes(a)) this.gates.delete(a);
     addresses.forEach((a, i) => {
       const r = probed[i]!;
       const probe: ProbeResult = r.status === 'fulfilled' ? r.value.probe : { error: String(r.reason) };
       if (r.status === 'fulfilled' && r.value.metrics) {
-        if (forAnalysis) pages.set(a, r.value.metrics);
+        if (typeof r.value.metrics === 'object') pages.set(a, r.value.metrics);
         this.gates.set(a, { holderIdentity: holders.get(a) ?? '', gate: probe.proxyGate ?? 'unknown' });
       } else if (r.status === 'fulfilled' && wanted(a) === undefined) {
         probe.proxyGate = this.gates.get(a)!.gate;
@@ -309,7 +333,7 @@ export class FleetObserver {
   }
 
   /** Computes signals once per interval, from deltas between this observation's pages and the last window's. */
-  private analysis(up: ObservedPeer[], pages: ReadonlyMap<string, ParsedMetrics>, s: AnalysisSettings, now: number, stalePeers: number): ObservedAnalysis | undefined {
+  private analysis(up: ObservedPeer[], pages: ReadonlyMap<string, CompactScrape>, s: AnalysisSettings, now: number, stalePeers: number): ObservedAnalysis | undefined {
     const due = s.due ?? now - this.lastAnalysisAt >= s.intervalMs;
     if (this.lastAnalysis && !due) return this.lastAnalysis;
     const windows = new Map<string, WindowDeltas>();
@@ -320,7 +344,7 @@ export class FleetObserver {
       const prev = this.scrapes.get(p.hostname);
       this.scrapes.set(p.hostname, { at: now, metrics: page });
       if (!prev) return;
-      windows.set(p.hostname, windowDeltas(prev.metrics, page));
+      windows.set(p.hostname, compactWindowDeltas(prev.metrics, page));
       versionOf.set(p.hostname, p.version!);
     });
     if (windows.size === 0) return this.lastAnalysis;

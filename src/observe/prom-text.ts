@@ -100,12 +100,15 @@ export class PromTextParser {
   private readonly declared = new Map<string, MetricType>();
   private readonly helpSeen = new Set<string>();
   private readonly seenFamilies = new Set<string>();
-  private current: { name: string; type: MetricType } | undefined;
+  /** The family the last HELP/TYPE line opened, and whether it is kept (asked once, not per sample line). */
+  private current: { name: string; type: MetricType; wanted: boolean } | undefined;
   private lineNo = 0;
   private eof = false;
   private pending = '';
   private decoder: TextDecoder | undefined;
   private sampleLines = 0;
+  /** The label names of the last label set parsed, by position. */
+  private readonly labelNames: string[] = [];
 
   constructor(wanted: WantedFamilies) {
     this.wanted = wanted;
@@ -211,7 +214,7 @@ export class PromTextParser {
       const previous = this.declared.get(name);
       if (previous !== undefined) this.fail(`second TYPE line for ${name}`);
       this.declared.set(name, type as MetricType);
-      this.current = { name, type: type as MetricType };
+      this.current = { name, type: type as MetricType, wanted: this.wants(name) };
       if (this.wants(name)) {
         const family = this.family(name);
         if (family.samples.length > 0) this.fail(`TYPE line for ${name} after its samples`);
@@ -222,7 +225,7 @@ export class PromTextParser {
     // HELP: also opens the family, since HELP conventionally precedes TYPE.
     if (this.helpSeen.has(name)) this.fail(`second HELP line for ${name}`);
     this.helpSeen.add(name);
-    if (this.current?.name !== name) this.current = { name, type: this.declared.get(name) ?? 'untyped' };
+    if (this.current?.name !== name) this.current = { name, type: this.declared.get(name) ?? 'untyped', wanted: this.wants(name) };
     if (this.wants(name)) this.family(name).help = unescapeHelp(rest);
   }
 
@@ -251,16 +254,40 @@ export class PromTextParser {
 
   private sample(line: string, from: number): void {
     this.sampleLines++;
-    const nameEnd = scanName(line, from);
-    if (nameEnd === from) this.fail(`expected a metric name, got "${line.slice(from, from + 20)}"`);
-    const name = line.slice(from, nameEnd);
-    const familyName = this.familyOf(name);
-    this.seenFamilies.add(familyName);
-    if (!this.wants(familyName)) return; // the cheap path: nothing else is looked at
+    const current = this.current;
+    // The cheapest path, most lines of a page: a sample of the open family, which is not kept. Its name is
+    // compared in place (no substring, no lookup); the family was recorded as seen by its HELP/TYPE line.
+    let name: string | undefined;
+    let nameEnd = from;
+    let familyName: string | undefined;
+    if (current !== undefined && line.startsWith(current.name, from)) {
+      const after = from + current.name.length;
+      if (after >= line.length || !isNameChar(line.charCodeAt(after))) {
+        if (!current.wanted) return;
+        name = familyName = current.name;
+        nameEnd = after;
+      } else {
+        nameEnd = scanName(line, after);
+        if (SUFFIXES[current.type].includes(line.slice(after, nameEnd))) {
+          if (!current.wanted) return;
+          name = line.slice(from, nameEnd);
+          familyName = current.name;
+        }
+      }
+    }
+    if (name === undefined || familyName === undefined) {
+      nameEnd = scanName(line, from);
+      if (nameEnd === from) this.fail(`expected a metric name, got "${line.slice(from, from + 20)}"`);
+      name = line.slice(from, nameEnd);
+      familyName = this.familyOf(name);
+      if (familyName !== current?.name) this.seenFamilies.add(familyName);
+      if (!this.wants(familyName)) return; // the cheap path: nothing else is looked at
+    }
 
     let i = nameEnd;
     const labels: Labels = {};
-    if (i < line.length && line.charCodeAt(i) === 123 /* { */) i = this.labels(line, i + 1, labels);
+    // Label values rarely hold escapes: without a backslash on the line, each value is one indexOf and one slice.
+    if (i < line.length && line.charCodeAt(i) === 123 /* { */) i = this.labels(line, i + 1, labels, line.indexOf('\\', i) === -1);
     if (i >= line.length || !isBlank(line.charCodeAt(i))) this.fail(`expected a space before the value of ${name}`);
     while (i < line.length && isBlank(line.charCodeAt(i))) i++;
     const valueEnd = scanUntilBlank(line, i);
@@ -291,8 +318,9 @@ export class PromTextParser {
   }
 
   /** Parses `name="value",...}` starting after `{`; returns the index after `}`. */
-  private labels(line: string, from: number, into: Labels): number {
+  private labels(line: string, from: number, into: Labels, noEscapes = false): number {
     let i = from;
+    let k = 0; // labels stored so far
     for (;;) {
       while (i < line.length && isBlank(line.charCodeAt(i))) i++;
       if (i >= line.length) this.fail('unterminated label set');
@@ -300,7 +328,12 @@ export class PromTextParser {
       const nameStart = i;
       if (!isNameStart(line.charCodeAt(i)) || line.charCodeAt(i) === 58) this.fail(`invalid label name at column ${i + 1}`);
       while (i < line.length && isLabelNameChar(line.charCodeAt(i))) i++;
-      const labelName = line.slice(nameStart, i);
+      // The k-th label name of a line is nearly always the previous line's: reuse that string (no new
+      // substring to hash and internalize as a property key).
+      const prev = this.labelNames[k];
+      let labelName: string;
+      if (prev !== undefined && prev.length === i - nameStart && line.startsWith(prev, nameStart)) labelName = prev;
+      else this.labelNames[k] = labelName = line.slice(nameStart, i);
       while (i < line.length && isBlank(line.charCodeAt(i))) i++;
       if (line.charCodeAt(i) !== 61 /* = */) this.fail(`expected "=" after label ${labelName}`);
       i++;
@@ -309,7 +342,12 @@ export class PromTextParser {
       i++;
       let value = '';
       let chunkStart = i;
-      for (;;) {
+      if (noEscapes) {
+        const q = line.indexOf('"', i);
+        if (q === -1) this.fail(`unterminated value for label ${labelName}`);
+        chunkStart = i;
+        i = q;
+      } else for (;;) {
         if (i >= line.length) this.fail(`unterminated value for label ${labelName}`);
         const c = line.charCodeAt(i);
         if (c === 34) break;
@@ -330,6 +368,7 @@ export class PromTextParser {
       i++; // closing quote
       if (Object.hasOwn(into, labelName)) this.fail(`duplicate label ${labelName}`);
       into[labelName] = value;
+      k++;
       while (i < line.length && isBlank(line.charCodeAt(i))) i++;
       const sep = line.charCodeAt(i);
       if (sep === 44 /* , */) {

@@ -15,6 +15,7 @@
 import http from 'node:http';
 import https from 'node:https';
 import type { Logger } from '../runtime/logger.ts';
+import { USER_AGENT } from '../runtime/kube-request.ts';
 import type { ObservedAnalysis, ObservedPeer } from '../plan/observation.ts';
 import type { CounterDelta, HistogramDelta } from './deltas.ts';
 import { hostOf } from './inventory.ts';
@@ -280,7 +281,7 @@ export function httpQuery(timeoutMs = 10_000): QueryFn {
           else reject(new Error(`GET ${url.origin}${url.pathname}: HTTP ${res.statusCode}: ${body.slice(0, 200)}`));
         });
       };
-      const options = { signal: AbortSignal.timeout(timeoutMs), headers: { Accept: 'application/json' } };
+      const options = { signal: AbortSignal.timeout(timeoutMs), headers: { Accept: 'application/json', 'User-Agent': USER_AGENT } };
       const req = isHttps ? https.get(url, { ...options, ...(ca ? { ca } : {}) }, onResponse) : http.get(url, options, onResponse);
       req.on('error', (err) => reject(new Error(`GET ${url.origin}${url.pathname}: ${err.name === 'AbortError' ? `no answer within ${timeoutMs}ms` : err.message}`, { cause: err })));
     });

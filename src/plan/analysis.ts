@@ -1,7 +1,8 @@
 import type { PlanContext } from './context.ts';
 import type { AnalysisStatus, Breach } from '../api/types.generated.ts';
 import { onBreach } from './breach.ts';
-import { callInFlight } from './calls.ts';
+import { callInFlight, FAILED_ATTEMPT } from './calls.ts';
+import type { CallResult } from '../api/vocabulary.ts';
 import { isUp } from './peers.ts';
 
 /** `proxyErrorRatio@cp-2 0.4 > 0.01; ...`, for pause messages and events. */
@@ -26,7 +27,7 @@ export function analysisDue(lastCheck: string | undefined, intervalMs: number, n
 function retryPending(ctx: PlanContext, hostname: string): boolean {
   const last = (ctx.status.driverCalls ?? []).filter((c) => c.server === hostname).at(-1);
   if (!last || !ctx.status.resumedAt || !last.completedAt) return false;
-  return (last.result === 'TimedOut' || last.result === 'Rejected' || last.result === 'Abandoned') && Date.parse(last.completedAt) <= Date.parse(ctx.status.resumedAt);
+  return FAILED_ATTEMPT.has(last.result as CallResult) && Date.parse(last.completedAt) <= Date.parse(ctx.status.resumedAt);
 }
 
 /** Members that are not up and not being replaced right now: after its call is done, health is the analysis'. */

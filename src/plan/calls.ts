@@ -4,6 +4,12 @@ import type { PlanContext } from './context.ts';
 import { isUp } from './peers.ts';
 import { minorOf, sameRelease } from './version.ts';
 
+/**
+ * The results of a step's attempt that failed: a resume (or retry) after it acknowledges the failure and the
+ * step is tried again under a new key; before that, the step pauses on it.
+ */
+export const FAILED_ATTEMPT: ReadonlySet<CallResult> = new Set<CallResult>(['TimedOut', 'Rejected', 'Failed', 'Abandoned']);
+
 /** Whether a call may still change its server: nothing else is sent to that server meanwhile. */
 export function inFlight(c: DriverCall): boolean {
   return IN_FLIGHT_RESULTS.has(c.result as CallResult);
@@ -43,6 +49,17 @@ export function landed(ctx: PlanContext, c: DriverCall): boolean {
   return c.holderBefore === undefined || (holder !== undefined && holder !== c.holderBefore);
 }
 
+/**
+ * The driver's report that an Accepted call failed, if it gave one this step (ctx.upgrade.driverReports, read by
+ * the shell for the calls Accepted in the status it planned from). Only `failed` decides anything; `running`,
+ * `succeeded` and `unknown` (the driver could not tell) change nothing: a call is Done only when observed.
+ */
+export function reportedFailure(ctx: PlanContext, c: DriverCall): string | undefined {
+  if (c.result !== 'Accepted') return undefined;
+  const r = ctx.upgrade.driverReports?.[c.key];
+  return r?.kind === 'failed' ? r.message : undefined;
+}
+
 function finish(ctx: PlanContext, c: DriverCall, result: CallResult, message: string): void {
   c.result = result;
   c.completedAt = ctx.now.toISOString();
@@ -50,9 +67,10 @@ function finish(ctx: PlanContext, c: DriverCall, result: CallResult, message: st
 }
 
 /**
- * Moves every call in flight along its lifecycle from what is observed: Done when it landed, TimedOut when
- * batchTimeout passed since it was recorded. Runs first in every step, paused or not, so a decision never
- * reads a stale lifecycle.
+ * Moves every call in flight along its lifecycle from what is observed and what the driver reported: Done
+ * when it landed (observation wins over any report), Failed when the driver reported, after accepting it, that
+ * the replacement failed, TimedOut when batchTimeout passed since it was recorded. Runs first in every step,
+ * paused or not, so a decision never reads a stale lifecycle.
  */
 export function advanceCalls(ctx: PlanContext): void {
   const timeoutMs = ctx.spec.strategy.batchTimeoutMs;
@@ -61,6 +79,11 @@ export function advanceCalls(ctx: PlanContext): void {
     if (landed(ctx, c)) {
       const how = c.result === 'Requested' ? 'landed before its acceptance was recorded' : 'done';
       finish(ctx, c, 'Done', `${c.server} restarted and is up at ${c.target}: ${how}`);
+      continue;
+    }
+    const failure = reportedFailure(ctx, c);
+    if (failure !== undefined) {
+      finish(ctx, c, 'Failed', failure || 'the driver reported the replacement failed, without details');
       continue;
     }
     const age = ctx.now.getTime() - Date.parse(c.time ?? ctx.now.toISOString());
@@ -82,8 +105,30 @@ export function latestAttempt(ctx: PlanContext, hostname: string, batch: number,
   if (!call) return undefined;
   const resumed = ctx.status.resumedAt ? Date.parse(ctx.status.resumedAt) : undefined;
   const ended = call.completedAt ? Date.parse(call.completedAt) : undefined;
-  const acknowledged = (call.result === 'TimedOut' || call.result === 'Rejected' || call.result === 'Abandoned') && resumed !== undefined && ended !== undefined && ended <= resumed;
+  const acknowledged = FAILED_ATTEMPT.has(call.result as CallResult) && resumed !== undefined && ended !== undefined && ended <= resumed;
   return { call, acknowledged };
+}
+
+/**
+ * Whether a server's latest call ended Failed after the last resume: its driver said the replacement failed,
+ * so a server missing now is explained by that (the agent restored its backup and the kubelet is restarting
+ * it) and the pause is DriverFailed, not a membership change.
+ */
+export function failedSinceResume(ctx: PlanContext, hostname: string): boolean {
+  const last = (ctx.status.driverCalls ?? []).filter((c) => c.server === hostname).at(-1);
+  if (last?.result !== 'Failed' || !last.completedAt) return false;
+  return ctx.status.resumedAt === undefined || Date.parse(last.completedAt) > Date.parse(ctx.status.resumedAt);
+}
+
+/**
+ * A member of the batch under way whose last call is Done since the last resume: the run's own replacement
+ * landed there. Missing from the fleet afterwards, it is a server of this batch that went down.
+ */
+export function landedInBatchUnderWay(ctx: PlanContext, hostname: string): boolean {
+  if (!(ctx.status.batch?.servers ?? []).includes(hostname)) return false;
+  const last = (ctx.status.driverCalls ?? []).filter((c) => c.server === hostname).at(-1);
+  if (last?.result !== 'Done' || !last.completedAt) return false;
+  return ctx.status.resumedAt === undefined || Date.parse(last.completedAt) > Date.parse(ctx.status.resumedAt);
 }
 
 export type StepState = 'done' | 'waiting' | { failed: 'DriverFailed' | 'BatchTimeout'; message: string };
@@ -104,6 +149,7 @@ export function driveStep(ctx: PlanContext, hostname: string, batch: number, act
     }
     if (c.result === 'Accepted') return 'waiting';
     if (c.result === 'Rejected') return { failed: 'DriverFailed', message: `the driver refused to ${action} ${hostname}: ${c.message ?? 'no details'}` };
+    if (c.result === 'Failed') return { failed: 'DriverFailed', message: `the driver reported that the ${action} of ${hostname} failed after it accepted it: ${c.message ?? 'no details'}` };
     if (c.result === 'TimedOut') return { failed: 'BatchTimeout', message: `${action} of ${hostname}: ${c.message ?? 'timed out'}` };
   }
   const other = callInFlight(ctx, hostname);

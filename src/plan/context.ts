@@ -10,12 +10,27 @@ import { PROXY_GATE } from '../api/constants.ts';
 
 export { PROXY_GATE };
 
+/**
+ * What a driver reported, after accepting a call, about the replacement it runs (src/drivers/driver.ts
+ * `DriverReport`, the same shape). Only `failed` decides anything: it ends the call Failed.
+ */
+export interface CallReport {
+  kind: 'running' | 'succeeded' | 'failed' | 'unknown';
+  message: string;
+}
+
 /** The upgrade object as the planner needs it. */
 export interface UpgradeInput {
   name: string;
   uid: string;
   generation: number;
   annotations: Record<string, string>;
+  /**
+   * The driver's reports on the calls Accepted in the status planned from, by idempotency key, read by the shell
+   * in this reconcile (never kept in memory across reconciles). A call without an entry (a driver without
+   * reports, a read that failed) is judged from observation alone, as before.
+   */
+  driverReports?: Readonly<Record<string, CallReport>>;
 }
 
 /** The feature gates a call carries: the proxy gate when the call sets it, nothing otherwise. */
@@ -42,8 +57,12 @@ export class PlanContext {
   /** What the active phase is doing right now, for the Progressing condition's message (default: the phase). */
   progressMessage: string | undefined;
 
+  /** The phase the step started in (the status planned from). */
+  readonly initialPhase: UpgradePhase | undefined;
+
   constructor(upgrade: UpgradeInput, spec: ResolvedSpec, status: ApiServerUpgradeStatus, obs: Observation, now: Date, policy?: Policy) {
     this.upgrade = upgrade;
+    this.initialPhase = status.phase;
     this.policy = policy;
     this.spec = spec;
     this.obs = obs;

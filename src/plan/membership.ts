@@ -1,5 +1,5 @@
 import type { PlanContext } from './context.ts';
-import { callInFlight } from './calls.ts';
+import { callInFlight, failedSinceResume, landedInBatchUnderWay } from './calls.ts';
 import { peerRowFrom } from './peers.ts';
 import { replanRemaining } from './frozen-plan.ts';
 import { sameRelease } from './version.ts';
@@ -14,9 +14,12 @@ export interface MembershipChange {
 
 /**
  * Compares the servers observed with the plan's members. A server being replaced may drop its identity
- * Lease for a while (graceful stop deletes it), so a member with a call in flight is not "vanished"; any
- * other difference — a new server, a member gone, a replacement back under a new hostname — is a change
- * the plan did not foresee.
+ * Lease for a while (graceful stop deletes it), so a member with a call in flight is not "vanished", nor one whose
+ * driver reported its call Failed since the last resume (it restarted on its restored manifest), nor one of the
+ * batch under way whose replacement landed (seen on real kubelets: the new server crash-loops before it writes
+ * its Lease — that is the batch's health, which the analysis counts as serverReady and onBreach acts on, not a
+ * fleet change to pause on); any other difference — a new server, a member gone, a replacement back under a new
+ * hostname — is a change the plan did not foresee.
  */
 export function membershipChange(ctx: PlanContext): MembershipChange | undefined {
   const members = ctx.status.plan?.members;
@@ -25,7 +28,7 @@ export function membershipChange(ctx: PlanContext): MembershipChange | undefined
   const known = new Set(members);
   const joined = [...seen].filter((h) => !known.has(h)).sort();
   const missing = members.filter((h) => !seen.has(h));
-  const vanished = missing.filter((h) => !callInFlight(ctx, h));
+  const vanished = missing.filter((h) => !callInFlight(ctx, h) && !failedSinceResume(ctx, h) && !landedInBatchUnderWay(ctx, h));
   // A member on a version that is neither the from-version nor the target (a joiner on an older release, say)
   // would widen the skew past what the policy allows: the plan cannot cover it.
   const from = ctx.status.fromVersion ?? '';

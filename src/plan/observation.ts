@@ -1,4 +1,7 @@
 import type { AnalysisSignals, Breach } from '../api/types.generated.ts';
+import type { ObservedTrust } from './trust.ts';
+import type { ObservedCoverage } from './coverage.ts';
+import type { ObservedKubeadm } from './kubeadm-preflight.ts';
 
 /**
  * What the shell observed of the fleet, handed to the pure planner. The planner never fetches: everything
@@ -74,4 +77,16 @@ export interface Observation {
    * document of one of its servers was read (a partial read is no verdict).
    */
   storage?: ObservedStorage[];
+  /**
+   * Read only while preflight runs (src/observe/trust.ts): each server's flags, its serving certificate as a
+   * peer sees it and whether its peer address answers. Absent: not read (no trust report is written).
+   */
+  trust?: ObservedTrust;
+  /** The APIServices, read with `trust` for the coverage report (src/plan/coverage.ts). Absent: not read. */
+  coverage?: ObservedCoverage;
+  /**
+   * The facts of the preflight checks for kubeadm clusters (src/observe/kubeadm.ts, src/plan/kubeadm-preflight.ts),
+   * read with `trust`. Absent: not read (no kubeadm report is written).
+   */
+  kubeadm?: ObservedKubeadm;
 }

@@ -16,6 +16,7 @@ import { touchedServers } from './rolling-back.ts';
 import { membershipChange } from './membership.ts';
 import { recordTargetStorage, reportRollbackSafety } from './rollback-verdict.ts';
 import { policyGate, policyPause, policyViolations, refusePreflight, type Policy } from './policy.ts';
+import { markKubeadmConfigPending } from './kubeadm-config.ts';
 
 export { RESUME_ANNOTATION, ABORT_ANNOTATION, RETRY_ANNOTATION };
 
@@ -185,6 +186,8 @@ function done(ctx: PlanContext): Plan {
     ctx.status.driverCalls = (ctx.status.driverCalls ?? []).filter((c) => !droppedNew.has(c.key));
   }
   const actions = ctx.actions.filter(allowed);
+  // The step that ends the upgrade records kubeadm-config as to be brought in line (src/plan/kubeadm-config.ts).
+  if (isTerminal(phase) && ctx.initialPhase !== phase) markKubeadmConfigPending(ctx.status);
   const active = !stopped;
   if (active && phase !== 'Pending') ctx.condition({ type: 'Progressing', status: 'True', reason: phase, message: ctx.progressMessage ?? `phase ${phase}` });
   if (phase !== 'Paused' && ctx.status.conditions?.some((c) => c.type === 'Paused' && c.status === 'True')) {

@@ -353,7 +353,9 @@ export function checkSpec(policy: Policy, spec: ResolvedSpec): PolicyViolation[]
   const out: PolicyViolation[] = [];
   if (spec.driver.kind === 'staticPod') {
     const p = spec.driver.staticPod;
-    const image = checkImage('spec.driver.staticPod.image', p.image, policy.apiserverImages, 'apiserverImages', true);
+    // Empty: the node's own repository is kept (the driver reads it from the mirror Pod), so only the tag
+    // changes, to the spec's targetVersion: nothing the spec's author chose reaches the node's image.
+    const image = p.image === '' ? undefined : checkImage('spec.driver.staticPod.image', p.image, policy.apiserverImages, 'apiserverImages', true);
     if (image) out.push(image);
     const agent = checkImage('spec.driver.staticPod.agentImage', p.agentImage, policy.agentImages, 'agentImages', false);
     if (agent) out.push(agent);

@@ -3,6 +3,9 @@ import { isUp } from './peers.ts';
 import { PROXY_GATE, type PlanContext } from './context.ts';
 import { freezePlan, observedStorage } from './frozen-plan.ts';
 import type { ObservedStorage } from './observation.ts';
+import { proxyWanted, reportTrust, trustRefusal } from './trust.ts';
+import { freezeCoverage } from './coverage.ts';
+import { reportKubeadmPreflight } from './kubeadm-preflight.ts';
 
 /** Preflight failures that retrying cannot fix: the plan itself is wrong for this fleet. */
 const FATAL = new Set(['Downgrade', 'SkipsMinor', 'MajorVersionChange', 'PrereleaseTarget', 'InvalidTargetVersion', 'TwoPhaseNeedsMinorUpgrade', 'CannotEmulate']);
@@ -103,7 +106,16 @@ function checkTwoPhase(ctx: PlanContext, fromVersion: string, kind: 'patch' | 'm
  * upgrade created paused: the plan is shown for review before anything is called.
  */
 export function runPreflight(ctx: PlanContext): void {
-  const v = checkPreflight(ctx);
+  let v = checkPreflight(ctx);
+  // The proxy's trust checks (docs/trust.md): reported whenever read; they stop the upgrade only when the spec says so.
+  const trust = reportTrust(ctx);
+  const refusal = v.ok && !v.alreadyAtTarget ? trustRefusal(trust, ctx.spec.trust.requireAllowedNames) : undefined;
+  if (refusal) v = { ok: false, ...refusal };
+  // The kubeadm checks (docs/kubeadm-runbook.md): reported whenever read; a blocking finding stops a run that would change a server.
+  const kubeadm = reportKubeadmPreflight(ctx);
+  if (v.ok && !v.alreadyAtTarget && kubeadm && (kubeadm.report.blocking ?? 0) > 0) {
+    v = { ok: false, reason: 'KubeadmPreflightFailed', message: `kubeadm preflight: ${kubeadm.condition.message}` };
+  }
   if (!v.ok) {
     ctx.condition({ type: 'PreflightPassed', status: 'False', reason: v.reason, message: v.message });
     if (FATAL.has(v.reason)) {
@@ -131,6 +143,8 @@ export function runPreflight(ctx: PlanContext): void {
   }
   ctx.status.plan = freezePlan(ctx, from, v.fromStorage!);
   if (v.fromResources) ctx.status.plan.fromResources = v.fromResources;
+  // Fixed with the plan, so a restart does not recompute it from a fleet already half replaced.
+  ctx.status.coverage = freezeCoverage(ctx, from, proxyWanted(ctx) || ctx.obs.peers.every((p) => p.proxyGate === 'on'));
   const total = ctx.status.plan.batches?.length ?? 0;
   ctx.status.batch = { current: 0, total, progress: `0/${total}`, history: [] };
   ctx.condition({ type: 'PreflightPassed', status: 'True', reason: 'Passed', message: v.message });

@@ -34,6 +34,9 @@ export function rollbackGoal(ctx: PlanContext): RollbackGoal {
   const batchOf = new Map<string, number>();
   for (const c of ctx.status.driverCalls ?? []) {
     if (c.result === 'Rejected') continue;
+    // A call the driver accepted and then reported failed may still have moved its server (a manifest swapped,
+    // then restored): it counts until that server is seen up on the goal, as a Rejected one never does.
+    if (c.result === 'Failed' && serverAt(ctx, c.server, goal.target, undefined, goal.emulatedVersion)) continue;
     // A server this rollback already called stays touched until it is back, even when it cannot be seen.
     if (c.action === 'Rollback') {
       if (!batchOf.has(c.server)) batchOf.set(c.server, 0);

@@ -1,6 +1,6 @@
 import { Watch, type KubeConfig } from '@kubernetes/client-node';
 import { Backoff, sleepUnlessAborted, withJitter, type BackoffOptions } from './backoff.ts';
-import { kubeRequest } from './kube-request.ts';
+import { kubeRequest, withUserAgent } from './kube-request.ts';
 import { diffList, objectKey, type KubeObject } from './object-cache.ts';
 import { classifyWatchEnd, type RestartReason, type WatchEnd } from './watch-outcome.ts';
 import type { Logger } from './logger.ts';
@@ -263,7 +263,7 @@ export class Informer<T extends KubeObject = KubeObject> {
       }, Math.min(5000, silenceMs));
       dog.unref();
 
-      const w = new Watch(this.o.kubeConfig);
+      const w = new Watch(withUserAgent(this.o.kubeConfig));
       // Watch aborts after 30 s without a byte, but servers send bookmarks only about once a minute:
       // quiet collections would reconnect every 30 s. Our watchdog owns silence; Watch's timer is the backstop.
       (w as unknown as WatchTimer).requestTimeoutMs = silenceMs + 10_000;

@@ -64,6 +64,20 @@ function ownVersion(): string {
  */
 export const USER_AGENT = `apiserver-upgrade-operator/${ownVersion()}`;
 
+/**
+ * The kubeconfig as client-node's `Watch` sees it, with our User-Agent added to the headers its
+ * `applySecurityAuthentication` sets: `Watch` builds its own fetch from those headers and has no other way in
+ * (without this undici sends `User-Agent: undici`). Every other member is the original's (prototype chain).
+ */
+export function withUserAgent(kc: KubeConfig): KubeConfig {
+  const wrapped = Object.create(kc) as KubeConfig;
+  wrapped.applySecurityAuthentication = async (ctx: RequestContext): Promise<void> => {
+    await kc.applySecurityAuthentication(ctx);
+    ctx.setHeaderParam('User-Agent', USER_AGENT);
+  };
+  return wrapped;
+}
+
 /** Retry-After is seconds (the API server never sends an HTTP date). */
 function parseRetryAfter(v: string | undefined): number | undefined {
   if (v === undefined) return undefined;

@@ -2,7 +2,7 @@
 export interface KubeObject {
   apiVersion?: string;
   kind?: string;
-  metadata?: { name?: string; namespace?: string; resourceVersion?: string; uid?: string; [k: string]: unknown };
+  metadata?: { name?: string; namespace?: string; resourceVersion?: string; uid?: string };
 }
 
 /** client-go's MetaNamespaceKeyFunc: "namespace/name", or "name" for cluster-scoped objects. */

@@ -23,6 +23,7 @@ test('withDefaults fills what the API server would, from the schema', () => {
       source: 'Direct',
     },
     rollback: { orphanedObjects: 'Pause' },
+    trust: { requireAllowedNames: false },
   });
 });
 
@@ -62,12 +63,15 @@ test('resolveSpec fills the staticPod defaults', () => {
   assert.deepEqual(r.driver, {
     kind: 'staticPod',
     staticPod: {
-      image: 'registry.k8s.io/kube-apiserver',
+      // No default: keep the repository the node runs (the driver reads it from the mirror Pod).
+      image: '',
       manifestPath: '/etc/kubernetes/manifests/kube-apiserver.yaml',
       backupDir: '/etc/kubernetes/apiserver-upgrade-backup',
       peerCAFile: '/etc/kubernetes/pki/ca.crt',
       agentImage: 'example.com/agent:v1',
       namespace: 'kube-system',
+      readyTimeout: '3m',
+      readyTimeoutMs: 180_000,
     },
   });
 });

@@ -100,6 +100,9 @@ export const invalidSpecs: readonly InvalidSpecCase[] = [
   c('static-pod-relative-manifest', 'spec.driver.staticPod.manifestPath', 'cel', 'must be an absolute path', (s) => {
     s.driver = { staticPod: { manifestPath: 'manifests/kube-apiserver.yaml', agentImage: 'example.com/agent:v1' } };
   }),
+  c('static-pod-ready-timeout-not-below-batch-timeout', 'spec.driver.staticPod.readyTimeout', 'cel', 'driver.staticPod.readyTimeout must be shorter than strategy.batchTimeout', (s) => {
+    s.driver = { staticPod: { agentImage: 'example.com/agent:v1', readyTimeout: '10m' } };
+  }),
   c('prometheus-without-address', 'spec.analysis', 'cel', 'analysis.prometheus.address is required when source is Prometheus', (s) => {
     s.analysis.source = 'Prometheus';
   }),

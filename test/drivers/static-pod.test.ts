@@ -2,14 +2,18 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
-import { KEY_ANNOTATION, StaticPodDriver, agentJob, jobName, type JobClient } from '../../src/drivers/static-pod.ts';
+import { KEY_ANNOTATION, StaticPodDriver, agentJob, jobName, targetImage, type JobClient } from '../../src/drivers/static-pod.ts';
+import type { DriverOutcome, ReportRequest } from '../../src/drivers/driver.ts';
+import { SpecError, resolveSpec } from '../../src/api/defaults.ts';
 import { KubeApiError } from '../../src/runtime/kube.ts';
 import { idempotencyKey } from '../../src/plan/keys.ts';
 import type { DriverRequest } from '../../src/plan/actions.ts';
+import type { ResolvedStaticPod } from '../../src/api/defaults.ts';
 
 const DNS1123_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
 const ACTIONS = ['EnableProxy', 'Upgrade', 'Rollback', 'RevertProxy'] as const;
-const SPEC = { image: 'registry.k8s.io/kube-apiserver', manifestPath: '/etc/kubernetes/manifests/kube-apiserver.yaml', backupDir: '/etc/kubernetes/apiserver-upgrade-backup', peerCAFile: '/etc/kubernetes/pki/ca.crt', agentImage: 'busybox:1.36', namespace: 'kube-system' };
+const SPEC: ResolvedStaticPod = { image: 'registry.k8s.io/kube-apiserver', manifestPath: '/etc/kubernetes/manifests/kube-apiserver.yaml', backupDir: '/etc/kubernetes/apiserver-upgrade-backup', peerCAFile: '/etc/kubernetes/pki/ca.crt', agentImage: 'busybox:1.36', namespace: 'kube-system', readyTimeout: '3m', readyTimeoutMs: 180_000 };
+const IMAGE = 'registry.k8s.io/kube-apiserver:v1.36.3';
 
 function assertValid(name: string): void {
   assert.ok(name.length <= 63, `${name}: ${name.length} > 63`);
@@ -173,7 +177,7 @@ test('static Pod driver: 403 and 422 are rejected for good', async () => {
 
 test('agent Job: the name is jobName of the request', () => {
   const r = request('Control-Plane_1.example.com');
-  const job = agentJob(SPEC, r, 'to-v1-36') as { metadata: { name: string } };
+  const job = agentJob(SPEC, r, 'to-v1-36', IMAGE) as { metadata: { name: string } };
   assert.equal(job.metadata.name, jobName(r.idempotencyKey, 'Upgrade', 'Control-Plane_1.example.com'));
   assertValid(job.metadata.name);
 });
@@ -188,4 +192,162 @@ test('static Pod driver: an emulatedVersion that is not major.minor is rejected 
   assert.equal(ok.kind, 'accepted');
   const env = (calls[0]!.body as { spec: { template: { spec: { containers: { env: { name: string; value: string }[] }[] } } } }).spec.template.spec.containers[0]!.env;
   assert.deepEqual(env.find((e) => e.name === 'EMULATED_VERSION'), { name: 'EMULATED_VERSION', value: '1.35' });
+});
+
+// --- The Job's shape, the mirror Pod read, report ---
+
+interface PodSpecView {
+  nodeName: string;
+  automountServiceAccountToken: boolean;
+  hostNetwork: boolean;
+  initContainers: { name: string; image: string; imagePullPolicy: string; command: string[]; terminationMessagePolicy: string }[];
+  containers: { name: string; image: string; env: { name: string; value: string }[]; terminationMessagePolicy: string; volumeMounts: { name: string; mountPath: string }[] }[];
+  volumes: { name: string; hostPath: { path: string; type: string } }[];
+}
+interface JobView { metadata: { name: string; annotations: Record<string, string> }; spec: { backoffLimit: number; activeDeadlineSeconds: number; template: { spec: PodSpecView } } }
+
+const envOf = (job: JobView): Record<string, string> => Object.fromEntries(job.spec.template.spec.containers[0]!.env.map((e) => [e.name, e.value]));
+
+test('agent Job: pulls the target image in an init container first, no API token, termination messages, the ready timeout and a deadline above it', () => {
+  const job = agentJob(SPEC, request(), 'to-v1-36', 'registry.example.internal/k8s/kube-apiserver:v1.36.3') as unknown as JobView;
+  const pod = job.spec.template.spec;
+  assert.deepEqual(pod.initContainers, [{
+    name: 'pull-kube-apiserver',
+    image: 'registry.example.internal/k8s/kube-apiserver:v1.36.3',
+    imagePullPolicy: 'IfNotPresent',
+    command: ['kube-apiserver', '--version'],
+    terminationMessagePolicy: 'FallbackToLogsOnError',
+  }]);
+  assert.equal(pod.automountServiceAccountToken, false);
+  assert.equal(pod.hostNetwork, true);
+  assert.equal(pod.containers[0]!.terminationMessagePolicy, 'FallbackToLogsOnError');
+  assert.equal(pod.containers[0]!.image, 'busybox:1.36');
+  const env = envOf(job);
+  assert.deepEqual(Object.keys(env).sort(), ['BACKUP_DIR', 'EMULATED_VERSION', 'GATE', 'IMAGE', 'KEY', 'MANIFEST', 'PEER_CA', 'PEER_IP', 'PEER_PORT', 'READY_TIMEOUT', 'VERSION']);
+  assert.equal(env.IMAGE, 'registry.example.internal/k8s/kube-apiserver:v1.36.3', 'the agent writes the image the init container pulled');
+  assert.equal(env.READY_TIMEOUT, '180');
+  assert.deepEqual([env.PEER_IP, env.PEER_PORT], ['10.0.0.11', '6443']);
+  assert.equal(job.spec.activeDeadlineSeconds, 180 + 300);
+  assert.equal(job.metadata.annotations['upgrade.apiserver.dev/image'], 'registry.example.internal/k8s/kube-apiserver:v1.36.3');
+  // The temp file lives in the manifests folder (renamed within it); the backup folder is its own mount.
+  assert.deepEqual(pod.volumes.map((v) => [v.name, v.hostPath.path, v.hostPath.type]), [['manifests', '/etc/kubernetes/manifests', 'Directory'], ['backup', '/etc/kubernetes/apiserver-upgrade-backup', 'DirectoryOrCreate']]);
+
+  const slow = agentJob({ ...SPEC, readyTimeout: '90500ms', readyTimeoutMs: 90_500 }, { ...request(), server: { identity: 'x', hostname: 'cp-1', address: '[fd00::11]:16443' } }, 'to-v1-36', IMAGE) as unknown as JobView;
+  assert.equal(envOf(slow).READY_TIMEOUT, '91');
+  assert.deepEqual([envOf(slow).PEER_IP, envOf(slow).PEER_PORT], ['fd00::11', '16443']);
+});
+
+test('targetImage: the spec\'s repository, or the running one with the target tag; digests replaced by the tag and said so', () => {
+  const ok = (spec: string, running: string | undefined): { image: string; note: string } => {
+    const t = targetImage(spec, running, 'v1.36.3');
+    assert.ok(!('error' in t), JSON.stringify(t));
+    return t;
+  };
+  assert.equal(ok('', 'registry.example.internal/k8s/kube-apiserver:v1.35.4').image, 'registry.example.internal/k8s/kube-apiserver:v1.36.3');
+  assert.equal(ok('', 'localhost:5000/kube-apiserver:v1.35.4').image, 'localhost:5000/kube-apiserver:v1.36.3');
+  assert.equal(ok('', 'localhost:5000/kube-apiserver').image, 'localhost:5000/kube-apiserver:v1.36.3', 'no tag: the port is not a tag');
+  assert.equal(ok('mirror.example.com/k8s/kube-apiserver', 'registry.k8s.io/kube-apiserver:v1.35.4').image, 'mirror.example.com/k8s/kube-apiserver:v1.36.3');
+  assert.equal(ok('mirror.example.com/k8s/kube-apiserver', undefined).image, 'mirror.example.com/k8s/kube-apiserver:v1.36.3', 'the spec needs no running image');
+  const pinned = ok('', `registry.example.internal/k8s/kube-apiserver:v1.35.4@sha256:${'0'.repeat(64)}`);
+  assert.equal(pinned.image, 'registry.example.internal/k8s/kube-apiserver:v1.36.3');
+  assert.match(pinned.note, /pinned by digest sha256:0{64} \(tag v1\.35\.4\): the target is pinned by tag v1\.36\.3 instead/);
+  assert.doesNotMatch(ok('', 'registry.k8s.io/kube-apiserver:v1.35.4').note, /digest/);
+  for (const [spec, running] of [['', undefined], ['', ''], ['', 'Registry.example/UPPER/kube-apiserver:v1'], ['', 'a b:v1']] as const) {
+    assert.ok('error' in targetImage(spec, running, 'v1.36.3'), `${spec}|${running}`);
+  }
+});
+
+const mirrorPod = (image: string | undefined, name = 'kube-apiserver'): unknown => ({
+  kind: 'PodList',
+  items: [{ metadata: { name: 'kube-apiserver-cp-1', namespace: 'kube-system', annotations: { 'kubernetes.io/config.mirror': 'abc' } }, spec: { nodeName: 'cp-1', containers: [{ name, ...(image ? { image } : {}) }, ...(name === 'kube-apiserver' ? [] : [{ name: 'sidecar', image: 'x:1' }])] } }],
+});
+
+test('static Pod driver without spec.image: reads the mirror Pod for the running repository before creating the Job', async () => {
+  const running = `registry.example.internal/k8s/kube-apiserver:v1.35.4@sha256:${'1'.repeat(64)}`;
+  const { kube, calls } = fakeKube((c) => (c.method === 'GET' ? mirrorPod(running) : {}));
+  const out = await new StaticPodDriver({ ...SPEC, image: '' }, kube, 'to-v1-36').call(request());
+  assert.equal(out.kind, 'accepted', out.message);
+  assert.equal(calls[0]!.method, 'GET');
+  assert.equal(calls[0]!.path, '/api/v1/namespaces/kube-system/pods?fieldSelector=metadata.name%3Dkube-apiserver-cp-1');
+  const job = calls[1]!.body as JobView;
+  assert.equal(job.spec.template.spec.initContainers[0]!.image, 'registry.example.internal/k8s/kube-apiserver:v1.36.3');
+  assert.equal(envOf(job).IMAGE, 'registry.example.internal/k8s/kube-apiserver:v1.36.3');
+  assert.match(out.message, /image registry\.example\.internal\/k8s\/kube-apiserver:v1\.36\.3 \(the repository the node runs/);
+  assert.match(out.message, /pinned by digest sha256:1{64}/);
+
+  // With spec.image, no read.
+  const withSpec = fakeKube(() => ({}));
+  assert.equal((await new StaticPodDriver(SPEC, withSpec.kube, 'to-v1-36').call(request())).kind, 'accepted');
+  assert.deepEqual(withSpec.calls.map((c) => c.method), ['POST']);
+});
+
+test('static Pod driver: a mirror Pod read that fails or finds nothing is transient; forbidden or no image is rejected; no Job either way', async () => {
+  const cases: [string, (c: Call) => unknown, DriverOutcome['kind'], RegExp][] = [
+    ['5xx', (c) => { throw new KubeApiError(c.method, c.path, 503, 'unavailable', undefined); }, 'transient', /reading the mirror Pod kube-system\/kube-apiserver-cp-1 .* failed after \d+ ms/],
+    ['connection', () => { throw Object.assign(new TypeError('fetch failed'), { cause: { code: 'ECONNRESET' } }); }, 'transient', /reading the mirror Pod/],
+    ['none', () => ({ kind: 'PodList', items: [] }), 'transient', /mirror Pod kube-system\/kube-apiserver-cp-1 is not there/],
+    ['forbidden', (c) => { throw new KubeApiError(c.method, c.path, 403, 'pods is forbidden', undefined); }, 'rejected', /reading the mirror Pod .*set spec\.driver\.staticPod\.image to skip this.*forbidden/],
+    ['no image', () => mirrorPod(undefined), 'rejected', /has no kube-apiserver container with an image/],
+    ['other container', () => mirrorPod('x:1', 'apiserver'), 'rejected', /containers: apiserver, sidecar/],
+  ];
+  for (const [what, answer, kind, message] of cases) {
+    const { kube, calls } = fakeKube((c) => (c.method === 'GET' ? answer(c) : {}));
+    const out = await new StaticPodDriver({ ...SPEC, image: '' }, kube, 'to-v1-36').call(request());
+    assert.equal(out.kind, kind, `${what}: ${out.message}`);
+    assert.match(out.message, message, what);
+    assert.ok(!calls.some((c) => c.method === 'POST'), `${what}: no Job`);
+  }
+});
+
+test('static Pod driver: a request without a server address is rejected (the agent could not check /readyz)', async () => {
+  const { kube, calls } = fakeKube(() => ({}));
+  const out = await new StaticPodDriver(SPEC, kube, 'to-v1-36').call({ ...request(), server: { identity: 'x', hostname: 'cp-1' } });
+  assert.equal(out.kind, 'rejected');
+  assert.match(out.message, /no address/);
+  assert.equal(calls.length, 0);
+});
+
+const reportCall = (r = request()): ReportRequest => ({ idempotencyKey: r.idempotencyKey, action: r.action, server: { hostname: r.server.hostname } });
+
+test('static Pod driver report: reads the call\'s Job and its Pods; a missing Job, a read error or a foreign Job is unknown, never failed', async () => {
+  const r = request();
+  const name = jobName(r.idempotencyKey, r.action, r.server.hostname);
+  const job = (conditions: unknown[], key = r.idempotencyKey): unknown => ({ metadata: { name, namespace: 'kube-system', uid: 'u1', annotations: { [KEY_ANNOTATION]: key } }, status: { conditions } });
+  const reverted = { metadata: { name: `${name}-x7k2p`, ownerReferences: [{ uid: 'u1', kind: 'Job' }] }, status: { phase: 'Failed', containerStatuses: [{ name: 'agent', image: 'busybox:1.36', state: { terminated: { exitCode: 3, reason: 'Error', message: 'reverted: the new kube-apiserver static Pod was not ready within 180s (https://10.0.0.11:6443/readyz, last: no answer within 5s); restored /b/x.yaml\n' } } }] } };
+  const failed = job([{ type: 'Failed', status: 'True', reason: 'BackoffLimitExceeded', message: 'Job has reached the specified backoff limit' }]);
+
+  const { kube, calls } = fakeKube((c) => (c.path.includes('/jobs/') ? failed : { items: [reverted] }));
+  const rep = await new StaticPodDriver(SPEC, kube, 'to-v1-36').report(reportCall(r));
+  assert.equal(rep.kind, 'failed');
+  assert.match(rep.message, /reverted: the new kube-apiserver static Pod was not ready within 180s/);
+  assert.deepEqual(calls.map((c) => c.path), [`/apis/batch/v1/namespaces/kube-system/jobs/${name}`, `/api/v1/namespaces/kube-system/pods?labelSelector=batch.kubernetes.io%2Fjob-name%3D${name}`]);
+
+  const unknown: [string, (c: Call) => unknown, RegExp][] = [
+    ['404', (c) => { throw new KubeApiError(c.method, c.path, 404, 'not found', undefined); }, /is not there \(deleted after it finished/],
+    ['500', (c) => { throw new KubeApiError(c.method, c.path, 500, 'etcd timeout', undefined); }, /reading Job kube-system\/auo-upgrade-cp-1-[0-9a-f]{16} failed: /],
+    ['foreign', () => job([{ type: 'Failed', status: 'True' }], 'other-key'), /is not this call's/],
+    ['pods unreadable, not finished', (c) => { if (c.path.includes('/jobs/')) return job([]); throw new KubeApiError(c.method, c.path, 403, 'forbidden', undefined); }, /its Pods could not be read/],
+  ];
+  for (const [what, answer, message] of unknown) {
+    const f = fakeKube(answer);
+    const got = await new StaticPodDriver(SPEC, f.kube, 'to-v1-36').report(reportCall(r));
+    assert.equal(got.kind, 'unknown', `${what}: ${got.message}`);
+    assert.match(got.message, message, what);
+  }
+  // Pods unreadable: the Job's own conditions still decide.
+  const f = fakeKube((c) => { if (c.path.includes('/jobs/')) return failed; throw new KubeApiError(c.method, c.path, 403, 'forbidden', undefined); });
+  const byJob = await new StaticPodDriver(SPEC, f.kube, 'to-v1-36').report(reportCall(r));
+  assert.equal(byJob.kind, 'failed');
+  assert.match(byJob.message, /BackoffLimitExceeded/);
+});
+
+test('resolveSpec: staticPod.image has no default (keep the running repository), readyTimeout defaults to 3m and must be below batchTimeout', () => {
+  const r = resolveSpec({ targetVersion: 'v1.36.3', driver: { staticPod: { agentImage: 'busybox:1.36' } } });
+  assert.equal(r.driver.kind, 'staticPod');
+  if (r.driver.kind !== 'staticPod') return;
+  assert.equal(r.driver.staticPod.image, '');
+  assert.equal(r.driver.staticPod.readyTimeoutMs, 180_000);
+  assert.equal(resolveSpec({ targetVersion: 'v1.36.3', strategy: { batchTimeout: '20m' }, driver: { staticPod: { agentImage: 'b', readyTimeout: '15m' } } }).driver.kind, 'staticPod');
+  assert.throws(() => resolveSpec({ targetVersion: 'v1.36.3', strategy: { batchTimeout: '5m' }, driver: { staticPod: { agentImage: 'b', readyTimeout: '5m' } } }), (e: Error) => e instanceof SpecError && /readyTimeout 5m must be shorter than strategy\.batchTimeout \(300s\)/.test(e.message));
+  assert.throws(() => resolveSpec({ targetVersion: 'v1.36.3', driver: { staticPod: { agentImage: 'b', readyTimeout: '3 minutes' } } }), SpecError);
 });

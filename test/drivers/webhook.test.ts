@@ -75,6 +75,7 @@ test('webhook: 2xx is accepted; the request carries the payload, the key and the
     assert.match(out.message, /replacing cp-2/);
     assert.equal(h.seen.length, 1);
     assert.equal(h.seen[0]!.headers['idempotency-key'], REQUEST.idempotencyKey);
+    assert.match(String(h.seen[0]!.headers['user-agent']), /^apiserver-upgrade-operator\//, 'the operator names itself to the webhook');
     assert.equal(h.seen[0]!.headers.authorization, 'Bearer s3cret');
     const body = JSON.parse(h.seen[0]!.body) as { kind: string; idempotencyKey: string; flags: string[] };
     assert.equal(body.kind, 'ReplaceServerRequest');

@@ -3,7 +3,8 @@
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { KubeConfig } from '@kubernetes/client-node';
-import { FleetObserver, type AnalysisSettings } from '../../src/observe/fleet.ts';
+import type { V1EndpointSliceList } from '@kubernetes/client-node';
+import { APISERVICES_PATH, ENDPOINTSLICES_PATH, FleetObserver, type AnalysisSettings } from '../../src/observe/fleet.ts';
 import { silentLogger } from '../../src/runtime/logger.ts';
 import { fixtureDirectClient, startFixtureServer, type FixtureServer } from './fixture-server.ts';
 import { FakeApi, NOW } from './fake-api.ts';
@@ -63,6 +64,30 @@ describe('FleetObserver /metrics scrapes (issue 12)', () => {
       const obs = await cached.observe(settings(false), NOW + 2_000);
       assert.equal(lists, 1, 'synced: read from the informer');
       assert.deepEqual(obs.peers.map((p) => p.hostname).sort(), ['cp-1', 'cp-2']);
+    } finally {
+      cached.close();
+    }
+  });
+
+  it('reads the kubernetes EndpointSlices from a synced informer instead of listing them', async () => {
+    const paths: string[] = [];
+    const list = async <T,>(path: string): Promise<T> => {
+      paths.push(path.split('?')[0]!);
+      return api.list<T>(path);
+    };
+    const slices = (await api.list<V1EndpointSliceList>(ENDPOINTSLICES_PATH)).items;
+    const leases = { hasSynced: true, list: () => [...api.leases.values()] };
+    const endpoints = { hasSynced: false, list: () => slices };
+    const cached = new FleetObserver(new KubeConfig(), list, silentLogger(), fixtureDirectClient(), { leaseCache: leases, endpointCache: endpoints });
+    try {
+      await cached.observe(settings(true), NOW);
+      assert.deepEqual(paths, [ENDPOINTSLICES_PATH, APISERVICES_PATH], 'not synced: listed (and the APIServices for the first storage read)');
+      endpoints.hasSynced = true;
+      paths.length = 0;
+      const obs = await cached.observe(settings(false), NOW + 2_000);
+      assert.deepEqual(paths, [], 'both synced, storage read kept: no LIST at all');
+      assert.deepEqual(obs.peers.map((p) => p.hostname).sort(), ['cp-1', 'cp-2']);
+      assert.ok(obs.peers.every((p) => p.ready), 'the addresses of the cached slices are probed');
     } finally {
       cached.close();
     }

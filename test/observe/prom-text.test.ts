@@ -197,3 +197,40 @@ describe('countFamiliesAndSeries (synthetic)', () => {
     assert.deepEqual(countFamiliesAndSeries(typed), grepCount(typed));
   });
 });
+
+it('the fast paths (open family compared in place, label names reused by position, values without escapes) keep the results exact', () => {
+  const text = [
+    '# TYPE a counter',
+    'a_total{x="1",y="2"} 1',
+    'a_total{y="2",x="1"} 2',
+    'a_total{xx="1",y=""} 3',
+    'a_total{x="a\\"b\\\\c\\nd",y="e"} 4',
+    'a_created{x="1"} 5',
+    '# TYPE b histogram',
+    'b_bucket{le="1"} 1',
+    'b_sum 1',
+    'b_count 1',
+    'b_other{le="1"} 7',
+    'bb 8',
+  ].join('\n');
+  for (const wanted of [new Set(['a', 'b_other', 'bb']), 'all' as const]) {
+    const parser = new PromTextParser(wanted);
+    parser.feed(text);
+    const m = parser.end();
+    assert.deepEqual(m.get('a')!.samples.map((s) => [s.name, s.labels, s.value]), [
+      ['a_total', { x: '1', y: '2' }, 1],
+      ['a_total', { y: '2', x: '1' }, 2],
+      ['a_total', { xx: '1', y: '' }, 3],
+      ['a_total', { x: 'a"b\\c\nd', y: 'e' }, 4],
+      ['a_created', { x: '1' }, 5],
+    ]);
+    assert.deepEqual(m.get('b_other')!.samples.map((s) => [s.name, s.labels, s.value]), [['b_other', { le: '1' }, 7]], 'not a histogram suffix: a family of its own');
+    assert.deepEqual(m.get('bb')!.samples.map((s) => s.value), [8], 'a longer name starting with the open family\'s is not its sample');
+    assert.equal(m.has('b'), wanted === 'all');
+    if (wanted === 'all') assert.deepEqual(m.get('b')!.samples.map((s) => s.name), ['b_bucket', 'b_sum', 'b_count']);
+    assert.deepEqual([...parser.familyNamesSeen].sort(), ['a', 'b', 'b_other', 'bb']);
+    assert.equal(parser.sampleLineCount, 10);
+  }
+  assert.throws(() => parsePromText('a{x="1} 1\n', 'all'), /unterminated value for label x/);
+  assert.throws(() => parsePromText('# TYPE a gauge\na{x="1",x="2"} 1\n', new Set(['a'])), /duplicate label x/);
+});

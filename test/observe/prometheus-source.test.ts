@@ -300,8 +300,10 @@ describe('PrometheusAnalysis (fake HTTP)', () => {
 describe('httpQuery (local HTTP server)', () => {
   it('GETs <address>/api/v1/query with the query and the time, keeping a path prefix', async () => {
     const seen: string[] = [];
+    const agents: (string | undefined)[] = [];
     const server = createServer((req, res) => {
       seen.push(req.url ?? '');
+      agents.push(req.headers['user-agent']);
       res.setHeader('Content-Type', 'application/json');
       if ((req.url ?? '').includes('bad')) {
         res.statusCode = 400;
@@ -318,6 +320,7 @@ describe('httpQuery (local HTTP server)', () => {
       assert.equal(url.pathname, '/prom/api/v1/query');
       assert.equal(url.searchParams.get('query'), 'up{job="apiserver"}');
       assert.equal(url.searchParams.get('time'), '1764400000.250');
+      assert.match(agents[0] ?? '', /^apiserver-upgrade-operator\/\d+\.\d+\.\d+/, 'the operator names itself to Prometheus');
       // A 400 with the API's JSON error body is an answer, which parseQueryResponse turns into the error.
       assert.throws(() => parseQueryResponse(''), /not JSON/);
       await assert.rejects(async () => parseQueryResponse(await q({ address: `http://127.0.0.1:${port}`, selector: '' }, 'bad', 0)), /bad_data: parse error/);

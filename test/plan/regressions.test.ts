@@ -4,7 +4,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { ApiServerUpgradeSpec } from '../../src/api/types.generated.ts';
-import type { ObservedPeer } from '../../src/plan/index.ts';
+import { plan, type ObservedPeer } from '../../src/plan/index.ts';
 import { peer, spec, OLD, NEW } from './fleet.ts';
 import { ShellSim } from './model/shell-sim.ts';
 
@@ -393,5 +393,191 @@ test('defect 20: a no-op upgrade is Complete; lastAnalysis carries discoveryConv
     sim.discoveryConverged = true;
     sim.reconcile(10_000);
     assert.equal(sim.status?.lastAnalysis?.signals?.discoveryConverged, true);
+  });
+});
+
+test('driver reports failure after acceptance: the call ends Failed, the upgrade pauses DriverFailed naming the server, nothing else is sent to it; a resume retries under a new key', async (t) => {
+  const upgradeCalls = (sim: ShellSim, h: string) => (sim.status?.driverCalls ?? []).filter((c) => c.server === h && c.action === 'Upgrade');
+
+  await t.test('the Job cannot pull the image: Failed at once, DriverFailed, then a retry under a new key', () => {
+    const sim = new ShellSim(fleet(3), specWith({ strategy: { batchSize: 1, soakDuration: '0s', batchTimeout: '10m' } }));
+    sim.autoLand = false;
+    sim.runUntil((s) => s.held.has('cp-1'), 6, 1000);
+    sim.reconcile(1000);
+    assert.equal(upgradeCalls(sim, 'cp-1')[0]?.result, 'Accepted');
+    const key = sim.failHeld('cp-1', 'ErrImagePull: registry.k8s.io/kube-apiserver:v1.36.3 not found');
+    const delivered = sim.delivered.length;
+    sim.reconcile(1000); // far from the 10m batchTimeout: the report ends it, not the clock
+    const call = (sim.status?.driverCalls ?? []).find((c) => c.key === key);
+    assert.equal(call?.result, 'Failed');
+    assert.equal(call?.message, 'ErrImagePull: registry.k8s.io/kube-apiserver:v1.36.3 not found', 'the driver\'s words');
+    assert.ok(call?.completedAt, 'a Failed call is finished');
+    assert.equal(phase(sim), 'Paused');
+    assert.equal(sim.status?.pause?.reason, 'DriverFailed');
+    assert.match(sim.status?.pause?.message ?? '', /Upgrade of cp-1 failed .*ErrImagePull: registry\.k8s\.io\/kube-apiserver:v1\.36\.3 not found/);
+    assert.equal(sim.status?.pause?.resumePhase, 'Upgrading');
+    assert.equal(sim.status?.peers?.find((p) => p.hostname === 'cp-1')?.state, 'Failed');
+    assert.ok(sim.events.some((e) => e.reason === 'Paused' && e.note.includes('cp-1') && e.note.includes('ErrImagePull')), 'the Paused event names the server and the driver\'s words');
+    for (let i = 0; i < 5; i++) sim.reconcile(30_000);
+    assert.equal(sim.delivered.length, delivered, 'nothing is sent while paused on it (to cp-1 or anyone)');
+    assert.equal(sim.status?.pause?.reason, 'DriverFailed', 'the pause holds: no BatchTimeout or second failure on top');
+    assert.equal((sim.status?.driverCalls ?? []).find((c) => c.key === key)?.result, 'Failed', 'Failed is final');
+    sim.resume();
+    sim.reconcile(1000);
+    const attempts = upgradeCalls(sim, 'cp-1');
+    assert.equal(attempts.length, 2, 'the resume retries the step');
+    assert.notEqual(attempts[1]?.key, key, 'under a new key');
+    assert.equal(attempts[0]?.result, 'Failed', 'the failed attempt keeps its result');
+    assert.deepEqual(sim.deliveries().slice(delivered), ['Upgrade:cp-1']);
+    sim.autoLand = true;
+    assert.equal(sim.runToRest(60, 5000), 'Succeeded');
+    assert.deepEqual(sim.peers.map((p) => `${p.hostname}@${p.version}`), ['cp-1@v1.36.3', 'cp-2@v1.36.3', 'cp-3@v1.36.3']);
+  });
+
+  await t.test('the agent restored the backup: Failed though the server restarted (at the old version)', () => {
+    const sim = new ShellSim(fleet(2), specWith({ strategy: { batchSize: 1, soakDuration: '0s', batchTimeout: '10m' } }));
+    sim.autoLand = false;
+    sim.runUntil((s) => s.held.has('cp-1'), 6, 1000);
+    sim.reconcile(1000);
+    const key = sim.failHeld('cp-1', 'the new static Pod never got ready within 5m; /etc/kubernetes/manifests/kube-apiserver.yaml restored', { restart: true });
+    sim.reconcile(1000);
+    assert.equal((sim.status?.driverCalls ?? []).find((c) => c.key === key)?.result, 'Failed');
+    assert.equal(sim.status?.pause?.reason, 'DriverFailed');
+    assert.match(sim.status?.pause?.message ?? '', /cp-1.*never got ready/);
+  });
+
+  await t.test('the agent restored the backup while the server was still down (its Lease gone): DriverFailed, not MembershipChanged', () => {
+    const sim = new ShellSim(fleet(3), specWith({ strategy: { batchSize: 1, soakDuration: '0s', batchTimeout: '10m' } }));
+    sim.autoLand = false;
+    sim.runUntil((s) => s.held.has('cp-1'), 6, 1000);
+    sim.reconcile(1000);
+    sim.stop('cp-1'); // graceful stop of the old server: its identity Lease is deleted
+    const key = sim.failHeld('cp-1', 'reverted: the new kube-apiserver static Pod was not ready within 30s');
+    sim.reconcile(1000);
+    assert.equal((sim.status?.driverCalls ?? []).find((c) => c.key === key)?.result, 'Failed');
+    assert.equal(sim.status?.pause?.reason, 'DriverFailed', 'seen on real kubelets: the revert restarts the server, its Lease comes back later');
+    assert.match(sim.status?.pause?.message ?? '', /cp-1.*reverted/);
+  });
+
+  await t.test('a server of the batch under way crash-loops after its replacement landed, its Lease gone: serverReady breaches and onBreach acts (Rollback), not MembershipChanged', () => {
+    // Seen on real kubelets: the new static Pod, killed again and again in its soak, never wrote its identity Lease
+    // (the old server's graceful stop had deleted it); a MembershipChanged pause left the fleet mixed instead of
+    // the rollback the spec asked for.
+    const sim = new ShellSim(fleet(3), specWith({ strategy: { batchSize: 1, soakDuration: '2m', batchTimeout: '10m' }, analysis: { failureLimit: 3, onBreach: 'Rollback' } }));
+    sim.runUntil((s) => s.status?.batch?.current === 2 && s.status.batch.soakUntil !== undefined, 40, 2000);
+    const soaking = sim.status!.batch!.servers![0]!;
+    assert.equal(sim.peerOf(soaking)?.version, NEW);
+    sim.peers = sim.peers.filter((p) => p.hostname !== soaking); // down, with no Lease
+    for (let i = 0; i < 6 && phase(sim) === 'Upgrading'; i++) sim.reconcile(10_000);
+    assert.notEqual(sim.status?.pause?.reason, 'MembershipChanged', sim.status?.pause?.message);
+    assert.equal(phase(sim), 'RollingBack', JSON.stringify(sim.status?.pause));
+    assert.ok((sim.status?.lastAnalysis?.breaches ?? []).some((b) => b.signal === 'serverReady' && b.server === soaking), 'the missing server is the breach');
+  });
+
+  await t.test('a member outside the batch under way that vanishes is still a fleet change: MembershipChanged', () => {
+    const sim = new ShellSim(fleet(3), specWith({ strategy: { batchSize: 1, soakDuration: '2m', batchTimeout: '10m' }, analysis: { failureLimit: 3, onBreach: 'Rollback' } }));
+    sim.runUntil((s) => s.status?.batch?.current === 2 && s.status.batch.soakUntil !== undefined, 40, 2000);
+    const untouched = sim.peers.find((p) => p.version !== NEW)!.hostname; // the last batch's
+    sim.peers = sim.peers.filter((p) => p.hostname !== untouched);
+    sim.reconcile(1000);
+    assert.equal(sim.status?.pause?.reason, 'MembershipChanged');
+    assert.match(sim.status?.pause?.message ?? '', new RegExp(`gone: ${untouched}`));
+  });
+
+  await t.test('observation wins: a call seen landed is Done whatever the driver reports', () => {
+    const sim = new ShellSim(fleet(2), specWith({ strategy: { batchSize: 1, soakDuration: '0s', batchTimeout: '10m' } }));
+    sim.autoLand = false;
+    sim.runUntil((s) => s.held.has('cp-1'), 6, 1000);
+    sim.reconcile(1000);
+    const key = sim.held.get('cp-1')!.idempotencyKey;
+    sim.land('cp-1');
+    sim.reports.set(key, { kind: 'failed', message: 'the post-upgrade check timed out' });
+    sim.reconcile(1000);
+    assert.equal((sim.status?.driverCalls ?? []).find((c) => c.key === key)?.result, 'Done');
+    assert.notEqual(phase(sim), 'Paused');
+  });
+
+  await t.test('running, succeeded, unknown and unreadable reports change nothing: only the clock or observation ends the call', () => {
+    for (const report of [{ kind: 'running', message: 'Job runs' }, { kind: 'succeeded', message: 'Job succeeded' }, { kind: 'unknown', message: 'reading the Job failed: HTTP 503' }, 'throws'] as const) {
+      const sim = new ShellSim(fleet(2), specWith({ strategy: { batchSize: 1, soakDuration: '0s', batchTimeout: '1m' } }));
+      sim.autoLand = false;
+      sim.runUntil((s) => s.held.has('cp-1'), 6, 1000);
+      sim.reconcile(1000);
+      const key = sim.held.get('cp-1')!.idempotencyKey;
+      sim.reports.set(key, report);
+      sim.reconcile(20_000);
+      const what = typeof report === 'string' ? report : report.kind;
+      assert.equal((sim.status?.driverCalls ?? []).find((c) => c.key === key)?.result, 'Accepted', `${what}: still in flight`);
+      assert.equal(phase(sim), 'Upgrading', what);
+      sim.reconcile(60_000);
+      assert.equal((sim.status?.driverCalls ?? []).find((c) => c.key === key)?.result, 'TimedOut', `${what}: ends by the clock`);
+      assert.equal(sim.status?.pause?.reason, 'BatchTimeout', what);
+    }
+  });
+
+  await t.test('a failed report for a call not Accepted is no decision', () => {
+    const sim = new ShellSim(fleet(2));
+    sim.driverMode = 'lost'; // accepted at the driver, the answer lost: the call stays Requested
+    sim.runUntil((s) => s.deliveries('Upgrade').length > 0, 6, 1000);
+    const call = (sim.status?.driverCalls ?? []).find((c) => c.action === 'Upgrade')!;
+    assert.equal(call.result, 'Requested');
+    const p = plan({ ...sim.upgrade, driverReports: { [call.key]: { kind: 'failed', message: 'no' } } }, sim.spec, sim.status, sim.observe(), new Date(sim.now.getTime() + 1000));
+    assert.equal(p.status.driverCalls?.find((c) => c.key === call.key)?.result, 'Requested');
+    assert.notEqual(p.status.phase, 'Paused');
+  });
+
+  await t.test('a failed Rollback call pauses DriverFailed in RollingBack; a resume sends a new Rollback under a new key', () => {
+    const sim = new ShellSim(fleet(2), specWith({ strategy: { batchSize: 1, soakDuration: '0s', batchTimeout: '10m' }, analysis: { failureLimit: 1, onBreach: 'Rollback' } }));
+    sim.runUntil((s) => s.peerOf('cp-1')?.version === NEW && s.status?.driverCalls?.find((c) => c.server === 'cp-1')?.result === 'Done', 20, 2000);
+    sim.autoLand = false;
+    sim.verdict = 'Breach';
+    sim.runUntil((s) => s.held.has('cp-1') && s.held.get('cp-1')!.action === 'Rollback', 10, 10_000);
+    sim.reconcile(1000);
+    const rollbackKey = sim.held.get('cp-1')!.idempotencyKey;
+    assert.equal((sim.status?.driverCalls ?? []).find((c) => c.key === rollbackKey)?.result, 'Accepted');
+    sim.failHeld('cp-1', 'ErrImagePull: registry.k8s.io/kube-apiserver:v1.35.4 not found');
+    const delivered = sim.delivered.length;
+    sim.reconcile(1000);
+    assert.equal((sim.status?.driverCalls ?? []).find((c) => c.key === rollbackKey)?.result, 'Failed');
+    assert.equal(sim.status?.pause?.reason, 'DriverFailed');
+    assert.equal(sim.status?.pause?.resumePhase, 'RollingBack');
+    assert.match(sim.status?.pause?.message ?? '', /Rollback of cp-1 failed .*v1\.35\.4 not found/);
+    for (let i = 0; i < 3; i++) sim.reconcile(30_000);
+    assert.equal(sim.delivered.length, delivered, 'nothing sent while paused on it');
+    sim.verdict = 'Healthy';
+    sim.resume();
+    sim.reconcile(1000);
+    const rollbacks = (sim.status?.driverCalls ?? []).filter((c) => c.server === 'cp-1' && c.action === 'Rollback');
+    assert.equal(rollbacks.length, 2);
+    assert.notEqual(rollbacks[1]?.key, rollbackKey);
+    sim.autoLand = true;
+    assert.equal(sim.runToRest(40, 5000), 'RolledBack');
+    assert.deepEqual(sim.peers.map((p) => `${p.hostname}@${p.version}`), ['cp-1@v1.35.4', 'cp-2@v1.35.4']);
+  });
+
+  await t.test('with onBreach Rollback, a failed Upgrade rolls back only what it may have moved', () => {
+    // cp-1 (batch 1) is upgraded; cp-2's Upgrade (batch 2) is accepted, then reported failed.
+    const failedInBatch2 = (how: (sim: ShellSim) => void): ShellSim => {
+      const sim = new ShellSim(fleet(3), specWith({ strategy: { batchSize: 1, soakDuration: '0s', batchTimeout: '10m' }, analysis: { onBreach: 'Rollback' } }));
+      sim.runUntil((s) => s.held.has('cp-2') || s.deliveries('Upgrade').includes('Upgrade:cp-2'), 20, 2000);
+      sim.autoLand = false;
+      sim.runUntil((s) => s.status?.driverCalls?.find((c) => c.server === 'cp-2')?.result === 'Accepted', 5, 1000);
+      assert.equal(sim.peerOf('cp-1')?.version, NEW);
+      how(sim);
+      sim.autoLand = true;
+      assert.equal(sim.runToRest(40, 5000), 'RolledBack');
+      return sim;
+    };
+    // cp-2 seen back up on the from-version: nothing of it to undo, as for a refused call.
+    const restored = failedInBatch2((sim) => sim.failHeld('cp-2', 'the new static Pod never got ready; the backup manifest is restored', { restart: true }));
+    assert.deepEqual(restored.distinctCalls('Rollback'), ['Rollback:cp-1']);
+    // cp-2 not seen back up (the failed replacement left it not ready): it may have moved, so it is rolled back first.
+    const notReady = failedInBatch2((sim) => {
+      sim.failHeld('cp-2', 'the new static Pod never got ready; restoring the backup failed');
+      sim.peers.find((p) => p.hostname === 'cp-2')!.ready = false;
+      sim.reconcile(1000);
+      assert.equal(phase(sim), 'RollingBack');
+    });
+    assert.deepEqual(notReady.distinctCalls('Rollback'), ['Rollback:cp-2', 'Rollback:cp-1']);
   });
 });

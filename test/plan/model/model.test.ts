@@ -12,6 +12,7 @@
 // Counterexamples found so far are pinned in examples.ts: each is a test of its own, on every invariant.
 import { test } from 'node:test';
 import fc from 'fast-check';
+import assert from 'node:assert/strict';
 import { INVARIANTS, INVARIANT_TEXT, type Inv } from './run.ts';
 import { play, renderSchedule, scheduleArb, type Schedule } from './schedule.ts';
 import { PINNED } from './examples.ts';
@@ -51,6 +52,25 @@ for (const [i, p] of PINNED.entries()) {
     play(structuredClone(p.schedule), new Set<Inv>(INVARIANTS));
   });
 }
+
+// I8 holds vacuously if no run ever reaches a failure the driver reports: the generator must get there.
+test('the generated schedules reach calls the driver reports failed: Failed, retried after a resume, and Done where observation wins', () => {
+  let failed = 0;
+  let retried = 0;
+  let landedDespiteReport = 0;
+  fc.assert(
+    fc.property(scheduleArb(), (sc) => {
+      const run = play(sc, new Set<Inv>(INVARIANTS));
+      const calls = run.persisted?.driverCalls ?? [];
+      if (run.failedCalls > 0) failed++;
+      const sameStep = (a: (typeof calls)[number], b: (typeof calls)[number]) => a.server === b.server && a.action === b.action && a.batch === b.batch && a.target === b.target;
+      if (calls.some((c) => c.result === 'Failed' && calls.some((d) => d !== c && sameStep(c, d) && (d.attempts ?? 0) > 0 && Date.parse(d.time ?? '') > Date.parse(c.completedAt ?? '')))) retried++;
+      if (run.world.ops.some((o) => o.fate === 'landReported' && calls.find((c) => c.key === o.key)?.result === 'Done')) landedDespiteReport++;
+    }),
+    { seed: FIXED_SEED + 100, numRuns: 400 },
+  );
+  assert.ok(failed >= 4 && retried >= 2 && landedDespiteReport >= 2, `of 400 runs: ${failed} with a Failed call, ${retried} retrying one after a resume, ${landedDespiteReport} Done despite a failed report`);
+});
 
 test('model, every invariant, random seed', (t) => {
   const seed = replaySeed ?? (Date.now() ^ Math.floor(Math.random() * 0x7fffffff)) >>> 0;

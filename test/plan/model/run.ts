@@ -2,7 +2,8 @@
 // its writes, and checks the invariants against the world's truth after every step.
 //
 // Shell protocol, one reconcile:
-//   1. p = plan(upgrade, spec, persisted status, fresh observation, now)
+//   0. reports = the driver's report on each call Accepted in the persisted status (a read that throws: left out)
+//   1. p = plan(upgrade + reports, spec, persisted status, fresh observation, now)
 //   2. persist p.status                                   (crash point 0: before this, the plan is lost)
 //   3. emit p's events
 //   4. for each callDriver action, in order:               (crash point 1+2i: before delivery i)
@@ -11,9 +12,10 @@
 import type { ApiServerUpgradeSpec, ApiServerUpgradeStatus, DriverCall } from '../../../src/api/types.generated.ts';
 import { plan, RESUME_ANNOTATION, type Plan, type UpgradeInput, type Observation, type DriverRequest } from '../../../src/plan/index.ts';
 import { recordCallOutcome } from '../../../src/plan/call-outcome.ts';
+import type { CallReport } from '../../../src/plan/context.ts';
 import { World, GATE, release, short, stamp } from './world.ts';
 
-export const INVARIANTS = ['I1', 'I2', 'I3', 'I4', 'I5', 'I6', 'I7'] as const;
+export const INVARIANTS = ['I1', 'I2', 'I3', 'I4', 'I5', 'I6', 'I7', 'I8'] as const;
 export type Inv = (typeof INVARIANTS)[number];
 
 export const INVARIANT_TEXT: Record<Inv, string> = {
@@ -23,13 +25,14 @@ export const INVARIANT_TEXT: Record<Inv, string> = {
   I4: 'no Rollback call while rollback safety is unknown (from- or target-version storage never persisted-observed) or unsafe (truth)',
   I5: 'status stays writable: < 512 KiB as JSON, batch.history <= 256, driverCalls <= 1024, peers <= 256',
   I6: 'never silent: Paused has a reason, an active phase requeues; once faults stop the run reaches a terminal phase or a Paused with a reason, and resuming leads on to a terminal phase',
-  I7: 'hygiene: proxy.gate Unmanaged never touches the gate; RevertProxy only on servers in plan.gateTurnedOn whose gate a call of this upgrade did turn on; one batch-history record and one BatchSucceeded per batch; a Done, Rejected, TimedOut or Abandoned call keeps its result, Abandoned only from Requested, Done only once the driver carried out that very call and its server restarted at the goal',
+  I7: 'hygiene: proxy.gate Unmanaged never touches the gate; RevertProxy only on servers in plan.gateTurnedOn whose gate a call of this upgrade did turn on; one batch-history record and one BatchSucceeded per batch; a Done, Rejected, Failed, TimedOut or Abandoned call keeps its result, Abandoned only from Requested, Done only once the driver carried out that very call and its server restarted at the goal',
+  I8: 'an Accepted call the driver reports failed ends in that step; it ends Failed only from Accepted, on the driver\'s failed report for that very key, unless it is seen landed (observation wins: Done), and is never in flight at the driver; its server gets nothing else sent until a resume or retry (a rollback\'s Rollback call after a failed non-Rollback call excepted)',
 };
 
 const STOPPING = new Set(['Paused', 'Succeeded', 'RolledBack', 'Failed']);
 const TERMINAL = new Set(['Succeeded', 'RolledBack', 'Failed']);
 /** Results after which a call can no longer change its server (anything else, including unknown words, counts as in flight). */
-const FINISHED = new Set(['Done', 'Rejected', 'TimedOut', 'Abandoned']);
+const FINISHED = new Set(['Done', 'Rejected', 'Failed', 'TimedOut', 'Abandoned']);
 
 export class Violation extends Error {
   readonly inv: Inv;
@@ -82,6 +85,10 @@ export class ModelRun {
   longestSegment = 0;
   /** The reconcile under way, for the trace of a violation found in it. */
   private current: string | undefined;
+  /** Servers whose latest call ended Failed and no resume or retry came since: the Failed call's action, by server. */
+  private failedServers = new Map<string, string>();
+  /** How many calls ended Failed (persisted), to tell the generated runs do reach the case. */
+  failedCalls = 0;
 
   constructor(setup: RunSetup, enabled: ReadonlySet<Inv>) {
     this.setup = setup;
@@ -163,18 +170,36 @@ export class ModelRun {
     const obs = this.world.observe();
     const before = this.persisted;
     const now = new Date(this.world.now);
-    const p = plan(this.upgrade, this.spec, before, obs, now);
+    // As the reconciler does: the driver's reports on the calls Accepted now, read afresh (a read that throws is
+    // left out; an `unknown` one is passed on here, where the reconciler drops it, so the planner is held to
+    // ignoring it too).
+    const driverReports: Record<string, CallReport> = {};
+    const reportNotes: string[] = [];
+    for (const c of before?.driverCalls ?? []) {
+      if (c.result !== 'Accepted') continue;
+      try {
+        const r = this.world.report(c.key);
+        driverReports[c.key] = r;
+        if (r.kind !== 'running') reportNotes.push(`${c.action} ${c.server} ${short(c.key)} ${r.kind}`);
+      } catch {
+        reportNotes.push(`${c.action} ${c.server} ${short(c.key)} read failed`);
+      }
+    }
+    const p = plan({ ...this.upgrade, driverReports }, this.spec, before, obs, now);
     this.last = p;
     const calls = p.actions.flatMap((a) => (a.kind === 'callDriver' ? [a.request] : []));
     const head = `${before?.phase ?? 'Pending'}→${describePhase(p.status)}`;
-    this.current = `${head}${calls.length ? ` | emits ${calls.map(describeCall).join(', ')}` : ''}`;
+    this.current = `${head}${reportNotes.length ? ` | reports ${reportNotes.join(', ')}` : ''}${calls.length ? ` | emits ${calls.map(describeCall).join(', ')}` : ''}`;
     this.checkStep(before, p, calls);
+    const blocked = this.checkFailed(before, p, calls, driverReports, obs);
     if (crash === 0) {
       this.current = undefined;
       this.note(`${head} | crash before persisting: the plan is lost${calls.length ? ` (calls ${calls.map(describeCall).join(', ')})` : ''}`);
       return p;
     }
     this.persisted = p.status;
+    this.failedServers = blocked;
+    this.failedCalls += (p.status.driverCalls ?? []).filter((c) => c.result === 'Failed' && before?.driverCalls?.find((x) => x.key === c.key)?.result !== 'Failed').length;
     if (obs.storage?.some((s) => release(s.version) === release(this.setup.fromVersion))) this.fromSeen = true;
     if (obs.storage?.some((s) => release(s.version) === release(this.setup.targetVersion))) this.targetSeen = true;
     this.checkPersisted(before, obs, p);
@@ -200,7 +225,7 @@ export class ModelRun {
     if (calls.length && this.persisted) this.checkWritable(this.persisted);
     const events = p.actions.flatMap((a) => (a.kind === 'event' && a.reason !== 'Progressing' ? [a.reason] : []));
     this.current = undefined;
-    this.note(`${head}${parts.length ? ` | ${parts.join(', ')}` : ''}${events.length ? ` | events ${events.join(',')}` : ''}${crashed}`);
+    this.note(`${head}${reportNotes.length ? ` | reports ${reportNotes.join(', ')}` : ''}${parts.length ? ` | ${parts.join(', ')}` : ''}${events.length ? ` | events ${events.join(',')}` : ''}${crashed}`);
     return p;
   }
 
@@ -241,6 +266,54 @@ export class ModelRun {
         else if (!this.world.turnedOn.has(c.server.hostname)) this.fail('I7', `${describeCall(c)}: no call of this upgrade turned ${c.server.hostname}'s gate on (gateTurnedOn ${JSON.stringify(turnedOn)})`);
       }
     }
+  }
+
+  /**
+   * I8, on the plan itself (persisted or not): Failed only from Accepted on a failed report for that key, never
+   * for a call that landed, never while the driver still holds the op; then nothing for its server until a
+   * resume or a retry. The map of such servers follows the persisted statuses only.
+   */
+  private checkFailed(before: ApiServerUpgradeStatus | undefined, p: Plan, calls: DriverRequest[], reports: Record<string, CallReport>, obs: Observation): Map<string, string> {
+    const phase = p.status.phase ?? 'Pending';
+    // A resume (out of Paused) or a retry (out of Failed) acknowledges the failures before it, those of this very
+    // step included (the planner records them before it resumes: a failure ended at or before a resume is retried).
+    // An abort out of Paused is no resume: it leaves Paused without one (resumedAt stays).
+    const resumed = (before?.phase === 'Paused' && phase !== 'Paused' && p.status.resumedAt !== before.resumedAt) || (before?.phase === 'Failed' && phase !== 'Failed');
+    const blocked = resumed ? new Map<string, string>() : new Map(this.failedServers);
+    for (const c of p.status.driverCalls ?? []) {
+      const was = before?.driverCalls?.find((x) => x.key === c.key);
+      if (c.result !== 'Failed' || was?.result === 'Failed') continue;
+      const who = `${c.action} ${c.server} ${short(c.key)}`;
+      if (was?.result !== 'Accepted') this.fail('I8', `${who} Failed from ${was?.result ?? 'nothing'}: only an Accepted call the driver reports on can fail`);
+      if (reports[c.key]?.kind !== 'failed') this.fail('I8', `${who} Failed, but the driver's report for that key was ${reports[c.key]?.kind ?? 'not read'}`);
+      const op = this.world.ops.find((o) => o.key === c.key);
+      // Observation wins: a call whose landing this very observation shows (its server back, restarted, at the
+      // call's version and gate) is Done, whatever the driver says. One the planner cannot see land yet may fail.
+      const seen = obs.peers.find((x) => x.hostname === c.server);
+      const gateWanted = c.action === 'EnableProxy' ? 'on' : c.action === 'RevertProxy' ? 'off' : undefined;
+      const visiblyLanded = op?.landed === true && seen !== undefined && seen.ready && !seen.stale && release(seen.version ?? '') === release(c.target ?? '') && seen.holderIdentity !== c.holderBefore && (gateWanted === undefined || seen.proxyGate === gateWanted);
+      if (visiblyLanded) this.fail('I8', `${who} Failed, yet this observation shows it landed (observation wins: it is Done)`);
+      if (op && (op.stage === 'scheduled' || op.stage === 'down')) this.fail('I8', `${who} Failed while the driver still holds it (${op.fate}, ${op.stage})`);
+      if (!resumed) blocked.set(c.server, c.action);
+    }
+    // At once: an Accepted call the driver reports failed ends in this step, Failed or (landed) Done.
+    for (const c of before?.driverCalls ?? []) {
+      if (c.result !== 'Accepted' || reports[c.key]?.kind !== 'failed') continue;
+      const now = p.status.driverCalls?.find((x) => x.key === c.key)?.result;
+      if (now !== 'Failed' && now !== 'Done') this.fail('I8', `${c.action} ${c.server} ${short(c.key)}: the driver reports it failed, yet it is ${now ?? 'gone from status'}`);
+    }
+    for (const c of p.status.driverCalls ?? []) {
+      if (c.result !== 'Failed') continue;
+      const op = this.world.ops.find((o) => o.key === c.key);
+      if (op && (op.stage === 'scheduled' || op.stage === 'down')) this.fail('I8', `${c.action} ${c.server} ${short(c.key)} is Failed, yet the driver still holds it (${op.fate}, ${op.stage}): it is in flight`);
+    }
+    for (const c of calls) {
+      const failedAction = blocked.get(c.server.hostname);
+      if (failedAction === undefined) continue;
+      if (c.action === 'Rollback' && failedAction !== 'Rollback' && phase === 'RollingBack') continue;
+      this.fail('I8', `${describeCall(c)} sent to ${c.server.hostname}, whose ${failedAction} call ended Failed, with no resume or retry since`);
+    }
+    return blocked;
   }
 
   /** Checks on a persisted plan: what it decided is now durable. */

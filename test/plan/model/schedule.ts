@@ -41,7 +41,8 @@ export type Event =
   | { e: 'breach'; s: number; v: 'Breach' | 'Inconclusive' }
   | { e: 'blip'; i: number }
   | { e: 'stuck'; s: number }
-  | { e: 'flaky'; n: number };
+  | { e: 'flaky'; n: number }
+  | { e: 'reportFault'; n: number };
 
 export interface Step {
   /** Seconds that pass before the reconcile. */
@@ -79,7 +80,7 @@ export const setupArb: fc.Arbitrary<Setup> = fc.record({
 
 const eventArb: fc.Arbitrary<Event> = fc.oneof(
   { weight: 4, arbitrary: fc.record({ e: fc.constant('fault' as const), f: fc.constantFrom<DeliveryFault>('unreachable', 'lost', 'reject', '5xx'), n: fc.integer({ min: 1, max: 3 }) }) },
-  { weight: 3, arbitrary: fc.record({ e: fc.constant('fate' as const), f: fc.constantFrom<Exclude<Fate, 'land'>>('fail', 'hangDown', 'hangUp', 'late', 'rename') }) },
+  { weight: 4, arbitrary: fc.record({ e: fc.constant('fate' as const), f: fc.constantFrom<Exclude<Fate, 'land'>>('fail', 'hangDown', 'hangUp', 'late', 'rename', 'pullFail', 'failReported', 'landReported') }) },
   { weight: 1, arbitrary: fc.record({ e: fc.constant('batchSize' as const), v: fc.constantFrom(...BATCH_SIZES) }) },
   { weight: 1, arbitrary: fc.record({ e: fc.constant('paused' as const), v: fc.boolean() }) },
   { weight: 1, arbitrary: fc.record({ e: fc.constant('onBreach' as const), v: fc.constantFrom('Pause' as const, 'Rollback' as const) }) },
@@ -90,6 +91,7 @@ const eventArb: fc.Arbitrary<Event> = fc.oneof(
   { weight: 2, arbitrary: fc.record({ e: fc.constant('blip' as const), i: fc.integer({ min: 0, max: 5 }) }) },
   { weight: 2, arbitrary: fc.record({ e: fc.constant('stuck' as const), s: fc.constantFrom(30, 90, 200, 400) }) },
   { weight: 1, arbitrary: fc.record({ e: fc.constant('flaky' as const), n: fc.integer({ min: 1, max: 4 }) }) },
+  { weight: 1, arbitrary: fc.record({ e: fc.constant('reportFault' as const), n: fc.integer({ min: 1, max: 4 }) }) },
 );
 
 const stepArb: fc.Arbitrary<Step> = fc.record(
@@ -172,6 +174,8 @@ function renderEvent(ev: Event): string {
       return `discovery not converging for ${ev.s}s`;
     case 'flaky':
       return `next ${ev.n} storage reads incomplete`;
+    case 'reportFault':
+      return `next ${ev.n} driver report reads fail (unknown, or the read throws)`;
   }
 }
 
@@ -221,6 +225,9 @@ function apply(run: ModelRun, ev: Event): void {
     case 'flaky':
       w.flakyStorage += ev.n;
       break;
+    case 'reportFault':
+      w.reportFaults += ev.n;
+      break;
   }
   run.note(`~ ${renderEvent(ev)}`);
 }
@@ -265,6 +272,7 @@ function calm(run: ModelRun, limits: Limits): void {
   w.stuckUntil = 0;
   w.blips.clear();
   w.flakyStorage = 0;
+  w.reportFaults = 0;
   if (run.spec.paused) run.editSpec({ paused: false });
   run.note('~ calm: faults stop; spec.paused false');
   let resumes = 0;

@@ -3,10 +3,12 @@
 // The driver is idempotent by key and holds one op per server (a newer one supersedes it); an op lands
 // when the test says so (land) or, with autoLand, before the next reconcile: the server restarts (new
 // lease holder) at the call's version and gate. Storage hashes and analysis checks are observed the way
-// the real observer gives them: storage per version of the servers up now, a check per interval.
+// the real observer gives them: storage per version of the servers up now, a check per interval. Before each
+// plan it reads the driver's report on every call Accepted in the status, as the reconciler does.
 import type { ApiServerUpgradeSpec } from '../../../src/api/types.generated.ts';
 import { plan, RESUME_ANNOTATION, type Plan, type Observation, type ObservedPeer, type ObservedStorage, type DriverRequest } from '../../../src/plan/index.ts';
 import { recordCallOutcome, type CallOutcome } from '../../../src/plan/call-outcome.ts';
+import type { CallReport } from '../../../src/plan/context.ts';
 import { Sim, spec as defaultSpec } from '../fleet.ts';
 import { GATE, release, storageHashes } from './world.ts';
 
@@ -37,6 +39,11 @@ export class ShellSim extends Sim {
   /** Servers stopped by an op: their identity Lease is gone. */
   readonly stopped = new Map<string, ObservedPeer>();
   readonly delivered: DriverRequest[] = [];
+  /**
+   * What the driver reports on a key it accepted (Driver.report): `running` unless set here; 'throws' is a read
+   * that fails (left out, as the reconciler does).
+   */
+  readonly reports = new Map<string, CallReport | 'throws'>();
   readonly events: { reason: string; note: string }[] = [];
   /** Every persisted phase, with its pause reason: `Paused(BatchTimeout)`. */
   readonly phases: string[] = [];
@@ -88,7 +95,13 @@ export class ShellSim extends Sim {
   reconcile(advanceMs = 1000, crash?: Crash): Plan {
     this.now = new Date(this.now.getTime() + advanceMs);
     if (this.autoLand) for (const [h, req] of [...this.held]) if (!this.hung.has(req.idempotencyKey)) this.land(h);
-    const p = plan(this.upgrade, this.spec, this.status, this.observe(), this.now);
+    const driverReports: Record<string, CallReport> = {};
+    for (const c of this.status?.driverCalls ?? []) {
+      if (c.result !== 'Accepted') continue;
+      const r = this.reports.get(c.key) ?? { kind: 'running', message: 'the agent Job runs' };
+      if (r !== 'throws') driverReports[c.key] = r;
+    }
+    const p = plan({ ...this.upgrade, driverReports }, this.spec, this.status, this.observe(), this.now);
     this.last = p;
     this.plans.push(p);
     if (crash === 'beforePersist') return p;
@@ -144,6 +157,20 @@ export class ShellSim extends Sim {
     const req = this.held.get(hostname);
     if (!req) throw new Error(`the driver holds no op for ${hostname}`);
     this.hung.add(req.idempotencyKey);
+  }
+
+  /**
+   * The op held for `hostname` fails and the driver says so from now on (a failed report is final: the driver
+   * holds nothing more for it). The server stays as it is — or restarts at its old version (`restart`: the
+   * agent restored the backup manifest). Returns the op's key.
+   */
+  failHeld(hostname: string, message: string, opts: { restart?: boolean } = {}): string {
+    const req = this.held.get(hostname);
+    if (!req) throw new Error(`the driver holds no op for ${hostname}`);
+    if (opts.restart) this.land(hostname, { fail: true });
+    else this.held.delete(hostname);
+    this.reports.set(req.idempotencyKey, { kind: 'failed', message });
+    return req.idempotencyKey;
   }
 
   /** The op held for `hostname` stops the server: its identity Lease disappears. */

@@ -7,6 +7,7 @@
 import type { Observation, ObservedPeer, ObservedStorage, ObservedAnalysis } from '../../../src/plan/observation.ts';
 import type { DriverRequest } from '../../../src/plan/actions.ts';
 import type { CallOutcome } from '../../../src/plan/call-outcome.ts';
+import type { CallReport } from '../../../src/plan/context.ts';
 
 export const GATE = 'UnknownVersionInteroperabilityProxy';
 
@@ -39,7 +40,13 @@ export type Fate =
   /** lands, but only after batchTimeout has passed */
   | 'late'
   /** lands at the target under a new hostname (a replaced node); the old hostname is gone */
-  | 'rename';
+  | 'rename'
+  /** never stops its server; when it would have, the driver reports it failed (the target image cannot be pulled) */
+  | 'pullFail'
+  /** stops, comes back at the old version and gate, and the driver reports it failed (the agent restored the backup) */
+  | 'failReported'
+  /** lands at the target, yet the driver reports it failed (a check after the swap failed): observation wins */
+  | 'landReported';
 
 /** A fault of one delivery. */
 export type DeliveryFault =
@@ -79,6 +86,8 @@ export interface Op {
   landed?: boolean;
   /** It restarted its server (landed, or failed back to the old version). */
   restarted?: boolean;
+  /** The driver reports it failed (from when it finished: a failed report is final, the op changes nothing more). */
+  reportFailed?: boolean;
 }
 
 export interface WorldParams {
@@ -139,6 +148,8 @@ export class World {
   blips = new Set<string>();
   /** The next this-many observations read storage incompletely (no entry). */
   flakyStorage = 0;
+  /** The next this-many report reads fail: alternately an `unknown` answer and a read that throws. */
+  reportFaults = 0;
   /** Every delivery, for the trace. */
   deliveries: { at: number; request: DriverRequest; outcome: CallOutcome; fault: DeliveryFault | undefined }[] = [];
   /** Hostnames whose proxy gate an op turned on (it was off before): the only ones a revert may turn off. */
@@ -225,6 +236,12 @@ export class World {
       op.stage = 'finished';
       return;
     }
+    if (op.stage === 'scheduled' && op.fate === 'pullFail') {
+      op.stage = 'finished';
+      op.reportFailed = true;
+      this.note(`${s.hostname} untouched: ${op.action} ${short(op.key)} failed before stopping it (the driver reports it failed)`);
+      return;
+    }
     if (op.stage === 'scheduled') {
       s.running = false;
       op.stage = 'down';
@@ -232,8 +249,10 @@ export class World {
       return;
     }
     op.stage = 'finished';
-    op.landed = op.fate !== 'fail';
+    const failed = op.fate === 'fail' || op.fate === 'failReported';
+    op.landed = !failed;
     op.restarted = true;
+    op.reportFailed = op.fate === 'failReported' || op.fate === 'landReported';
     if (op.fate === 'rename') {
       this.servers.delete(s.hostname);
       const base = s.hostname.replace(/-r\d+$/, '');
@@ -245,12 +264,12 @@ export class World {
     s.running = true;
     s.holder = this.newHolder(s);
     s.lastRenew = this.now;
-    if (op.fate !== 'fail') {
+    if (!failed) {
       s.version = release(op.target);
       if (op.gate === true && !s.gate) this.turnedOn.add(s.hostname);
       if (op.gate !== undefined) s.gate = op.gate;
     }
-    this.note(`${s.hostname} back at ${s.version} gate ${s.gate ? 'on' : 'off'}${op.fate === 'fail' ? ' (the op failed)' : ''} (${op.action} ${short(op.key)})`);
+    this.note(`${s.hostname} back at ${s.version} gate ${s.gate ? 'on' : 'off'}${failed ? ' (the op failed)' : ''}${op.reportFailed ? ' (the driver reports it failed)' : ''} (${op.action} ${short(op.key)})`);
   }
 
   note(line: string): void {
@@ -306,6 +325,25 @@ export class World {
       this.supersessions.push({ at: this.now, server: s.hostname, previous, next: op });
     }
     this.ops.push(op);
+  }
+
+  /**
+   * What the driver reports on an op it accepted, as Driver.report answers: `failed` once a failed op finished
+   * (final), `running` while it runs, `succeeded` once it finished otherwise — even for a `fail` op (a driver
+   * that cannot tell): only observation makes a call Done. A key it never accepted, or a read fault, is
+   * `unknown`; a fault may instead throw, as a broken driver's report would.
+   */
+  report(key: string): CallReport {
+    if (this.reportFaults > 0) {
+      this.reportFaults--;
+      if (this.reportFaults % 2 === 0) throw new Error('reading the Job failed: connect ECONNREFUSED');
+      return { kind: 'unknown', message: 'reading the Job failed: HTTP 503' };
+    }
+    const op = this.ops.find((o) => o.key === key);
+    if (!op) return { kind: 'unknown', message: `no Job for ${short(key)}` };
+    if (op.stage === 'superseded') return { kind: 'failed', message: `superseded by a newer call for ${op.server}` };
+    if (op.reportFailed) return { kind: 'failed', message: op.fate === 'pullFail' ? `ErrImagePull: ${op.target} not found` : 'the new static Pod never got ready; the backup manifest is restored' };
+    return op.stage === 'finished' ? { kind: 'succeeded', message: 'the agent Job succeeded' } : { kind: 'running', message: 'the agent Job runs' };
   }
 
   reported(s: Server): string {

@@ -1,0 +1,3 @@
+module auo.local/pause
+
+go 1.22

@@ -1,0 +1,279 @@
+// The operator's image without Docker: what the repository's Dockerfile builds (node:<version>-slim, the app's
+// package files, production dependencies and src/ in /app, uid 1000, `node src/main.ts --in-cluster`), written
+// by images.ts's buildImage as an OCI tar into the image cache. Node is the binary of the `node` npm package in
+// node_modules, with exactly the shared libraries `ldd` reports for it and the dynamic loader, from this machine.
+// The Dockerfile and operatorImageSpec agree: test/e2e-cluster/dockerfiles.test.ts parses one and compares it with
+// the other.
+import { execFile } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { closeSync, cpSync, existsSync, lstatSync, mkdirSync, openSync, readdirSync, readFileSync, readlinkSync, readSync, realpathSync, renameSync, rmSync, statSync } from 'node:fs';
+import { join, posix, relative } from 'node:path';
+import { APP_VERSION, buildImage, imageCache, PATH_ENV, REPO_ROOT, strip, type ImageSpec, type ImageTar, type LayerEntry } from './images.ts';
+
+/** The repository the operator image is published to: the chart's image.repository. */
+export const OPERATOR_REPOSITORY = 'ghcr.io/apiserver-upgrade-operator/apiserver-upgrade-operator';
+/** The operator image's name: the chart's default image (repository and appVersion). */
+export const OPERATOR_IMAGE = `${OPERATOR_REPOSITORY}:${APP_VERSION}`;
+
+/** The image config, as the Dockerfile says (USER, WORKDIR, ENV, EXPOSE, ENTRYPOINT, CMD). */
+export const OPERATOR_CONFIG = {
+  user: '1000:1000',
+  workingDir: '/app',
+  /** Besides PATH (the base image's). */
+  env: ['NODE_ENV=production'],
+  exposedPorts: ['8080/tcp', '8081/tcp'],
+  entrypoint: ['node', '--disable-warning=ExperimentalWarning', 'src/main.ts'],
+  cmd: ['--in-cluster'],
+} as const;
+
+/** What the Dockerfile COPYs into WORKDIR, in its order: sources relative to the repository, destination relative to WORKDIR. */
+export const APP_COPIES = [
+  { sources: ['package.json', 'package-lock.json'], dest: './' },
+  { sources: ['src/'], dest: './src/' },
+] as const;
+
+/** The production dependencies: `npm <NPM_CI_ARGS>` (the Dockerfile's RUN runs the same). */
+export const NPM_CI_ARGS = ['ci', '--omit=dev', '--ignore-scripts', '--no-audit', '--no-fund'] as const;
+
+/** The image's non-root user: uid and gid 1000, named node as in the node images. */
+export const ETC_PASSWD = 'root:x:0:0:root:/root:/usr/sbin/nologin\nnode:x:1000:1000:node:/home/node:/usr/sbin/nologin\n';
+export const ETC_GROUP = 'root:x:0:\nnode:x:1000:\n';
+/** glibc's name service: files (its nss_files and nss_dns are built into libc.so.6 since 2.34), then DNS for hosts. */
+const NSSWITCH = 'passwd: files\ngroup: files\nshadow: files\nhosts: files dns\nnetworks: files\nprotocols: files\nservices: files\n';
+
+/** Where node goes in the image: found on PATH by the entrypoint's bare `node`, as in the node images. */
+export const NODE_PATH_IN_IMAGE = 'usr/local/bin/node';
+
+export interface NodeRuntime {
+  /** The ELF binary of the `node` npm package. */
+  binary: string;
+  /** Its version, without the v (the package's). */
+  version: string;
+  /** Each shared library `ldd` reports, plus the loader: where the binary asks for it, and the file on this machine. */
+  libraries: { path: string; source: string }[];
+}
+
+export interface OperatorImageInputs {
+  /** The repository: package.json, package-lock.json and src/ are read from it. */
+  root: string;
+  node: NodeRuntime;
+  /** A folder whose node_modules holds the production dependencies (prodNodeModules). */
+  modules: string;
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Node and its libraries
+
+const isElf = (path: string): boolean => {
+  const fd = openSync(path, 'r');
+  try {
+    const b = Buffer.alloc(4);
+    return readSync(fd, b, 0, 4, 0) === 4 && b.readUInt32BE(0) === 0x7f454c46;
+  } finally {
+    closeSync(fd);
+  }
+};
+
+/** The real ELF binary of the `node` npm package (node_modules/node/bin/node, or its arch package's) and its version. */
+export function nodePackageBinary(root = REPO_ROOT): { binary: string; version: string } {
+  const pkg = join(root, 'node_modules', 'node');
+  if (!existsSync(join(pkg, 'package.json'))) throw new Error(`no node_modules/node in ${root}: run npm ci (the operator image takes Node from the \`node\` npm package)`);
+  const arch = join(pkg, 'node_modules', `node-${process.platform}-${process.arch}`);
+  for (const [binary, meta] of [[join(pkg, 'bin', 'node'), join(pkg, 'package.json')], [join(arch, 'bin', 'node'), join(arch, 'package.json')]] as const) {
+    if (existsSync(binary) && existsSync(meta) && isElf(realpathSync(binary))) {
+      return { binary: realpathSync(binary), version: (JSON.parse(readFileSync(meta, 'utf8')) as { version: string }).version };
+    }
+  }
+  throw new Error(`no ELF node binary in ${pkg} (bin/node or node_modules/node-${process.platform}-${process.arch}/bin/node): run npm ci`);
+}
+
+/** The program interpreter an ELF file asks for (PT_INTERP), or undefined for a static one. 64-bit little-endian only. */
+export function elfInterpreter(path: string): string | undefined {
+  const fd = openSync(path, 'r');
+  try {
+    const read = (pos: number, len: number): Buffer => {
+      const b = Buffer.alloc(len);
+      if (readSync(fd, b, 0, len, pos) !== len) throw new Error(`${path}: short read of its ELF headers`);
+      return b;
+    };
+    const h = read(0, 64);
+    if (h.readUInt32BE(0) !== 0x7f454c46 || h[4] !== 2 || h[5] !== 1) throw new Error(`${path} is not a 64-bit little-endian ELF file`);
+    const phoff = Number(h.readBigUInt64LE(0x20));
+    const phentsize = h.readUInt16LE(0x36);
+    const phnum = h.readUInt16LE(0x38);
+    const ph = read(phoff, phentsize * phnum);
+    for (let i = 0; i < phnum; i++) {
+      if (ph.readUInt32LE(i * phentsize) !== 3) continue;
+      const off = Number(ph.readBigUInt64LE(i * phentsize + 8));
+      const size = Number(ph.readBigUInt64LE(i * phentsize + 32));
+      return read(off, size).toString('utf8').replace(/\0+$/, '');
+    }
+    return undefined;
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/** `ldd`'s report, parsed: each library's path as resolved (`name => /path (0x…)`) and the loader (`/path (0x…)`); the vDSO is left out. */
+export function parseLdd(out: string): string[] {
+  const paths: string[] = [];
+  for (const line of out.split('\n').map((l) => l.trim()).filter(Boolean)) {
+    if (/^linux-(vdso|gate)\.so/.test(line)) continue;
+    if (/not found/.test(line)) throw new Error(`ldd: ${line}`);
+    const m = /=>\s*(\/\S+)\s+\(0x[0-9a-f]+\)$/.exec(line) ?? /^(\/\S+)\s+\(0x[0-9a-f]+\)$/.exec(line);
+    if (m === null) {
+      if (/statically linked/.test(line)) continue;
+      throw new Error(`ldd: cannot read the line ${JSON.stringify(line)}`);
+    }
+    paths.push(m[1]!);
+  }
+  return paths;
+}
+
+/** The node binary of the npm package and what it needs from this machine: `ldd`'s libraries and the loader. */
+export async function nodeRuntime(root = REPO_ROOT): Promise<NodeRuntime> {
+  const { binary, version } = nodePackageBinary(root);
+  const out = await new Promise<string>((resolve, reject) => {
+    const env = { ...process.env };
+    delete env.LD_LIBRARY_PATH;
+    delete env.LD_PRELOAD;
+    execFile('ldd', [binary], { encoding: 'utf8', env }, (err, stdout, stderr) => (err ? reject(new Error(`ldd ${binary} failed (the operator image ships the libraries it reports): ${stderr.trim() || err.message}`)) : resolve(stdout)));
+  });
+  const paths = parseLdd(out);
+  const interp = elfInterpreter(binary);
+  if (interp !== undefined && !paths.includes(interp)) paths.push(interp);
+  return { binary, version, libraries: paths.map((path) => ({ path, source: realpathSync(path) })) };
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Production dependencies
+
+const sha256 = (b: Buffer | string): string => createHash('sha256').update(b).digest('hex');
+
+/**
+ * The production node_modules: `npm ci --omit=dev --ignore-scripts …` (NPM_CI_ARGS) in a staging folder of the
+ * image cache, `<image cache>/npm/prod-<hash of package.json, package-lock.json and the arguments>`, made once per
+ * content of the two files (npm runs under the node of node_modules, the image's). Returns the folder, whose
+ * node_modules is the image's /app/node_modules.
+ */
+export async function prodNodeModules(root = REPO_ROOT): Promise<string> {
+  const files = ['package.json', 'package-lock.json'];
+  const key = sha256(JSON.stringify([NPM_CI_ARGS, ...files.map((f) => [f, sha256(readFileSync(join(root, f)))])])).slice(0, 16);
+  const base = join(imageCache(), 'npm');
+  const out = join(base, `prod-${key}`);
+  if (existsSync(join(out, 'node_modules'))) return out;
+  mkdirSync(base, { recursive: true });
+  const tmp = `${out}.tmp-${process.pid}`;
+  rmSync(tmp, { recursive: true, force: true });
+  mkdirSync(tmp);
+  try {
+    for (const f of files) cpSync(join(root, f), join(tmp, f));
+    const t0 = Date.now();
+    process.stderr.write(`operator image: npm ${NPM_CI_ARGS.join(' ')} into ${out}\n`);
+    await new Promise<void>((resolve, reject) => {
+      execFile('npm', [...NPM_CI_ARGS], {
+        cwd: tmp,
+        encoding: 'utf8',
+        maxBuffer: 16 * 1024 * 1024,
+        // npm's `#!/usr/bin/env node` finds the node of node_modules first: the dependencies are installed by the image's node.
+        env: { ...process.env, PATH: `${join(root, 'node_modules', '.bin')}:${process.env.PATH ?? ''}`, NODE_ENV: 'production' },
+      }, (err, _stdout, stderr) => (err ? reject(new Error(`npm ${NPM_CI_ARGS.join(' ')} failed in ${tmp}: ${stderr.trim() || err.message}`)) : resolve()));
+    });
+    if (!existsSync(join(tmp, 'node_modules'))) throw new Error(`npm ${NPM_CI_ARGS.join(' ')} made no node_modules in ${tmp}`);
+    // Another process may have finished first: its folder is as good as ours.
+    if (existsSync(join(out, 'node_modules'))) rmSync(tmp, { recursive: true, force: true });
+    else renameSync(tmp, out);
+    process.stderr.write(`operator image: production dependencies in ${((Date.now() - t0) / 1000).toFixed(1)}s\n`);
+    return out;
+  } catch (err) {
+    rmSync(tmp, { recursive: true, force: true });
+    throw err;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// The image
+
+/** Layer entries for everything under `dir`, at `into` (files 0644, or 0755 when executable by anyone; folders 0755; symlinks as they are). */
+export function treeEntries(dir: string, into: string): LayerEntry[] {
+  const out: LayerEntry[] = [{ path: into, type: 'dir', mode: 0o755 }];
+  const walk = (d: string): void => {
+    for (const name of readdirSync(d).sort()) {
+      const full = join(d, name);
+      const path = posix.join(into, relative(dir, full).split('/').join(posix.sep));
+      const st = lstatSync(full);
+      if (st.isSymbolicLink()) out.push({ path, type: 'symlink', target: readlinkSync(full) });
+      else if (st.isDirectory()) {
+        out.push({ path, type: 'dir', mode: 0o755 });
+        walk(full);
+      } else if (st.isFile()) out.push({ path, type: 'file', mode: st.mode & 0o111 ? 0o755 : 0o644, source: full });
+      else throw new Error(`${full}: neither file, folder nor symlink, and cannot go into an image`);
+    }
+  };
+  walk(dir);
+  return out;
+}
+
+/**
+ * The operator image's spec (no build): node at /usr/local/bin/node with its libraries and loader at the paths it
+ * asks for; /app with package.json, package-lock.json, src/ and the production node_modules; /etc/passwd and
+ * /etc/group with the user node (1000:1000), /etc/nsswitch.conf; /home/node and /tmp (the chart mounts an emptyDir
+ * there: its root filesystem is read-only). Every file is owned by root: uid 1000 can write nowhere but /tmp.
+ */
+export function operatorImageSpec(inputs: OperatorImageInputs, name = OPERATOR_IMAGE): ImageSpec {
+  const app = OPERATOR_CONFIG.workingDir.replace(/^\//, '');
+  const entries: LayerEntry[] = [
+    { path: NODE_PATH_IN_IMAGE, type: 'file', mode: 0o755, source: inputs.node.binary },
+    ...inputs.node.libraries.map((l): LayerEntry => ({ path: l.path, type: 'file', mode: 0o755, source: l.source })),
+    { path: 'etc/passwd', type: 'file', data: ETC_PASSWD },
+    { path: 'etc/group', type: 'file', data: ETC_GROUP },
+    { path: 'etc/nsswitch.conf', type: 'file', data: NSSWITCH },
+    { path: 'home/node', type: 'dir', mode: 0o755 },
+    { path: 'root', type: 'dir', mode: 0o700 },
+    { path: 'tmp', type: 'dir', mode: 0o1777 },
+  ];
+  for (const copy of APP_COPIES) {
+    for (const source of copy.sources) {
+      const from = join(inputs.root, source);
+      if (source.endsWith('/')) entries.push(...treeEntries(from, posix.join(app, copy.dest)));
+      else entries.push({ path: posix.join(app, copy.dest, posix.basename(source)), type: 'file', mode: statSync(from).mode & 0o111 ? 0o755 : 0o644, source: from });
+    }
+  }
+  entries.push(...treeEntries(join(inputs.modules, 'node_modules'), posix.join(app, 'node_modules')));
+  // `app` itself is added as a parent folder (0755).
+  return {
+    name,
+    entries,
+    user: OPERATOR_CONFIG.user,
+    workingDir: OPERATOR_CONFIG.workingDir,
+    env: [PATH_ENV, ...OPERATOR_CONFIG.env],
+    exposedPorts: [...OPERATOR_CONFIG.exposedPorts],
+    entrypoint: [...OPERATOR_CONFIG.entrypoint],
+    cmd: [...OPERATOR_CONFIG.cmd],
+  };
+}
+
+export interface OperatorImageResult extends ImageTar {
+  built: boolean;
+  /** Uncompressed layer size, bytes. */
+  bytes: number;
+  seconds: number;
+  nodeVersion: string;
+}
+
+/**
+ * Builds the operator image (operatorImageSpec) into the image cache, or finds it there: the production
+ * dependencies from their staging folder (npm ci once per lock file), node and its libraries from this machine,
+ * the app from the repository. The tar is keyed by the content of every file.
+ */
+export async function operatorImageBuild(name = OPERATOR_IMAGE, root = REPO_ROOT): Promise<OperatorImageResult> {
+  const t0 = Date.now();
+  const [node, modules] = await Promise.all([nodeRuntime(root), prodNodeModules(root)]);
+  const r = await buildImage(operatorImageSpec({ root, node, modules }, name));
+  return { ...strip(r), built: r.built, bytes: r.bytes, seconds: (Date.now() - t0) / 1000, nodeVersion: node.version };
+}
+
+/** The operator image (`ghcr.io/apiserver-upgrade-operator/apiserver-upgrade-operator:<appVersion>`, or the name given). */
+export async function operatorImage(name = OPERATOR_IMAGE): Promise<ImageTar> {
+  return strip(await operatorImageBuild(name));
+}

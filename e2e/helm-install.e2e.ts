@@ -1,0 +1,152 @@
+// The operator in the cluster it upgrades (issue 14): `helm install` of the chart into a kubeadm-shaped 3-node
+// cluster on real kubelets (nodes mode: containerd, kube-proxy, CNI), the operator's image built from this repo
+// without Docker and imported into every node, 2 replicas under exactly the chart's RBAC reaching the API through
+// the `kubernetes` Service as in-cluster config does. An ApiServerUpgrade applied with kubectl runs to Succeeded
+// with the static Pod driver; the leader Pod is deleted mid-upgrade and the other replica finishes; no Job is
+// created twice; `kubectl auth can-i` as the ServiceAccount shows what it may and may not do.
+import { test, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { stringify } from 'yaml';
+import { NodesCluster } from './cluster/nodes/nodes-cluster.ts';
+import { NEW_VERSION, OLD_VERSION, waitFor } from './cluster/index.ts';
+import { AGENT_IMAGE, importImages } from './cluster/images.ts';
+import { operatorImage, OPERATOR_IMAGE } from './cluster/operator-image.ts';
+import { getUpgrade } from './support/operator.ts';
+import { tool, runOk, run } from './support/tools.ts';
+import type { ApiServerUpgrade } from '../src/api/types.generated.ts';
+
+const CHART = join(import.meta.dirname, '..', 'charts', 'apiserver-upgrade-operator');
+const RELEASE = 'apiserver-upgrade-operator';
+const NS = 'upgrade-system';
+const SA = `system:serviceaccount:${NS}:${RELEASE}`;
+const LEASE = `/apis/coordination.k8s.io/v1/namespaces/${NS}/leases/${RELEASE}`;
+
+let cluster: NodesCluster | undefined;
+after(async () => {
+  await cluster?.teardown();
+});
+
+interface Pod { metadata: { name: string; uid: string }; spec: { nodeName?: string }; status?: { phase?: string; podIP?: string; containerStatuses?: { ready: boolean; restartCount: number }[] } }
+interface JobList { items: { metadata: { name: string; annotations?: Record<string, string> }; status?: { succeeded?: number; failed?: number } }[] }
+
+function kubectl(c: NodesCluster, args: string[], input?: string): Promise<string> {
+  return runOk(tool('kubectl'), ['--kubeconfig', c.kubeconfig, ...args], input === undefined ? {} : { input });
+}
+
+async function operatorPods(c: NodesCluster): Promise<Pod[]> {
+  return (await c.json<{ items: Pod[] }>(`/api/v1/namespaces/${NS}/pods?labelSelector=${encodeURIComponent(`app.kubernetes.io/name=${RELEASE}`)}`)).items;
+}
+
+async function leaderPod(c: NodesCluster): Promise<string | undefined> {
+  const lease = await c.json<{ spec?: { holderIdentity?: string } }>(LEASE).catch(() => undefined);
+  // The identity is `<hostname>_<pid>_<random>`; a Pod's hostname is its name. A leader that stops releases the
+  // Lease (holderIdentity emptied): nobody leads then.
+  const holder = lease?.spec?.holderIdentity;
+  return holder ? holder.split('_')[0] : undefined;
+}
+
+test('helm install on real kubelets: 2 operator Pods carry a static Pod upgrade to Succeeded through the kubernetes Service; the leader Pod deleted mid-upgrade, the other replica finishes; no Job twice; RBAC as the chart grants it', { timeout: 30 * 60_000 }, async () => {
+  const helm = tool('helm');
+  const c = await NodesCluster.start({ nodes: 3, verbose: true });
+  cluster = c;
+  // What kubeadm's mark-control-plane phase does: the label the chart's nodeSelector names, the taint it tolerates.
+  for (const n of c.nodes) {
+    await kubectl(c, ['label', 'node', n.name, 'node-role.kubernetes.io/control-plane=']);
+    await kubectl(c, ['taint', 'node', n.name, 'node-role.kubernetes.io/control-plane:NoSchedule']);
+  }
+  // Every control-plane Pod runs (the scheduler above all: until now only node-pinned Pods had to run here).
+  await waitFor('every kube-system Pod ready', 2 * 60_000, async () => {
+    const ps = (await c.json<{ items: Pod[] }>('/api/v1/namespaces/kube-system/pods')).items;
+    return ps.length >= 9 && ps.every((p) => p.status?.containerStatuses?.every((s) => s.ready)) ? true : undefined;
+  }, 1000);
+  const t0 = Date.now();
+  const image = await operatorImage();
+  await Promise.all(c.nodes.map((n) => importImages(c.containerdSocket(n.index), [image])));
+  process.stderr.write(`[helm] operator image ${OPERATOR_IMAGE} ready and imported in ${((Date.now() - t0) / 1000).toFixed(1)} s\n`);
+
+  // The chart as a user installs it; only what this cluster differs in is set: its apiservers come from a private
+  // mirror (the driver keeps it, the policy must allow it) — the operator and agent images are the chart's defaults.
+  const tInstall = Date.now();
+  await runOk(helm, ['--kubeconfig', c.kubeconfig, 'install', RELEASE, CHART, '--namespace', NS, '--create-namespace',
+    '--set', 'policy.apiserverImages[0].repositoryPrefix=registry.auo.test/k8s', '--set', 'logLevel=debug', '--wait', '--timeout', '5m'], { timeoutMs: 6 * 60_000 });
+  const pods = await waitFor('2 ready operator Pods on 2 nodes', 3 * 60_000, async () => {
+    const ps = (await operatorPods(c)).filter((p) => p.status?.containerStatuses?.every((s) => s.ready));
+    return ps.length === 2 ? ps : undefined;
+  }, 1000);
+  process.stderr.write(`[helm] installed, 2 Pods ready in ${((Date.now() - tInstall) / 1000).toFixed(1)} s on ${pods.map((p) => p.spec.nodeName).join(', ')}\n`);
+  assert.notEqual(pods[0]!.spec.nodeName, pods[1]!.spec.nodeName, 'the replicas spread across nodes');
+  for (const p of pods) assert.match(p.status?.podIP ?? '', /^10\.244\./, `${p.metadata.name} runs on the Pod network, not the host's`);
+  const firstLeader = await waitFor('a leader', 60_000, async () => leaderPod(c), 1000);
+  assert.ok(pods.some((p) => p.metadata.name === firstLeader), `the leader ${firstLeader} is one of the chart's Pods`);
+
+  // RBAC: exactly what the upgrade needs, nothing beyond it.
+  const can = async (args: string[]): Promise<boolean> => (await run(tool('kubectl'), ['--kubeconfig', c.kubeconfig, 'auth', 'can-i', '--as', SA, ...args])).stdout.trim() === 'yes';
+  for (const a of [
+    ['get', 'apiserverupgrades.upgrade.apiserver.dev'], ['patch', 'apiserverupgrades.upgrade.apiserver.dev', '--subresource=status'],
+    ['list', 'leases.coordination.k8s.io', '-n', 'kube-system'], ['create', 'jobs.batch', '-n', 'kube-system'],
+    ['list', 'pods', '-n', 'kube-system'], ['update', `leases.coordination.k8s.io/${RELEASE}`, '-n', NS], ['create', 'events.events.k8s.io', '-n', 'default'],
+  ]) assert.ok(await can(a), `the operator may ${a.join(' ')}`);
+  for (const a of [
+    ['get', 'secrets', '-n', 'kube-system'], ['list', 'secrets', '--all-namespaces'], ['create', 'pods/exec', '-n', 'kube-system'],
+    ['create', 'clusterrolebindings'], ['escalate', 'clusterroles'], ['bind', 'clusterroles'], ['create', 'jobs.batch', '-n', 'default'],
+    ['delete', 'nodes'], ['create', 'pods', '-n', 'kube-system'], ['*', '*'],
+  ]) assert.equal(await can(a), false, `the operator may not ${a.join(' ')}`);
+
+  const upgrade = {
+    apiVersion: 'upgrade.apiserver.dev/v1alpha1', kind: 'ApiServerUpgrade', metadata: { name: 'in-cluster' },
+    spec: {
+      targetVersion: NEW_VERSION,
+      strategy: { batchSize: 1, soakDuration: '5s', batchTimeout: '5m' },
+      proxy: { gate: 'Auto' },
+      driver: { staticPod: { agentImage: AGENT_IMAGE, readyTimeout: '2m' } },
+      analysis: { interval: '5s', failureLimit: 3, onBreach: 'Pause' },
+    },
+  };
+  const file = join(c.dir, 'in-cluster.yaml');
+  await writeFile(file, stringify(upgrade));
+  const tApply = Date.now();
+  await kubectl(c, ['apply', '-f', file]);
+
+  // Mid-upgrade — once the first node runs the target — the leader Pod goes; the other replica must finish.
+  await waitFor('batch 1 upgraded', 10 * 60_000, async () => {
+    const u = await getUpgrade(c, 'in-cluster');
+    if (u?.status?.phase === 'Paused' || u?.status?.phase === 'Failed') throw new Error(`upgrade ${u.status.phase}: ${JSON.stringify(u.status.pause)}`);
+    return (u?.status?.batch?.current ?? 0) >= 2 ? true : undefined;
+  }, 1000);
+  const leader = (await leaderPod(c))!;
+  const standby = pods.map((p) => p.metadata.name).find((n) => n !== leader)!;
+  await kubectl(c, ['delete', 'pod', '-n', NS, leader, '--wait=false']);
+  const tDelete = Date.now();
+  const next = await waitFor('the standby to lead', 90_000, async () => {
+    const l = await leaderPod(c);
+    return l !== undefined && l !== leader ? l : undefined;
+  }, 500);
+  process.stderr.write(`[helm] leader ${leader} deleted; ${next} leads after ${((Date.now() - tDelete) / 1000).toFixed(1)} s\n`);
+  assert.equal(next, standby, 'the other replica took over (not the Pod that replaced the deleted one)');
+
+  const final = await waitFor('Succeeded', 15 * 60_000, async () => {
+    const u = await getUpgrade(c, 'in-cluster');
+    if (u?.status?.phase === 'Paused' || u?.status?.phase === 'Failed') throw new Error(`upgrade ${u.status.phase}: ${JSON.stringify(u.status.pause)}`);
+    return u?.status?.phase === 'Succeeded' ? u : undefined;
+  }, 1000) as ApiServerUpgrade;
+  process.stderr.write(`[helm] Succeeded ${((Date.now() - tApply) / 1000).toFixed(0)} s after apply; calls ${JSON.stringify(final.status?.driverCalls?.map((x) => [x.action, x.server, x.result]))}\n`);
+
+  const mirrors = (await c.json<{ items: { spec: { containers: { image: string }[] } }[] }>('/api/v1/namespaces/kube-system/pods?labelSelector=component%3Dkube-apiserver')).items;
+  assert.equal(mirrors.length, 3);
+  for (const m of mirrors) assert.match(m.spec.containers[0]!.image, new RegExp(`:${NEW_VERSION.replace(/\./g, '\\.')}$`));
+  for (let i = 0; i < 3; i++) assert.equal((JSON.parse((await c.request(i, '/version')).body) as { gitVersion: string }).gitVersion, NEW_VERSION);
+
+  const jobs = (await c.json<JobList>('/apis/batch/v1/namespaces/kube-system/jobs?labelSelector=app.kubernetes.io%2Fmanaged-by%3Dapiserver-upgrade-operator')).items;
+  const keys = jobs.map((j) => j.metadata.annotations?.['upgrade.apiserver.dev/idempotency-key'] ?? '');
+  assert.equal(new Set(keys).size, keys.length, `one Job per key: ${keys.join(', ')}`);
+  assert.equal(jobs.length, 6, `3 EnableProxy and 3 Upgrade Jobs (${OLD_VERSION} starts with the gate off): ${jobs.map((j) => j.metadata.name).join(', ')}`);
+  for (const j of jobs) assert.deepEqual([j.status?.succeeded, j.status?.failed ?? 0], [1, 0], `${j.metadata.name} ran once and succeeded`);
+
+  const podsAfter = await operatorPods(c);
+  for (const p of podsAfter) assert.equal(p.status?.containerStatuses?.[0]?.restartCount, 0, `${p.metadata.name} never restarted`);
+  assert.ok(podsAfter.some((p) => p.metadata.name === standby), 'the replica that finished is still there');
+  const logs = await kubectl(c, ['logs', '-n', NS, standby, '--tail', '-1']);
+  assert.doesNotMatch(logs, /forbidden|\b403\b/i, 'no call of the operator was refused by the chart\'s RBAC');
+});

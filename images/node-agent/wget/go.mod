@@ -1,0 +1,3 @@
+module auo.local/agent-wget
+
+go 1.22

@@ -1,0 +1,207 @@
+// jobReport on batch/v1 Jobs and v1 Pods shaped as the API server returns them for the agent Job.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { jobReport } from '../../src/drivers/job-report.ts';
+import type { DriverReport } from '../../src/drivers/driver.ts';
+
+const NAME = 'auo-upgrade-cp-1-5d41402abc4b2a76';
+const UID = '8a1c2f0e-4b7d-4c39-9f51-0d6c3e2b9a17';
+const TARGET = 'registry.example.internal/k8s/kube-apiserver:v1.36.3';
+const T0 = '2026-03-02T10:00:00Z';
+const T1 = '2026-03-02T10:03:41Z';
+
+function job(status: Record<string, unknown>): Record<string, unknown> {
+  return {
+    apiVersion: 'batch/v1',
+    kind: 'Job',
+    metadata: { name: NAME, namespace: 'kube-system', uid: UID, labels: { 'app.kubernetes.io/managed-by': 'apiserver-upgrade-operator' } },
+    spec: { backoffLimit: 0, activeDeadlineSeconds: 480, completions: 1, parallelism: 1 },
+    status,
+  };
+}
+
+const cond = (type: string, reason: string, message: string): Record<string, unknown> => ({ type, status: 'True', reason, message, lastProbeTime: T1, lastTransitionTime: T1 });
+
+const backoffLimit = [cond('FailureTarget', 'BackoffLimitExceeded', 'Job has reached the specified backoff limit'), cond('Failed', 'BackoffLimitExceeded', 'Job has reached the specified backoff limit')];
+
+function pod(phase: string, init: Record<string, unknown>, agent: Record<string, unknown>, extra: Record<string, unknown> = {}): Record<string, unknown> {
+  return {
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: {
+      name: `${NAME}-x7k2p`,
+      namespace: 'kube-system',
+      labels: { 'batch.kubernetes.io/controller-uid': UID, 'batch.kubernetes.io/job-name': NAME, 'controller-uid': UID, 'job-name': NAME },
+      ownerReferences: [{ apiVersion: 'batch/v1', kind: 'Job', name: NAME, uid: UID, controller: true, blockOwnerDeletion: true }],
+    },
+    spec: {
+      nodeName: 'cp-1',
+      initContainers: [{ name: 'pull-kube-apiserver', image: TARGET, command: ['kube-apiserver', '--version'] }],
+      containers: [{ name: 'agent', image: 'busybox:1.36', command: ['/bin/sh', '-c', '...'] }],
+    },
+    status: {
+      phase,
+      hostIP: '10.0.0.11',
+      startTime: T0,
+      initContainerStatuses: [{ name: 'pull-kube-apiserver', image: TARGET, imageID: '', ready: false, restartCount: 0, started: false, lastState: {}, ...init }],
+      containerStatuses: [{ name: 'agent', image: 'busybox:1.36', imageID: '', ready: false, restartCount: 0, started: false, lastState: {}, ...agent }],
+      ...extra,
+    },
+  };
+}
+
+const initing = { state: { waiting: { reason: 'PodInitializing' } } };
+const initDone = { state: { terminated: { exitCode: 0, reason: 'Completed', startedAt: T0, finishedAt: T0, containerID: 'containerd://a1' } }, ready: true };
+
+const cases: { name: string; job: unknown; pods: unknown[] | undefined; kind: DriverReport['kind']; message?: RegExp }[] = [
+  {
+    name: 'the target image cannot be pulled (ErrImagePull in the init container)',
+    job: job({ active: 1, ready: 0, startTime: T0, uncountedTerminatedPods: {} }),
+    pods: [pod('Pending', { state: { waiting: { reason: 'ErrImagePull', message: `failed to pull and unpack image "${TARGET}": failed to resolve reference "${TARGET}": ${TARGET}: not found` } } }, initing)],
+    kind: 'failed',
+    message: new RegExp(`^Job kube-system/${NAME}: init container pull-kube-apiserver of Pod ${NAME}-x7k2p is waiting: ErrImagePull for image registry\\.example\\.internal/k8s/kube-apiserver:v1\\.36\\.3: failed to pull and unpack image .*not found; the manifest was not touched$`),
+  },
+  {
+    name: 'ImagePullBackOff after the first failure',
+    job: job({ active: 1, ready: 0, startTime: T0 }),
+    pods: [pod('Pending', { state: { waiting: { reason: 'ImagePullBackOff', message: `Back-off pulling image "${TARGET}"` } } }, initing)],
+    kind: 'failed',
+    message: /ImagePullBackOff for image registry\.example\.internal\/k8s\/kube-apiserver:v1\.36\.3: Back-off pulling image/,
+  },
+  {
+    name: 'the agent image cannot be pulled',
+    job: job({ active: 1, ready: 0, startTime: T0 }),
+    pods: [pod('Pending', initDone, { state: { waiting: { reason: 'ErrImagePull', message: 'failed to pull and unpack image "docker.io/library/busybox:1.36": 429 Too Many Requests' } } })],
+    kind: 'failed',
+    message: /container agent of Pod .* is waiting: ErrImagePull for image busybox:1\.36: .*429 Too Many Requests/,
+  },
+  {
+    name: 'InvalidImageName',
+    job: job({ active: 1, ready: 0 }),
+    pods: [pod('Pending', { state: { waiting: { reason: 'InvalidImageName', message: 'Failed to apply default image tag "x::y": couldn\'t parse image name' } } }, initing)],
+    kind: 'failed',
+    message: /InvalidImageName/,
+  },
+  {
+    name: 'CreateContainerConfigError in the agent',
+    job: job({ active: 1, ready: 0 }),
+    pods: [pod('Pending', initDone, { state: { waiting: { reason: 'CreateContainerConfigError', message: 'container has runAsNonRoot and image will run as root' } } })],
+    kind: 'failed',
+    message: /CreateContainerConfigError for image busybox:1\.36: container has runAsNonRoot/,
+  },
+  {
+    name: 'the agent reverted: BackoffLimitExceeded, its termination message carried',
+    job: job({ failed: 1, ready: 0, startTime: T0, conditions: backoffLimit, uncountedTerminatedPods: {} }),
+    pods: [pod('Failed', initDone, { state: { terminated: { exitCode: 3, reason: 'Error', message: 'reverted: the new kube-apiserver static Pod was not ready within 180s (https://10.0.0.11:6443/readyz, last: wget: server returned error: HTTP/1.1 500 Internal Server Error); restored /etc/kubernetes/apiserver-upgrade-backup/upgrade-cp-1-5d41402abc4b2a76.yaml\n', startedAt: T0, finishedAt: T1, containerID: 'containerd://b2' } } })],
+    kind: 'failed',
+    message: new RegExp(`^Job kube-system/${NAME} failed \\(BackoffLimitExceeded: Job has reached the specified backoff limit\\): container agent \\(busybox:1\\.36\\) of Pod ${NAME}-x7k2p ended \\(Error, exit code 3\\): reverted: the new kube-apiserver static Pod was not ready within 180s .*restored /etc/kubernetes/apiserver-upgrade-backup/upgrade-cp-1-5d41402abc4b2a76\\.yaml$`),
+  },
+  {
+    name: 'the init container failed (the image has no kube-apiserver binary)',
+    job: job({ failed: 1, conditions: backoffLimit }),
+    pods: [pod('Failed', { state: { terminated: { exitCode: 128, reason: 'StartError', message: 'failed to create containerd task: exec: "kube-apiserver": executable file not found in $PATH' } } }, initing)],
+    kind: 'failed',
+    message: /init container pull-kube-apiserver \(registry\.example\.internal\/k8s\/kube-apiserver:v1\.36\.3\) of Pod .* ended \(StartError, exit code 128\): failed to create containerd task/,
+  },
+  {
+    name: 'DeadlineExceeded (the Pod was deleted by the Job controller)',
+    job: job({ failed: 1, conditions: [cond('FailureTarget', 'DeadlineExceeded', 'Job was active longer than specified deadline'), cond('Failed', 'DeadlineExceeded', 'Job was active longer than specified deadline')] }),
+    pods: [],
+    kind: 'failed',
+    message: new RegExp(`^Job kube-system/${NAME} failed \\(DeadlineExceeded: Job was active longer than specified deadline\\)$`),
+  },
+  {
+    name: 'FailureTarget alone: the controller decided, the Pods are terminating',
+    job: job({ active: 1, terminating: 1, conditions: [cond('FailureTarget', 'DeadlineExceeded', 'Job was active longer than specified deadline')] }),
+    pods: [],
+    kind: 'failed',
+    message: /DeadlineExceeded/,
+  },
+  {
+    name: 'a Failed condition whose Pods could not be read',
+    job: job({ failed: 1, conditions: backoffLimit }),
+    pods: undefined,
+    kind: 'failed',
+    message: /BackoffLimitExceeded/,
+  },
+  {
+    name: 'Complete',
+    job: job({ succeeded: 1, ready: 0, startTime: T0, completionTime: T1, conditions: [cond('SuccessCriteriaMet', 'CompletionsReached', 'Reached expected number of succeeded pods'), cond('Complete', 'CompletionsReached', 'Reached expected number of succeeded pods')] }),
+    pods: [pod('Succeeded', initDone, { state: { terminated: { exitCode: 0, reason: 'Completed' } } })],
+    kind: 'succeeded',
+    message: new RegExp(`^Job kube-system/${NAME} completed$`),
+  },
+  {
+    name: 'running: the agent waits for /readyz',
+    job: job({ active: 1, ready: 1, startTime: T0 }),
+    pods: [pod('Running', initDone, { state: { running: { startedAt: T0 } }, started: true, ready: true })],
+    kind: 'running',
+    message: new RegExp(`Pod ${NAME}-x7k2p Running`),
+  },
+  {
+    name: 'pulling (ContainerCreating) is running, not failed',
+    job: job({ active: 1, ready: 0, startTime: T0 }),
+    pods: [pod('Pending', { state: { waiting: { reason: 'ContainerCreating' } } }, initing)],
+    kind: 'running',
+  },
+  {
+    name: 'just created, no status, no Pod',
+    job: { metadata: { name: NAME, namespace: 'kube-system' } },
+    pods: [],
+    kind: 'running',
+    message: /no Pod yet/,
+  },
+  {
+    name: 'a Failed condition that is not True',
+    job: job({ active: 1, conditions: [{ type: 'Failed', status: 'False' }] }),
+    pods: [],
+    kind: 'running',
+  },
+  {
+    name: 'a stuck Pod of another Job (another owner) is not this Job\'s',
+    job: job({ active: 1 }),
+    pods: [{ ...pod('Pending', { state: { waiting: { reason: 'ErrImagePull' } } }, initing), metadata: { name: 'other-abc', labels: { 'batch.kubernetes.io/job-name': 'other' }, ownerReferences: [{ kind: 'Job', uid: 'another-uid' }] } }],
+    kind: 'running',
+  },
+  {
+    name: 'a stuck Pod found by the job-name label when the uid is not known',
+    job: { metadata: { name: NAME }, status: { active: 1 } },
+    pods: [{ ...pod('Pending', { state: { waiting: { reason: 'ErrImagePull' } } }, initing), metadata: { name: 'p', labels: { 'job-name': NAME } } }],
+    kind: 'failed',
+    message: /ErrImagePull for image registry\.example\.internal/,
+  },
+  {
+    name: 'not finished and its Pods could not be read',
+    job: job({ active: 1 }),
+    pods: undefined,
+    kind: 'unknown',
+  },
+  { name: 'no Job', job: undefined, pods: [], kind: 'unknown' },
+  { name: 'null', job: null, pods: [], kind: 'unknown' },
+  { name: 'a list instead of a Job', job: [job({})], pods: [], kind: 'unknown' },
+  { name: 'no name', job: { metadata: {}, status: { conditions: backoffLimit } }, pods: [], kind: 'unknown' },
+  {
+    name: 'junk in status and in the Pod list',
+    job: { metadata: { name: NAME }, status: { conditions: 'Failed', active: 'x' } },
+    pods: [null, 'pod', 7, { status: { initContainerStatuses: 'no', containerStatuses: [null, { state: 'waiting' }] } }],
+    kind: 'running',
+  },
+];
+
+for (const c of cases) {
+  test(`jobReport: ${c.name} -> ${c.kind}`, () => {
+    const r = jobReport(c.job, c.pods);
+    assert.equal(r.kind, c.kind, r.message);
+    if (c.message) assert.match(r.message, c.message);
+    assert.ok(r.message.length > 0 && r.message.length < 1500, r.message);
+  });
+}
+
+test('jobReport: a long termination message (a log tail) is kept to its end, on one line', () => {
+  const tail = `${'line\n'.repeat(1000)}reverted: the new kube-apiserver static Pod was not ready within 180s; restored /b/x.yaml`;
+  const r = jobReport(job({ failed: 1, conditions: backoffLimit }), [pod('Failed', initDone, { state: { terminated: { exitCode: 3, reason: 'Error', message: tail } } })]);
+  assert.equal(r.kind, 'failed');
+  assert.match(r.message, /restored \/b\/x\.yaml$/);
+  assert.doesNotMatch(r.message, /\n/);
+  assert.ok(r.message.length < 900, `${r.message.length}`);
+});

@@ -1,0 +1,225 @@
+// The repository's Dockerfiles and the images the harness builds without Docker (e2e/cluster/operator-image.ts,
+// e2e/cluster/images.ts agentImage) say the same thing: base version, user, working folder, environment, ports,
+// entrypoint and command, what is copied where, and how the production dependencies and the agent's wget are
+// made — and the chart's defaults name these images. Specs only: nothing is built here (e2e/images.e2e.ts builds
+// and runs them).
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync, chmodSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, posix, relative } from 'node:path';
+import { parse as parseYaml } from 'yaml';
+import { copyArgs, envPairs, execForm, instructions, stages, type Stage } from '../../e2e/cluster/dockerfile.ts';
+import { AGENT_ADDS, AGENT_IMAGE, AGENT_REPOSITORY, AGENT_WGET_DIR, APP_VERSION, GO_BUILD_ARGS, PATH_ENV, REPO_ROOT, agentImageSpec, type ImageSpec, type LayerEntry } from '../../e2e/cluster/images.ts';
+import { APP_COPIES, ETC_PASSWD, NODE_PATH_IN_IMAGE, NPM_CI_ARGS, OPERATOR_IMAGE, OPERATOR_REPOSITORY, elfInterpreter, nodePackageBinary, nodeRuntime, operatorImageSpec, parseLdd, type NodeRuntime } from '../../e2e/cluster/operator-image.ts';
+
+const read = (p: string): string => readFileSync(join(REPO_ROOT, p), 'utf8');
+const only = (stage: Stage, op: string): string | undefined => {
+  const all = stage.instructions.filter((i) => i.op === op);
+  assert.ok(all.length <= 1, `${op} appears ${all.length} times in the stage FROM ${stage.from}`);
+  return all[0]?.args;
+};
+const paths = (spec: ImageSpec, type: LayerEntry['type']): string[] => spec.entries.filter((e) => e.type === type).map((e) => e.path.replace(/^\/+/, '').replace(/\/+$/, ''));
+/** Every file under a folder of the repository, relative to the repository (what `COPY src/ ./src/` copies). */
+function filesUnder(dir: string): string[] {
+  const out: string[] = [];
+  const walk = (d: string): void => {
+    for (const e of readdirSync(d, { withFileTypes: true })) {
+      if (e.isDirectory()) walk(join(d, e.name));
+      else out.push(relative(REPO_ROOT, join(d, e.name)));
+    }
+  };
+  walk(join(REPO_ROOT, dir));
+  return out.sort();
+}
+
+describe('the Dockerfile reader', () => {
+  it('joins continuations, drops comments, reads stages, exec forms, both ENV forms and COPY flags', () => {
+    const text = 'ARG X=1\n# c\nFROM --platform=$P golang:1 AS b\nRUN a \\\n  && b\n\nFROM scratch\nENV A=1 B="two words" C=\'x\'\nENV D four five\nCOPY --from=b /x /y\nCMD ["a", "b"]\nENTRYPOINT a b\n';
+    const s = stages(text);
+    assert.deepEqual(s.map((x) => [x.from, x.name]), [['golang:1', 'b'], ['scratch', undefined]]);
+    assert.equal(s[0]!.instructions[0]!.args, 'a && b');
+    assert.equal(s[0]!.instructions[0]!.line, 4);
+    const [env1, env2, copy, cmd, ep] = s[1]!.instructions;
+    assert.deepEqual(envPairs(env1!), [['A', '1'], ['B', 'two words'], ['C', 'x']]);
+    assert.deepEqual(envPairs(env2!), [['D', 'four five']]);
+    assert.deepEqual(copyArgs(copy!), { flags: { from: 'b' }, sources: ['/x'], dest: '/y' });
+    assert.deepEqual(execForm(cmd!), ['a', 'b']);
+    assert.throws(() => execForm(ep!), /not in exec \(JSON\) form/);
+    assert.throws(() => instructions('FROM a\nRUN x \\\n'), /ends in a continuation/);
+    assert.throws(() => stages('RUN x\n'), /RUN before any FROM/);
+  });
+});
+
+describe('the operator image: Dockerfile and operatorImageSpec agree', () => {
+  let dir: string;
+  let node: NodeRuntime;
+  let spec: ImageSpec;
+  let final: Stage;
+  const lock = JSON.parse(read('package-lock.json')) as { packages: Record<string, { version?: string }> };
+
+  before(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'auo-dockerfiles-'));
+    // A stand-in for the npm ci staging folder: one package, one executable, one .bin symlink.
+    mkdirSync(join(dir, 'node_modules', 'dep', 'bin'), { recursive: true });
+    mkdirSync(join(dir, 'node_modules', '.bin'));
+    writeFileSync(join(dir, 'node_modules', 'dep', 'index.js'), 'export default 1;\n');
+    writeFileSync(join(dir, 'node_modules', 'dep', 'bin', 'dep.js'), '#!/usr/bin/env node\n');
+    chmodSync(join(dir, 'node_modules', 'dep', 'bin', 'dep.js'), 0o755);
+    symlinkSync('../dep/bin/dep.js', join(dir, 'node_modules', '.bin', 'dep'));
+    node = await nodeRuntime();
+    spec = operatorImageSpec({ root: REPO_ROOT, node, modules: dir });
+    const all = stages(read('Dockerfile'));
+    assert.equal(all.length, 1, 'one stage');
+    final = all[0]!;
+  });
+  after(() => rmSync(dir, { recursive: true, force: true }));
+
+  it('FROM node:<the version of the node package in package-lock.json>-slim, the binary the image ships', () => {
+    const m = /^node:(\d+\.\d+\.\d+)-slim$/.exec(final.from);
+    assert.ok(m, `FROM ${final.from}: pin node:<x.y.z>-slim`);
+    assert.equal(m[1], lock.packages['node_modules/node']?.version, 'the Dockerfile\'s node is package-lock.json\'s');
+    assert.equal(node.version, m[1], 'node_modules has that version installed');
+    assert.equal(nodePackageBinary().version, node.version);
+    const entry = spec.entries.find((e) => e.path === NODE_PATH_IN_IMAGE);
+    assert.ok(entry && entry.type === 'file' && 'source' in entry && entry.source === node.binary, 'node at /usr/local/bin/node');
+    assert.equal(entry.mode, 0o755);
+  });
+
+  it('USER, WORKDIR, ENV, EXPOSE, ENTRYPOINT and CMD are the image config', () => {
+    assert.equal(only(final, 'USER'), spec.user);
+    assert.equal(only(final, 'WORKDIR'), spec.workingDir);
+    const env = final.instructions.filter((i) => i.op === 'ENV').flatMap(envPairs).map(([k, v]) => `${k}=${v}`);
+    assert.deepEqual(spec.env, [PATH_ENV, ...env], 'the base image\'s PATH, then the Dockerfile\'s ENV');
+    assert.ok(PATH_ENV.split('=')[1]!.split(':').includes(`/${posix.dirname(NODE_PATH_IN_IMAGE)}`), 'the entrypoint\'s bare `node` is on PATH');
+    const ports = only(final, 'EXPOSE')!.split(/\s+/).map((p) => (p.includes('/') ? p : `${p}/tcp`));
+    assert.deepEqual(spec.exposedPorts, ports);
+    assert.deepEqual(spec.entrypoint, execForm(final.instructions.find((i) => i.op === 'ENTRYPOINT')!));
+    assert.deepEqual(spec.cmd, execForm(final.instructions.find((i) => i.op === 'CMD')!));
+  });
+
+  it('what is COPYed (and .dockerignore lets through) is /app: package.json, package-lock.json, src/, and the production node_modules', () => {
+    const copies = final.instructions.filter((i) => i.op === 'COPY').map(copyArgs);
+    assert.deepEqual(copies.map((c) => ({ sources: c.sources, dest: c.dest })), APP_COPIES.map((c) => ({ sources: [...c.sources], dest: c.dest })));
+    assert.ok(copies.every((c) => Object.keys(c.flags).length === 0), 'no COPY --from or --chown: root-owned, as in the spec');
+    const ignore = read('.dockerignore').split('\n').map((l) => l.trim()).filter((l) => l && !l.startsWith('#'));
+    assert.deepEqual(ignore, ['*', ...APP_COPIES.flatMap((c) => c.sources).map((s) => `!${s}`)]);
+    // Computed here as Docker would copy them, not through the builder's walk.
+    const expected = [
+      ...['package.json', 'package-lock.json'],
+      ...filesUnder('src'),
+      'node_modules/.bin/dep', 'node_modules/dep/bin/dep.js', 'node_modules/dep/index.js',
+    ].map((p) => `app/${p}`).sort();
+    const app = spec.entries.filter((e) => e.type !== 'dir' && e.path.startsWith('app/')).map((e) => e.path).sort();
+    assert.deepEqual(app, expected);
+    assert.ok(filesUnder('src').includes('src/main.ts'));
+    const link = spec.entries.find((e) => e.path === 'app/node_modules/.bin/dep');
+    assert.deepEqual(link, { path: 'app/node_modules/.bin/dep', type: 'symlink', target: '../dep/bin/dep.js' });
+    const modeOf = (path: string): number | undefined => {
+      const e = spec.entries.find((x) => x.path === path);
+      return e?.type === 'file' ? e.mode : undefined;
+    };
+    assert.equal(modeOf('app/node_modules/dep/bin/dep.js'), 0o755, 'executables stay executable');
+    assert.equal(modeOf('app/node_modules/dep/index.js'), 0o644);
+    assert.equal(modeOf('app/src/main.ts'), (statSync(join(REPO_ROOT, 'src/main.ts')).mode & 0o111) ? 0o755 : 0o644);
+  });
+
+  it('the production dependencies are `npm <NPM_CI_ARGS>`, as the Dockerfile\'s RUN', () => {
+    const runs = final.instructions.filter((i) => i.op === 'RUN').map((i) => i.args);
+    assert.equal(runs.length, 1);
+    assert.ok(runs[0]!.split('&&').map((s) => s.trim()).includes(`npm ${NPM_CI_ARGS.join(' ')}`), runs[0]);
+    assert.ok(NPM_CI_ARGS.includes('--omit=dev') && NPM_CI_ARGS.includes('--ignore-scripts'));
+  });
+
+  it('node\'s shared libraries are those ldd reports, and the loader is where the binary asks for it', () => {
+    const libs = new Set(node.libraries.map((l) => l.path.replace(/^\//, '')));
+    assert.ok([...libs].some((l) => /\/libc\.so\.6$/.test(l)), [...libs].join(', '));
+    const interp = elfInterpreter(node.binary);
+    assert.ok(interp, 'node is dynamically linked');
+    assert.ok(libs.has(interp.replace(/^\//, '')), `the loader ${interp}`);
+    for (const l of libs) assert.ok(paths(spec, 'file').includes(l), l);
+    assert.deepEqual(parseLdd('\tlinux-vdso.so.1 (0x00007ffd)\n\tlibc.so.6 => /lib/x86_64-linux-gnu/libc.so.6 (0x00007f00)\n\t/lib64/ld-linux-x86-64.so.2 (0x00007f01)\n'), ['/lib/x86_64-linux-gnu/libc.so.6', '/lib64/ld-linux-x86-64.so.2']);
+    assert.throws(() => parseLdd('\tlibfoo.so.1 => not found\n'), /not found/);
+  });
+
+  it('uid 1000 exists, can write nothing but /tmp, and is the chart\'s runAsUser; the chart mounts an emptyDir on /tmp', () => {
+    const [uid, gid] = spec.user!.split(':');
+    assert.match(ETC_PASSWD, new RegExp(`^node:x:${uid}:${gid}:`, 'm'));
+    const writable = spec.entries.filter((e) => e.type !== 'symlink' && ((e.mode ?? 0) & 0o002) !== 0).map((e) => e.path);
+    assert.deepEqual(writable, ['tmp']);
+    const values = parseYaml(read('charts/apiserver-upgrade-operator/values.yaml')) as { podSecurityContext: Record<string, unknown>; securityContext: Record<string, unknown>; healthPort: number; metrics: { port: number }; image: { repository: string; tag: string } };
+    assert.equal(values.podSecurityContext.runAsUser, Number(uid));
+    assert.equal(values.podSecurityContext.runAsGroup, Number(gid));
+    assert.equal(values.podSecurityContext.runAsNonRoot, true);
+    assert.equal(values.securityContext.readOnlyRootFilesystem, true);
+    const deployment = read('charts/apiserver-upgrade-operator/templates/deployment.yaml');
+    assert.match(deployment, /- name: tmp\n\s+mountPath: \/tmp\n/);
+    assert.match(deployment, /- name: tmp\n\s+emptyDir:/);
+    assert.deepEqual([...spec.exposedPorts!].sort(), [`${values.metrics.port}/tcp`, `${values.healthPort}/tcp`].sort(), 'EXPOSE is the chart\'s ports');
+  });
+
+  it('the chart\'s default image is the one this repository builds', () => {
+    const values = parseYaml(read('charts/apiserver-upgrade-operator/values.yaml')) as { image: { repository: string; tag: string } };
+    const chart = parseYaml(read('charts/apiserver-upgrade-operator/Chart.yaml')) as { appVersion: string };
+    assert.equal(values.image.repository, OPERATOR_REPOSITORY);
+    assert.equal(values.image.tag, '', 'the tag defaults to appVersion');
+    assert.equal(`${values.image.repository}:${chart.appVersion}`, OPERATOR_IMAGE);
+    assert.equal(spec.name, OPERATOR_IMAGE);
+    assert.match(read('Dockerfile'), new RegExp(`docker build -t ${OPERATOR_REPOSITORY.replace(/[.]/g, '\\.')}:<chart appVersion> \\.`));
+  });
+});
+
+describe('the node agent image: images/node-agent/Dockerfile and agentImageSpec agree', () => {
+  let dir: string;
+  let spec: ImageSpec;
+  let wgetStage: Stage;
+  let final: Stage;
+  before(() => {
+    dir = mkdtempSync(join(tmpdir(), 'auo-dockerfiles-agent-'));
+    for (const f of ['busybox', 'wget']) writeFileSync(join(dir, f), f);
+    spec = agentImageSpec(join(dir, 'busybox'), ['sh', 'sed', 'grep', 'cp', 'mv', 'mkdir', 'cat', 'sleep', 'date', 'timeout', 'cmp', 'tr', 'cut', 'dirname', 'basename', 'rm', 'wget', 'env'], join(dir, 'wget'));
+    const all = stages(read('images/node-agent/Dockerfile'));
+    assert.equal(all.length, 2);
+    [wgetStage, final] = [all[0]!, all[1]!];
+  });
+  after(() => rmSync(dir, { recursive: true, force: true }));
+
+  it('the wget is built from images/node-agent/wget as the harness builds it: CGO_ENABLED=0 go build -trimpath -ldflags \'-s -w\'', () => {
+    const copy = wgetStage.instructions.filter((i) => i.op === 'COPY').map(copyArgs);
+    assert.equal(copy.length, 1);
+    assert.equal(posix.join('images/node-agent', copy[0]!.sources[0]!), `${AGENT_WGET_DIR}/`);
+    const run = only(wgetStage, 'RUN')!;
+    const quoted = GO_BUILD_ARGS.map((a) => (a.includes(' ') ? `'${a}'` : a)).join(' ');
+    assert.match(run, /(^|\s)CGO_ENABLED=0\s/);
+    assert.ok(run.includes(`go ${quoted} -o /wget .`), run);
+    assert.ok(readdirSync(join(REPO_ROOT, AGENT_WGET_DIR)).includes('main.go'));
+  });
+
+  it('FROM busybox, plus /bin/wget (the built one, not busybox\'s link) and the /usr/bin/env link; root, CMD ["/bin/sh"]', () => {
+    assert.match(final.from, /^busybox:1\.\d+(\.\d+)?$/, 'a pinned busybox');
+    const copies = final.instructions.filter((i) => i.op === 'COPY').map(copyArgs);
+    assert.deepEqual(copies, [{ flags: { from: wgetStage.name! }, sources: ['/wget'], dest: `/${AGENT_ADDS.wget}` }]);
+    const run = only(final, 'RUN')!;
+    assert.ok(run.split('&&').map((s) => s.trim()).includes(`rm /${AGENT_ADDS.wget}`), 'busybox\'s wget link removed before the COPY');
+    for (const [path, target] of Object.entries(AGENT_ADDS.links)) assert.ok(run.includes(`ln -s ${target} /${path}`), `${path} -> ${target}: ${run}`);
+    assert.deepEqual(spec.cmd, execForm(final.instructions.find((i) => i.op === 'CMD')!));
+    for (const op of ['USER', 'ENTRYPOINT', 'WORKDIR', 'ENV', 'EXPOSE']) assert.equal(only(final, op), undefined, `${op}: the base image's`);
+    assert.equal(spec.user, undefined);
+    assert.equal(spec.entrypoint, undefined);
+    assert.equal(spec.env, undefined, 'the default PATH, as busybox\'s');
+    const wget = spec.entries.find((e) => e.path === AGENT_ADDS.wget);
+    assert.ok(wget && wget.type === 'file' && 'source' in wget && wget.source === join(dir, 'wget'), 'our wget, not a symlink to busybox');
+    assert.deepEqual(spec.entries.find((e) => e.path === 'usr/bin/env'), { path: 'usr/bin/env', type: 'symlink', target: '../../bin/busybox' });
+    assert.throws(() => agentImageSpec(join(dir, 'busybox'), ['sh'], join(dir, 'wget')), /no sed applet/);
+  });
+
+  it('the chart\'s default policy.agentImages, the examples and the docs name this image', () => {
+    assert.equal(AGENT_IMAGE, `${AGENT_REPOSITORY}:${APP_VERSION}`);
+    const values = parseYaml(read('charts/apiserver-upgrade-operator/values.yaml')) as { policy: { agentImages: unknown[] } };
+    assert.deepEqual(values.policy.agentImages, [{ image: AGENT_IMAGE }]);
+    for (const f of readdirSync(join(REPO_ROOT, 'examples')).filter((x) => x.endsWith('.yaml'))) {
+      for (const m of read(`examples/${f}`).matchAll(/agentImage:\s*(\S+)/g)) assert.equal(m[1], AGENT_IMAGE, `examples/${f}`);
+    }
+    assert.match(read('images/node-agent/Dockerfile'), new RegExp(`docker build -t ${AGENT_REPOSITORY.replace(/[.]/g, '\\.')}:<chart appVersion> images/node-agent`));
+  });
+});

@@ -1,0 +1,60 @@
+// Every request of the operator names it (issue 12), the informers' LIST and WATCH included: client-node's
+// Watch builds its own fetch, which sent `User-Agent: undici` before withUserAgent.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { createServer, type IncomingMessage } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { KubeConfig } from '@kubernetes/client-node';
+import { Informer } from '../../src/runtime/informer.ts';
+import { USER_AGENT, withUserAgent } from '../../src/runtime/kube-request.ts';
+import { silentLogger } from '../../src/runtime/logger.ts';
+
+test('the informer\'s LIST and WATCH carry the operator\'s User-Agent and the kubeconfig\'s credentials', async () => {
+  const seen: { watch: boolean; agent: string | undefined; auth: string | undefined }[] = [];
+  let sawWatch!: () => void;
+  const watched = new Promise<void>((r) => (sawWatch = r));
+  const server = createServer((req: IncomingMessage, res) => {
+    const watch = new URL(req.url ?? '/', 'http://x').searchParams.get('watch') === 'true';
+    seen.push({ watch, agent: req.headers['user-agent'], auth: req.headers.authorization });
+    res.setHeader('Content-Type', 'application/json');
+    if (!watch) {
+      res.end(JSON.stringify({ kind: 'LeaseList', metadata: { resourceVersion: '1' }, items: [{ metadata: { name: 'a', namespace: 'kube-system', resourceVersion: '1' } }] }));
+      return;
+    }
+    res.write(`${JSON.stringify({ type: 'ADDED', object: { metadata: { name: 'b', namespace: 'kube-system', resourceVersion: '2' } } })}\n`);
+    sawWatch();
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const kc = new KubeConfig();
+  kc.loadFromOptions({
+    clusters: [{ name: 'c', server: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, skipTLSVerify: true }],
+    users: [{ name: 'u', token: 'secret-token' }],
+    contexts: [{ name: 'x', cluster: 'c', user: 'u' }],
+    currentContext: 'x',
+  });
+  const inf = new Informer({ kubeConfig: kc, path: '/apis/coordination.k8s.io/v1/namespaces/kube-system/leases', logger: silentLogger(), timeoutSeconds: 60 });
+  inf.start();
+  try {
+    await inf.synced;
+    await watched;
+    assert.deepEqual(seen.map((s) => s.watch), [false, true]);
+    for (const s of seen) {
+      assert.equal(s.agent, USER_AGENT);
+      assert.equal(s.auth, 'Bearer secret-token');
+    }
+    assert.match(USER_AGENT, /^apiserver-upgrade-operator\/\d+\.\d+\.\d+/);
+  } finally {
+    await inf.stop();
+    server.closeAllConnections();
+    server.close();
+  }
+});
+
+test('withUserAgent leaves the kubeconfig itself alone', () => {
+  const kc = new KubeConfig();
+  kc.loadFromOptions({ clusters: [{ name: 'c', server: 'https://h:6443' }], users: [{ name: 'u' }], contexts: [{ name: 'x', cluster: 'c', user: 'u' }], currentContext: 'x' });
+  const w = withUserAgent(kc);
+  assert.equal(w.getCurrentCluster()?.server, 'https://h:6443', 'reads through to the original');
+  assert.notEqual(w.applySecurityAuthentication, kc.applySecurityAuthentication);
+  assert.equal(Object.hasOwn(kc, 'applySecurityAuthentication'), false);
+});

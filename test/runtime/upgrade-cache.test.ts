@@ -1,0 +1,78 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { CachedUpgrades, type UpgradeStore } from '../../src/runtime/upgrade-cache.ts';
+import type { ApiServerUpgrade } from '../../src/api/types.generated.ts';
+
+const up = (name: string, resourceVersion: string, phase = 'Upgrading'): ApiServerUpgrade => ({
+  apiVersion: 'upgrade.apiserver.dev/v1alpha1', kind: 'ApiServerUpgrade',
+  metadata: { name, resourceVersion },
+  spec: { targetVersion: 'v1.36.3', driver: { webhook: { url: 'https://h/replace' } } },
+  status: { phase: phase as never },
+});
+
+class Store implements UpgradeStore {
+  hasSynced = true;
+  readonly m = new Map<string, ApiServerUpgrade>();
+  get(key: string): ApiServerUpgrade | undefined { return this.m.get(key); }
+  list(): ApiServerUpgrade[] { return [...this.m.values()]; }
+  set(u: ApiServerUpgrade): void { this.m.set(u.metadata!.name!, u); }
+}
+
+function apiCounting(): { calls: string[]; getUpgrade(n: string): Promise<ApiServerUpgrade | undefined>; listUpgrades(): Promise<{ items: ApiServerUpgrade[] }> } {
+  const calls: string[] = [];
+  return {
+    calls,
+    getUpgrade: async (n) => { calls.push(`GET ${n}`); return up(n, 'api'); },
+    listUpgrades: async () => { calls.push('LIST'); return { items: [up('a', 'api')] }; },
+  };
+}
+
+test('before the informer synced the API is read; after, the cache alone', async () => {
+  const store = new Store();
+  const api = apiCounting();
+  const c = new CachedUpgrades(store, api);
+  store.hasSynced = false;
+  assert.equal((await c.getUpgrade('a'))?.metadata?.resourceVersion, 'api');
+  await c.listUpgrades();
+  assert.deepEqual(api.calls, ['GET a', 'LIST']);
+  store.hasSynced = true;
+  store.set(up('a', '5'));
+  assert.equal((await c.getUpgrade('a'))?.metadata?.resourceVersion, '5');
+  assert.equal(await c.getUpgrade('gone'), undefined, 'not in the cache: does not exist');
+  assert.deepEqual((await c.listUpgrades()).items.map((u) => u.metadata?.resourceVersion), ['5']);
+  assert.deepEqual(api.calls, ['GET a', 'LIST'], 'no API read once synced');
+});
+
+test('our own writes are read back until the cache catches up, never an older copy', async () => {
+  const store = new Store();
+  const c = new CachedUpgrades(store, apiCounting());
+  const v5 = up('a', '5');
+  store.set(v5);
+  const v6 = up('a', '6', 'Paused');
+  c.written(v5, v6);
+  const v7 = up('a', '7', 'Upgrading');
+  c.written(v6, v7);
+  assert.equal((await c.getUpgrade('a'))?.metadata?.resourceVersion, '7', 'the cache still shows 5: our last write');
+  assert.deepEqual((await c.listUpgrades()).items.map((u) => u.metadata?.resourceVersion), ['7']);
+  store.set(v6);
+  assert.equal((await c.getUpgrade('a'))?.metadata?.resourceVersion, '7', 'the cache at our first write: still behind');
+  store.set(v7);
+  assert.equal((await c.getUpgrade('a'))?.metadata?.resourceVersion, '7');
+  assert.equal(c.pending, 0, 'caught up: nothing kept');
+});
+
+test('a change by someone else, or a deletion, wins over a kept write', async () => {
+  const store = new Store();
+  const c = new CachedUpgrades(store, apiCounting());
+  store.set(up('a', '5'));
+  c.written(up('a', '5'), up('a', '6'));
+  store.set(up('a', '9'));
+  assert.equal((await c.getUpgrade('a'))?.metadata?.resourceVersion, '9');
+  assert.equal(c.pending, 0);
+  c.written(up('a', '9'), up('a', '10'));
+  store.m.delete('a');
+  assert.equal(await c.getUpgrade('a'), undefined, 'deleted: gone even though a write was kept');
+  c.written(up('a', '9'), up('a', '10'));
+  assert.deepEqual((await c.listUpgrades()).items, []);
+  assert.equal(c.pending, 0, 'a list forgets the writes of deleted upgrades');
+});
