@@ -3,14 +3,15 @@
 // without Docker and imported into every node, 2 replicas under exactly the chart's RBAC reaching the API through
 // the `kubernetes` Service as in-cluster config does. An ApiServerUpgrade applied with kubectl runs to Succeeded
 // with the static Pod driver; the leader Pod is deleted mid-upgrade and the other replica finishes; no Job is
-// created twice; `kubectl auth can-i` as the ServiceAccount shows what it may and may not do.
+// created twice; `kubectl auth can-i` as the ServiceAccount shows what it may and may not do; the cluster's
+// kube-system/kubeadm-config (as `kubeadm init` writes it) is brought in line by the operator Pod once it Succeeded.
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { stringify } from 'yaml';
+import { parse, stringify } from 'yaml';
 import { NodesCluster } from './cluster/nodes/nodes-cluster.ts';
-import { NEW_VERSION, OLD_VERSION, waitFor } from './cluster/index.ts';
+import { NEW_VERSION, OLD_VERSION, PROXY_GATE, waitFor } from './cluster/index.ts';
 import { AGENT_IMAGE, importImages } from './cluster/images.ts';
 import { operatorImage, OPERATOR_IMAGE } from './cluster/operator-image.ts';
 import { getUpgrade } from './support/operator.ts';
@@ -22,6 +23,22 @@ const RELEASE = 'apiserver-upgrade-operator';
 const NS = 'upgrade-system';
 const SA = `system:serviceaccount:${NS}:${RELEASE}`;
 const LEASE = `/apis/coordination.k8s.io/v1/namespaces/${NS}/leases/${RELEASE}`;
+
+const KUBEADM_ENDPOINT = 'cp.auo.test:6443';
+const KUBEADM_CLUSTER_CONFIGURATION = `# kubeadm init
+apiVersion: kubeadm.k8s.io/v1beta4
+kind: ClusterConfiguration
+kubernetesVersion: ${OLD_VERSION}
+controlPlaneEndpoint: ${KUBEADM_ENDPOINT}
+imageRepository: registry.auo.test/k8s
+apiServer:
+  extraArgs:
+  - name: authorization-mode
+    value: Node,RBAC
+  - name: feature-gates
+    value: SomeOtherGate=false
+certificatesDir: /etc/kubernetes/pki
+`;
 
 let cluster: NodesCluster | undefined;
 after(async () => {
@@ -104,6 +121,12 @@ test('helm install on real kubelets: 2 operator Pods carry a static Pod upgrade 
       analysis: { interval: '5s', failureLimit: 3, onBreach: 'Pause' },
     },
   };
+  // What `kubeadm init` leaves in the cluster (v1beta4, as kubeadm v1.35 writes it): the operator must bring it in line
+  // once the upgrade ends, under the chart's RBAC, or a later `kubeadm upgrade`/`join` drops the gate.
+  await kubectl(c, ['apply', '-f', '-'], stringify({
+    apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'kubeadm-config', namespace: 'kube-system' },
+    data: { ClusterConfiguration: KUBEADM_CLUSTER_CONFIGURATION },
+  }));
   const file = join(c.dir, 'in-cluster.yaml');
   await writeFile(file, stringify(upgrade));
   const tApply = Date.now();
@@ -137,6 +160,22 @@ test('helm install on real kubelets: 2 operator Pods carry a static Pod upgrade 
   assert.equal(mirrors.length, 3);
   for (const m of mirrors) assert.match(m.spec.containers[0]!.image, new RegExp(`:${NEW_VERSION.replace(/\./g, '\\.')}$`));
   for (let i = 0; i < 3; i++) assert.equal((JSON.parse((await c.request(i, '/version')).body) as { gitVersion: string }).gitVersion, NEW_VERSION);
+
+  // kubeadm kept consistent, by the operator Pod under the chart's RBAC: the target version, the gate merged into the
+  // existing feature-gates, the driver's peer CA; every other key and the comment kept.
+  const kc = final.status?.conditions?.find((x) => x.type === 'KubeadmConfigUpdated');
+  assert.deepEqual([kc?.status, kc?.reason], ['True', 'KubeadmConfigUpdated'], JSON.stringify(final.status?.kubeadmConfig));
+  const cm = await c.json<{ metadata: { resourceVersion: string }; data: { ClusterConfiguration: string } }>('/api/v1/namespaces/kube-system/configmaps/kubeadm-config');
+  assert.equal(final.status?.kubeadmConfig?.resourceVersion, cm.metadata.resourceVersion, 'the status names the version the operator wrote');
+  assert.ok(cm.data.ClusterConfiguration.startsWith('# kubeadm init\n'), cm.data.ClusterConfiguration);
+  const cfg = parse(cm.data.ClusterConfiguration) as { kubernetesVersion: string; controlPlaneEndpoint: string; apiServer: { extraArgs: { name: string; value: string }[] } };
+  assert.equal(cfg.kubernetesVersion, NEW_VERSION);
+  assert.equal(cfg.controlPlaneEndpoint, KUBEADM_ENDPOINT);
+  assert.deepEqual(cfg.apiServer.extraArgs, [
+    { name: 'authorization-mode', value: 'Node,RBAC' },
+    { name: 'feature-gates', value: `SomeOtherGate=false,${PROXY_GATE}=true` },
+    { name: 'peer-ca-file', value: '/etc/kubernetes/pki/ca.crt' },
+  ], cm.data.ClusterConfiguration);
 
   const jobs = (await c.json<JobList>('/apis/batch/v1/namespaces/kube-system/jobs?labelSelector=app.kubernetes.io%2Fmanaged-by%3Dapiserver-upgrade-operator')).items;
   const keys = jobs.map((j) => j.metadata.annotations?.['upgrade.apiserver.dev/idempotency-key'] ?? '');

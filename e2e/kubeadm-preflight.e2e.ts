@@ -66,6 +66,14 @@ const row = (u: ApiServerUpgrade | undefined, reason: string, object?: string): 
   u?.status?.kubeadmPreflight?.findings?.find((f) => f.reason === reason && (object === undefined || f.object === object));
 const summary = (u: ApiServerUpgrade | undefined): string => JSON.stringify({ phase: u?.status?.phase, kubeadmPreflight: u?.status?.kubeadmPreflight, conditions: u?.status?.conditions });
 
+/** What the operator went through, for a timeout's message: its exits, and its last warnings and errors. */
+function operatorTail(): string {
+  if (!op) return 'no operator';
+  const loud = op.logLines().filter((l) => l.level === 'warn' || l.level === 'error').slice(-15);
+  const last = op.logLines().slice(-5);
+  return `operator exits ${JSON.stringify(op.exits)}; its last warnings: ${loud.map((l) => JSON.stringify(l)).join('\n')}\nits last lines: ${last.map((l) => JSON.stringify(l)).join('\n')}`;
+}
+
 /** The upgrade once `ok` holds; on timeout the error carries the last status seen. */
 async function waitUpgrade(c: Cluster, name: string, what: string, timeoutMs: number, ok: (u: ApiServerUpgrade) => boolean): Promise<ApiServerUpgrade> {
   let last: ApiServerUpgrade | undefined;
@@ -74,7 +82,7 @@ async function waitUpgrade(c: Cluster, name: string, what: string, timeoutMs: nu
     if (u) last = u;
     return u && ok(u) ? u : undefined;
   }, 500).catch((err: Error) => {
-    throw new Error(`${err.message}; last seen: ${summary(last)}`, { cause: err });
+    throw new Error(`${err.message}; last seen: ${summary(last)}; ${operatorTail()}`, { cause: err });
   });
 }
 
