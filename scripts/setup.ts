@@ -1,7 +1,8 @@
 // Everything the README's commands need on a fresh machine, in one place:
 //   node scripts/setup.ts test    npm test: Lua 5.1 and 5.4 for the Argo CD health check test
 //   node scripts/setup.ts demo    npm run demo: root, haproxy, openssl, iproute2, util-linux, Go, etcd + both kube-apiservers built
-//   node scripts/setup.ts e2e     npm run e2e: the demo's, plus prometheus/promtool, helm, kubectl
+//   node scripts/setup.ts e2e     npm run e2e: the demo's, plus prometheus/promtool, prometheus-alertmanager/amtool, helm, kubectl,
+//                                 upstream Prometheus (built: Debian's has no kubernetes_sd_configs)
 //   node scripts/setup.ts ci      both (.ci/run)
 //   node scripts/setup.ts tools   helm and promtool only (scripts/install-tools.sh)
 // `npm test` and `npm run e2e` run it first; the demo imports it. Missing system packages are installed with
@@ -12,7 +13,7 @@ import { execFileSync } from 'node:child_process';
 import { copyFileSync, mkdirSync, renameSync, symlinkSync, unlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { clusterBinaries, CNI_PLUGINS_VERSION, ensureBinaries, findGo, HELM_VERSION, OLD_VERSION, requireGo, builtBinary, type BinarySpec } from '../e2e/cluster/binaries.ts';
+import { clusterBinaries, CNI_PLUGINS_VERSION, ensureBinaries, findGo, HELM_VERSION, OLD_VERSION, PROMETHEUS_VERSION, requireGo, builtBinary, type BinarySpec } from '../e2e/cluster/binaries.ts';
 import { toolCache } from '../e2e/support/tools.ts';
 import { aptCommand, missingSystem, onPath, WHAT, type Profile } from '../e2e/cluster/requirements.ts';
 
@@ -42,9 +43,9 @@ function systemPackages(profiles: Profile[]): void {
     const e = err as Error & { stderr?: Buffer; stdout?: Buffer };
     throw new Error(`${cmd} failed: ${e.stderr?.toString().trim() || e.message}`, { cause: err });
   }
-  if (pkgs.includes('prometheus')) {
-    // The package starts a Prometheus daemon where an init system runs; the tests start their own.
-    for (const stop of [['systemctl', 'stop', 'prometheus'], ['service', 'prometheus', 'stop']]) {
+  // These packages start their daemon where an init system runs; the tests start their own, on their own ports.
+  for (const service of ['prometheus', 'prometheus-alertmanager'].filter((p) => pkgs.includes(p))) {
+    for (const stop of [['systemctl', 'stop', service], ['service', service, 'stop']]) {
       try {
         execFileSync(stop[0]!, stop.slice(1), { stdio: 'ignore' });
         break;
@@ -91,6 +92,8 @@ export async function setup(profiles: Profile[]): Promise<void> {
   if (profiles.includes('e2e')) {
     builds.push(...(['kubelet', 'kube-proxy', 'kube-controller-manager', 'kube-scheduler'] as const).map((what) => ({ what, version: OLD_VERSION })));
     builds.push({ what: 'cni-plugins', version: CNI_PLUGINS_VERSION }, { what: 'kubectl', version: OLD_VERSION });
+    // Upstream Prometheus with kubernetes_sd_configs, which Debian's lacks (e2e/alerting.e2e.ts).
+    builds.push({ what: 'prometheus', version: PROMETHEUS_VERSION });
   }
   // kubectl: the API tests run it from PATH (or $KUBECTL); where the machine has none, one is built and installed.
   const wantKubectl = profiles.includes('e2e') && !process.env.KUBECTL && onPath('kubectl') === undefined;

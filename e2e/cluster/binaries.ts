@@ -12,13 +12,18 @@ export const NEW_VERSION = process.env.AUO_NEW_VERSION ?? 'v1.36.3';
 export const ETCD_VERSION = process.env.AUO_ETCD_VERSION ?? 'v3.6.16';
 /** helm for the chart tests, built like the rest (it was `go install helm.sh/helm/v3/cmd/helm@…`). */
 export const HELM_VERSION = 'v3.22.0';
+/**
+ * Upstream Prometheus for e2e/alerting.e2e.ts, which runs docs/quickstart.md's scrape configuration as a Prometheus in
+ * a cluster would, through kubernetes_sd_configs: Debian's prometheus is built without that service discovery.
+ */
+export const PROMETHEUS_VERSION = 'v3.16.0';
 /** The reference CNI plugins of the nodes mode's Pod network (github.com/containernetworking/plugins). */
 export const CNI_PLUGINS_VERSION = process.env.AUO_CNI_PLUGINS_VERSION ?? 'v1.10.0';
 /** The oldest Go that builds every default version (k8s.io/kubernetes v1.36 says `go 1.26`). */
 export const MIN_GO = [1, 26] as const;
 
 /** What build-binaries.sh builds; 'cni-plugins' is a folder (bridge, host-local, loopback, portmap), the rest one binary each. */
-export type BinaryKind = 'kube-apiserver' | 'etcd' | 'kubectl' | 'helm' | 'kubelet' | 'kube-controller-manager' | 'kube-scheduler' | 'kube-proxy' | 'cni-plugins';
+export type BinaryKind = 'kube-apiserver' | 'etcd' | 'kubectl' | 'helm' | 'kubelet' | 'kube-controller-manager' | 'kube-scheduler' | 'kube-proxy' | 'cni-plugins' | 'prometheus';
 /** The plugins in the cni-plugins folder. */
 export const CNI_PLUGINS = ['bridge', 'host-local', 'loopback', 'portmap'] as const;
 export interface BinarySpec {
@@ -325,7 +330,7 @@ function runBuild(spec: BinarySpec): Promise<string> {
     board.update();
     const tail: string[] = [];
     // The package whose compile line means "linking now" (the plugins link one by one: no such single moment).
-    const mainPkg = spec.what === 'etcd' ? 'go.etcd.io/etcd/server/v3' : spec.what === 'helm' ? 'helm.sh/helm/v3/cmd/helm' : spec.what === 'cni-plugins' ? undefined : `k8s.io/kubernetes/cmd/${spec.what}`;
+    const mainPkg = spec.what === 'etcd' ? 'go.etcd.io/etcd/server/v3' : spec.what === 'helm' ? 'helm.sh/helm/v3/cmd/helm' : spec.what === 'prometheus' ? 'github.com/prometheus/prometheus/cmd/prometheus' : spec.what === 'cni-plugins' ? undefined : `k8s.io/kubernetes/cmd/${spec.what}`;
     try {
       return await new Promise<string>((resolve, reject) => {
         const child = spawn('bash', [buildScript, spec.what, spec.version], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, PATH: go.envPath } });

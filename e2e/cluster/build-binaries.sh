@@ -6,7 +6,8 @@
 #                             loopback, portmap (the nodes mode's Pod network)
 #   etcd                      go.etcd.io/etcd/server/v3 (v3.6.16)
 #   helm                      helm.sh/helm/v3 (v3.22.0)
-# Usage: build-binaries.sh <kube-apiserver|kubectl|kubelet|kube-controller-manager|kube-scheduler|kube-proxy|etcd|helm|cni-plugins> <version>
+#   prometheus                github.com/prometheus/prometheus (v3.16.0 = module v0.316.0), with kubernetes_sd_configs
+# Usage: build-binaries.sh <kube-apiserver|kubectl|kubelet|kube-controller-manager|kube-scheduler|kube-proxy|etcd|helm|cni-plugins|prometheus> <version>
 # Prints the path of the built binary (for cni-plugins: of the folder of plugins) on stdout. Progress goes to stderr: log lines "[build ...]", "go: downloading"
 # lines while modules are fetched, then, for e2e/cluster/binaries.ts to count:
 #   @@waiting            another process holds this binary's build lock (it is building the same thing)
@@ -95,7 +96,21 @@ case "$what" in
     compile "$p/main/bridge" "-s -w -X github.com/containernetworking/plugins/pkg/utils/buildversion.BuildVersion=$version" \
       "$p/ipam/host-local" "$p/main/loopback" "$p/meta/portmap"
     ;;
-  *) echo "unknown binary: $what (kube-apiserver|kubectl|kubelet|kube-controller-manager|kube-scheduler|kube-proxy|etcd|helm|cni-plugins)" >&2; exit 2 ;;
+  prometheus)
+    [[ "$version" =~ ^v3\.([0-9]+)\.([0-9]+)$ ]] || { echo "bad Prometheus version: $version" >&2; exit 2; }
+    # Prometheus v3.M.P is the Go module github.com/prometheus/prometheus v0.3MM.P. Built upstream's way with only
+    # the service discoveries a Pod in a cluster needs (static, file, http and kubernetes: build tags remove_all_sd,
+    # enable_kubernetes_sd): Debian's prometheus has no kubernetes_sd_configs. Its own go.mod decides every dependency.
+    modver="$(printf 'v0.3%02d.%d' "${BASH_REMATCH[1]}" "${BASH_REMATCH[2]}")"
+    printf 'module auo.local/build\ngo 1.25\n' > go.mod
+    log "resolving github.com/prometheus/prometheus@$modver (Prometheus $version)"
+    go get "github.com/prometheus/prometheus/cmd/prometheus@$modver" >&2
+    export GOFLAGS="$GOFLAGS -tags=remove_all_sd,enable_kubernetes_sd"
+    log "compiling"
+    v=github.com/prometheus/common/version
+    compile github.com/prometheus/prometheus/cmd/prometheus "-s -w -X $v.Version=${version#v} -X $v.Revision=$modver -X $v.Branch=module -X $v.BuildUser=auo -X $v.BuildDate=19700101-00:00:00"
+    ;;
+  *) echo "unknown binary: $what (kube-apiserver|kubectl|kubelet|kube-controller-manager|kube-scheduler|kube-proxy|etcd|helm|cni-plugins|prometheus)" >&2; exit 2 ;;
 esac
 mv "$work/out" "$out"
 log "built $out"

@@ -25,6 +25,8 @@ export const SYSTEM: SystemNeed[] = [
   { command: 'flock', pkg: 'util-linux', why: 'one build per binary across processes', for: ['demo', 'e2e', 'tools'] },
   { command: 'promtool', pkg: 'prometheus', why: 'the chart\'s alert rules are checked with promtool', for: ['e2e', 'tools'] },
   { command: 'prometheus', pkg: 'prometheus', why: 'the Prometheus-source e2e tests scrape through a real Prometheus', for: ['e2e', 'tools'] },
+  { command: 'prometheus-alertmanager', pkg: 'prometheus-alertmanager', why: 'e2e/alerting.e2e.ts routes the chart\'s alerts through a real Alertmanager', for: ['e2e'] },
+  { command: 'amtool', pkg: 'prometheus-alertmanager', why: 'e2e/alerting.e2e.ts checks the documented Alertmanager routing with amtool', for: ['e2e'] },
   { command: 'containerd', pkg: 'containerd', why: 'the container runtime of each node in the nodes mode', for: ['e2e'] },
   { command: 'ctr', pkg: 'containerd', why: 'images are imported into each node\'s containerd with ctr', for: ['e2e'] },
   { command: 'runc', pkg: 'runc', why: 'the OCI runtime under containerd in the nodes mode', for: ['e2e'] },

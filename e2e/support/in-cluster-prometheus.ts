@@ -1,0 +1,63 @@
+// A real Prometheus (upstream's, built with kubernetes_sd_configs: Debian's has none) that runs as if in a Pod of
+// the e2e cluster, so that a configuration written for a Prometheus in the cluster runs unchanged: it gets what the
+// kubelet gives a Pod, a ServiceAccount token and the cluster CA at /var/run/secrets/kubernetes.io/serviceaccount/
+// and the KUBERNETES_SERVICE_HOST/PORT of the API. The files are put there in a private mount namespace (a tmpfs over
+// /run for this process alone), so nothing on the host changes; kubernetes_sd_configs without api_server then
+// take the in-cluster path they take in a Pod, and credentials_file/ca_file read those files.
+import { copyFile, mkdir, writeFile } from 'node:fs/promises';
+import { realpathSync } from 'node:fs';
+import { join } from 'node:path';
+import { freePort } from '../cluster/cluster.ts';
+import { ManagedProcess } from '../cluster/process.ts';
+import { waitFor } from '../cluster/index.ts';
+import { requireCommands } from '../cluster/requirements.ts';
+
+export const SERVICE_ACCOUNT_DIR = '/var/run/secrets/kubernetes.io/serviceaccount';
+
+export interface InClusterPrometheus {
+  url: string;
+  proc: ManagedProcess;
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts Prometheus (the binary `bin`) with `config` as its prometheus.yml, written into `dir` (relative rule_files are read from
+ * there), and answers once /-/ready says 200. `api` is the address of the API as a Pod sees it (the balancer).
+ */
+export async function startInClusterPrometheus(o: { bin: string; dir: string; config: string; token: string; caFile: string; api: { host: string; port: number } }): Promise<InClusterPrometheus> {
+  requireCommands(['unshare'], 'startInClusterPrometheus()');
+  const sa = join(o.dir, 'serviceaccount');
+  await mkdir(sa, { recursive: true });
+  await writeFile(join(sa, 'token'), o.token, { mode: 0o600 });
+  await copyFile(o.caFile, join(sa, 'ca.crt'));
+  const cfg = join(o.dir, 'prometheus.yml');
+  await writeFile(cfg, o.config);
+  const port = await freePort();
+  const url = `http://127.0.0.1:${port}`;
+  // /var/run is a link to /run on Debian: the tmpfs goes on the folder it resolves to.
+  const run = realpathSync('/var/run');
+  const script = [
+    'set -e',
+    `mount -t tmpfs -o size=1m,mode=0755 auo-in-cluster ${run}`,
+    `mkdir -p ${SERVICE_ACCOUNT_DIR}`,
+    `cp "$1/token" "$1/ca.crt" ${SERVICE_ACCOUNT_DIR}/`,
+    'export KUBERNETES_SERVICE_HOST="$2" KUBERNETES_SERVICE_PORT="$3"',
+    'shift 3',
+    'exec "$@"',
+  ].join('\n');
+  const proc = new ManagedProcess('unshare', ['--mount', '--propagation', 'private', '--', 'sh', '-c', script, 'in-cluster', sa, o.api.host, String(o.api.port),
+    o.bin, `--config.file=${cfg}`, `--storage.tsdb.path=${join(o.dir, 'prometheus-data')}`,
+    `--web.listen-address=127.0.0.1:${port}`, '--storage.tsdb.retention.time=1h', '--log.level=info'], join(o.dir, 'prometheus.log'));
+  const stop = (): Promise<void> => proc.stop(10_000);
+  try {
+    await waitFor('the in-cluster Prometheus to be ready', 60_000, async () => {
+      if (proc.exited) throw new Error(`prometheus exited (${proc.exitCode ?? proc.signal}); see ${proc.logPath}`);
+      const r = await fetch(`${url}/-/ready`).catch(() => undefined);
+      return r?.status === 200 ? true : undefined;
+    }, 250);
+  } catch (err) {
+    await stop();
+    throw err;
+  }
+  return { url, proc, stop };
+}
