@@ -11,6 +11,7 @@ import { freePort } from '../cluster/cluster.ts';
 import { ManagedProcess } from '../cluster/process.ts';
 import { waitFor } from '../cluster/index.ts';
 import { requireCommands } from '../cluster/requirements.ts';
+import { registerTeardown, unregisterTeardown } from '../cluster/cleanup.ts';
 
 export const SERVICE_ACCOUNT_DIR = '/var/run/secrets/kubernetes.io/serviceaccount';
 
@@ -48,7 +49,13 @@ export async function startInClusterPrometheus(o: { bin: string; dir: string; co
   const proc = new ManagedProcess('unshare', ['--mount', '--propagation', 'private', '--', 'sh', '-c', script, 'in-cluster', sa, o.api.host, String(o.api.port),
     o.bin, `--config.file=${cfg}`, `--storage.tsdb.path=${join(o.dir, 'prometheus-data')}`,
     `--web.listen-address=127.0.0.1:${port}`, '--storage.tsdb.retention.time=1h', '--log.level=info'], join(o.dir, 'prometheus.log'));
-  const stop = (): Promise<void> => proc.stop(10_000);
+  // Killed with the test process too (a failed before(), Ctrl-C): it runs in a process group of its own.
+  const key = `prometheus-${proc.pid}`;
+  registerTeardown(key, () => proc.signalGroup('SIGKILL'));
+  const stop = async (): Promise<void> => {
+    await proc.stop(10_000);
+    unregisterTeardown(key);
+  };
   try {
     await waitFor('the in-cluster Prometheus to be ready', 60_000, async () => {
       if (proc.exited) throw new Error(`prometheus exited (${proc.exitCode ?? proc.signal}); see ${proc.logPath}`);
