@@ -17,6 +17,9 @@
 # The cache folder is $AUO_BIN_CACHE, else ${XDG_CACHE_HOME:-~/.cache}/apiserver-upgrade-operator/bin; GOCACHE and
 # GOMODCACHE are Go's (set them to build from empty caches without touching the shared ones).
 set -euo pipefail
+# The whole script is one compound command, which bash reads to its end before running any of it: a checkout that
+# changes this file while a build runs (a 20-minute kube-apiserver build, say) cannot change what that build runs.
+{
 what="$1"; version="$2"
 cache="${AUO_BIN_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/apiserver-upgrade-operator/bin}"
 out="$cache/$what-$version"
@@ -115,3 +118,5 @@ esac
 mv "$work/out" "$out"
 log "built $out"
 echo "$out"
+exit 0
+}
