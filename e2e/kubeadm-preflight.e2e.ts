@@ -17,7 +17,7 @@ import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { Cluster, NEW_VERSION, OLD_VERSION, PROXY_GATE, ReplaceWebhook, waitFor } from './cluster/index.ts';
-import { createUpgrade, getUpgrade, installCrd, startOperator, type OperatorProcess } from './support/operator.ts';
+import { createUpgrade, installCrd, startOperator, type OperatorProcess } from './support/operator.ts';
 import { upgradeManifest } from './support/rig.ts';
 import type { ApiServerUpgrade, KubeadmFinding } from '../src/api/types.generated.ts';
 
@@ -77,12 +77,20 @@ function operatorTail(): string {
 /** The upgrade once `ok` holds; on timeout the error carries the last status seen. */
 async function waitUpgrade(c: Cluster, name: string, what: string, timeoutMs: number, ok: (u: ApiServerUpgrade) => boolean): Promise<ApiServerUpgrade> {
   let last: ApiServerUpgrade | undefined;
+  let lastFailedRead = 'none';
   return waitFor(what, timeoutMs, async () => {
-    const u = await getUpgrade(c, name);
-    if (u) last = u;
-    return u && ok(u) ? u : undefined;
+    // A new connection each time: once etcd is cut from cp-3, a kept-alive connection the balancer sent there stays
+    // there (TCP balancing), and reads on it hang.
+    const r = await c.request('lb', `${UPGRADES}/${name}`, { timeoutMs: 5000, newConnection: true }).catch((err: Error) => err);
+    if (r instanceof Error || r.status !== 200) {
+      lastFailedRead = r instanceof Error ? r.message : `HTTP ${r.status}: ${r.body.slice(0, 200)}`;
+      return undefined;
+    }
+    const u = JSON.parse(r.body) as ApiServerUpgrade;
+    last = u;
+    return ok(u) ? u : undefined;
   }, 500).catch((err: Error) => {
-    throw new Error(`${err.message}; last seen: ${summary(last)}; ${operatorTail()}`, { cause: err });
+    throw new Error(`${err.message}; last failed read: ${lastFailedRead}; last seen: ${summary(last)}; ${operatorTail()}`, { cause: err });
   });
 }
 
@@ -99,7 +107,8 @@ test('each kubeadm preflight finding on real servers: certificates close to expi
   });
   const c = cluster;
   const req = async (target: number | 'lb', method: string, path: string, body?: unknown, contentType = 'application/json'): Promise<string> => {
-    const r = await c.request(target, path, { method, headers: { 'Content-Type': contentType }, ...(body === undefined ? {} : { body: JSON.stringify(body) }) });
+    // A new connection per request, as in waitUpgrade: after the cut, none may be held on cp-3 by the balancer.
+    const r = await c.request(target, path, { method, headers: { 'Content-Type': contentType }, newConnection: true, ...(body === undefined ? {} : { body: JSON.stringify(body) }) });
     assert.ok(r.status >= 200 && r.status < 300, `${method} ${path} on ${target}: HTTP ${r.status}: ${r.body}`);
     return r.body;
   };
@@ -187,12 +196,12 @@ test('each kubeadm preflight finding on real servers: certificates close to expi
   assert.ok(events.items.some((e) => e.type === 'Warning' && e.reason === kc?.reason), events.items.map((e) => e.reason).join(', '));
 
   await req('lb', 'DELETE', `${UPGRADES}/${a}`);
-  await waitFor(`${a} to be gone`, 30_000, async () => ((await c.request('lb', `${UPGRADES}/${a}`)).status === 404 ? true : undefined), 250);
+  await waitFor(`${a} to be gone`, 30_000, async () => ((await c.request('lb', `${UPGRADES}/${a}`, { newConnection: true, timeoutMs: 5000 })).status === 404 ? true : undefined), 250);
 
   // The static Pod driver pins its agent to the node named as the server's hostname: cp-1 has no mirror Pod, cp-2's
   // was registered under another node name, cp-3's Node is labelled with another hostname.
   const b = 'kubeadm-findings-static-pod';
-  await createUpgrade(c, {
+  await req('lb', 'POST', UPGRADES, {
     apiVersion: 'upgrade.apiserver.dev/v1alpha1', kind: 'ApiServerUpgrade', metadata: { name: b },
     spec: {
       targetVersion: NEW_VERSION, paused: true,

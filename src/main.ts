@@ -88,7 +88,8 @@ const upgrades = new Informer<ApiServerUpgrade>({
 const reconciler = new UpgradeReconciler({
   kube, observer, metrics, log,
   // Each reconcile reads its upgrade (and the others, for one-at-a-time) from the informer: no GET, no LIST.
-  upgrades: new CachedUpgrades(upgrades, kube),
+  // The informer is resynced when its cache is found behind the API (src/runtime/upgrade-cache.ts says when).
+  upgrades: new CachedUpgrades(upgrades, kube, { onStale: (why) => upgrades.resync(why) }),
   driverFor: (spec, name) => driverFor(spec, kube, name),
   ...(policyFile ? { policy: () => policyFile.current() } : {}),
   // Preflight reads each server's flags, certificate and peer address, and the APIServices (docs/trust.md).
@@ -104,7 +105,18 @@ const reconciler = new UpgradeReconciler({
   events: { controller: `${GROUP}/operator`, get instance() { return leaderIdentityHolder.id; } },
 });
 
-const queue = new WorkQueue({ hooks: runtimeMetrics.queueHooks });
+const metricHooks = runtimeMetrics.queueHooks;
+const queue = new WorkQueue({
+  hooks: {
+    ...metricHooks,
+    // A failed reconcile is retried with backoff; said once per failure, so that an operator that keeps failing is
+    // seen in its logs and not only in apiserver_upgrade_operator_reconcile_errors_total.
+    onError: (key, err, delayMs) => {
+      metricHooks.onError?.(key, err, delayMs);
+      log.warn('reconcile failed; retrying', { upgrade: key, err: err instanceof Error ? err.message : String(err), retryInMs: delayMs });
+    },
+  },
+});
 // Every upgrade once when leading starts (a finished one only refreshes its metrics, from the cache).
 const enqueueAll = (): void => upgrades.keys().forEach((k) => queue.add(k));
 const enqueue = (o: KubeObject): void => queue.add(objectKey(o));

@@ -87,6 +87,14 @@ export class UpgradeReconciler {
       return {};
     }
     const now = (this.d.now ?? (() => new Date()))();
+    // Where a slow reconcile spent its time (debug log): a server that hangs shows as one step's milliseconds.
+    const steps: Record<string, number> = {};
+    let mark = Date.now();
+    const step = (name: string): void => {
+      const t = Date.now();
+      steps[name] = t - mark;
+      mark = t;
+    };
     const blocker = blockingUpgrade(u, (await (this.d.upgrades ?? this.d.kube).listUpgrades()).items);
     // One reading of the policy for the whole reconcile: the planner and the calls see the same one.
     const policy = this.d.policy?.();
@@ -95,11 +103,17 @@ export class UpgradeReconciler {
       p = blockedPlan(u, blocker, now);
     } else {
       let obs: Observation = await this.d.observer.observe(analysisSettings(u, now), now.getTime());
-      if (this.d.preflightFacts && atPreflight(u)) obs = { ...obs, ...(await this.preflightFacts(u, obs, policy)) };
+      step('observeMs');
+      if (this.d.preflightFacts && atPreflight(u)) {
+        obs = { ...obs, ...(await this.preflightFacts(u, obs, policy)) };
+        step('preflightFactsMs');
+      }
       const driverReports = await this.driverReports(u, policy, log);
+      step('driverReportsMs');
       p = plan({ name, uid: u.metadata?.uid ?? name, generation: u.metadata?.generation ?? 0, annotations: u.metadata?.annotations ?? {}, ...(driverReports ? { driverReports } : {}) }, u.spec, u.status, obs, now, policy);
     }
     let current = await this.writeStatus(u, p.status, log);
+    step('statusMs');
     this.countReportedFailures(u.status, current.status);
     // Events before the calls: a call that fails must not lose what this step decided and announced.
     for (const a of p.actions) if (a.kind === 'event') await this.event(current, a, log);
@@ -107,7 +121,8 @@ export class UpgradeReconciler {
     if (calls.length > 0) current = await this.makeCalls(current, calls, now, log, policy);
     if (this.d.keepKubeadmConfig && isTerminal(current.status?.phase) && kubeadmConfigDue(current.status)) current = await this.syncKubeadmConfig(current, log);
     this.d.metrics.observe(current);
-    log.debug('reconciled', { phase: current.status?.phase, batch: current.status?.batch?.current, requeueAfterMs: p.requeueAfterMs });
+    step('callsMs');
+    log.debug('reconciled', { phase: current.status?.phase, batch: current.status?.batch?.current, requeueAfterMs: p.requeueAfterMs, ...steps });
     return p.requeueAfterMs === undefined ? {} : { requeueAfterMs: p.requeueAfterMs };
   }
 
@@ -169,7 +184,14 @@ export class UpgradeReconciler {
     const patch = createMergePatch(u.status ?? {}, status);
     if (patch === undefined) return u;
     const before = u.status?.phase;
-    const updated = await this.d.kube.patchUpgradeStatus(u.metadata!.name!, patch as Partial<ApiServerUpgradeStatus>, { resourceVersion: u.metadata!.resourceVersion! });
+    let updated: ApiServerUpgrade;
+    try {
+      updated = await this.d.kube.patchUpgradeStatus(u.metadata!.name!, patch as Partial<ApiServerUpgradeStatus>, { resourceVersion: u.metadata!.resourceVersion! });
+    } catch (err) {
+      // Gone from the API while our reads still hold it: those reads are behind (their watch may be stuck).
+      if (err instanceof KubeApiError && err.statusCode === 404) this.d.upgrades?.gone?.(u.metadata!.name!);
+      throw err;
+    }
     this.d.upgrades?.written?.(u, updated);
     if (before !== status.phase) log.info('phase changed', { from: before ?? 'none', to: status.phase, batch: status.batch?.current });
     return updated;

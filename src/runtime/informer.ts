@@ -36,7 +36,7 @@ export interface InformerOptions {
 }
 
 interface WatchResult {
-  end: WatchEnd | 'stopped';
+  end: WatchEnd | 'stopped' | 'resync';
   err?: unknown;
   lifetimeMs: number;
 }
@@ -68,6 +68,9 @@ export class Informer<T extends KubeObject = KubeObject> {
   private readonly stopCtl = new AbortController();
   private readonly restartCounts = new Map<RestartReason, number>();
   private resolveSynced!: () => void;
+  /** Ends the watch in progress (set while one runs): resync() goes through it. */
+  private endWatch?: (end: 'resync', err: Error) => void;
+  private lastResyncAt = 0;
   private rv = '';
   private isSynced = false;
   private loop?: Promise<void>;
@@ -124,6 +127,22 @@ export class Informer<T extends KubeObject = KubeObject> {
     return { restarts: Object.fromEntries(this.restartCounts), relists: this.relists };
   }
 
+  /**
+   * Drops the watch and lists again, because the cache is known to be behind the API: our own write's echo never
+   * came, or the API says an object the cache holds is gone. A watch served by a kube-apiserver that lost etcd
+   * stays open and silent (its watch cache stops; nothing closes the stream until timeoutSeconds), and a balancer
+   * that holds the connection keeps it there; the relist goes out on a new connection. At most once per
+   * `minIntervalMs`, so that a caller that keeps finding the cache behind cannot turn it into a LIST loop.
+   * Returns whether a resync was started.
+   */
+  resync(why: string, minIntervalMs = 10_000): boolean {
+    const now = Date.now();
+    if (this.stopped || !this.endWatch || now - this.lastResyncAt < minIntervalMs) return false;
+    this.lastResyncAt = now;
+    this.endWatch('resync', new Error(why));
+    return true;
+  }
+
   private get stopped(): boolean {
     return this.stopCtl.signal.aborted;
   }
@@ -147,7 +166,10 @@ export class Informer<T extends KubeObject = KubeObject> {
       if (r.end === 'stopped' || this.stopped) break;
       if (r.lifetimeMs >= (this.o.healthyAfterMs ?? 30_000)) this.backoff.reset();
       let delay: number;
-      if (r.end === 'gone') {
+      if (r.end === 'resync') {
+        needList = true;
+        delay = 0;
+      } else if (r.end === 'gone') {
         // History is gone: relist at once, unless 410s come back right after connecting again and again.
         needList = true;
         delay = r.lifetimeMs >= 1000 ? 0 : this.backoff.next();
@@ -250,6 +272,7 @@ export class Informer<T extends KubeObject = KubeObject> {
       const finish = (end: WatchResult['end'], err?: unknown): void => {
         if (settled) return;
         settled = true;
+        this.endWatch = undefined;
         clearInterval(dog);
         this.stopCtl.signal.removeEventListener('abort', onStop);
         // Aborting makes Watch call done(AbortError), which `settled` ignores.
@@ -257,6 +280,7 @@ export class Informer<T extends KubeObject = KubeObject> {
         resolve({ end, err, lifetimeMs: Date.now() - started });
       };
       const onStop = (): void => finish('stopped');
+      this.endWatch = finish;
       this.stopCtl.signal.addEventListener('abort', onStop, { once: true });
       const dog = setInterval(() => {
         if (Date.now() - lastActivity > silenceMs) finish('watchdog', new Error(`no data for ${silenceMs} ms`));

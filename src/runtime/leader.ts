@@ -102,7 +102,10 @@ export class LeaderElector {
       if (await this.tryAcquireOrRenew(this.retryPeriodMs * 2)) {
         this.startLeading();
         await this.renewLoop();
-        continue;
+        // As client-go's Run: leadership lost is the end of this elector. Its owner stops acting and exits (main.ts),
+        // and campaigning again here would hand the lease back to a process that is shutting down.
+        if (!signal.aborted) this.log.info('not campaigning again after losing the lease');
+        return;
       }
       await sleepUnlessAborted(this.retryPeriodMs + withJitter(this.retryPeriodMs * 0.6, 1), signal);
     }
@@ -122,7 +125,9 @@ export class LeaderElector {
           this.stepDown('lost');
           return;
         }
-        if (await this.tryAcquireOrRenew(Math.min(left, this.retryPeriodMs * 2))) {
+        // One retryPeriod per attempt: a request stuck on a server that lost etcd (its connection held there by a
+        // TCP balancer) then costs one attempt, and the next, on a new connection, still fits within renewDeadline.
+        if (await this.tryAcquireOrRenew(Math.min(left, this.retryPeriodMs))) {
           lastRenew = Date.now();
           break;
         }

@@ -6,6 +6,19 @@ export interface UpgradeReads {
   listUpgrades(): Promise<{ items: ApiServerUpgrade[] }>;
   /** The reconciler wrote `after` over `before` (same object): later reads must not go back to `before`. */
   written?(before: ApiServerUpgrade, after: ApiServerUpgrade): void;
+  /** The API answered 404 for an upgrade these reads returned: the reads are behind the API. */
+  gone?(name: string): void;
+}
+
+export interface CachedUpgradesOptions {
+  /**
+   * Called when the cache is known to be behind the API (main.ts resyncs the informer): an upgrade the API says is
+   * gone, or our own status write not echoed by the watch within `echoDeadlineMs`.
+   */
+  onStale?(why: string): void;
+  /** How long our write may go unseen by the watch before the cache counts as behind. Default 15 s. */
+  echoDeadlineMs?: number;
+  now?(): number;
 }
 
 /** What of an informer (src/runtime/informer.ts) is read: its cache, keyed by name (cluster-scoped). */
@@ -19,6 +32,8 @@ interface Written {
   /** The resourceVersions our writes replaced: the cache showing one of them has not seen our last write yet. */
   superseded: Set<string>;
   latest: ApiServerUpgrade;
+  /** When `latest` was written (the operator's clock). */
+  at: number;
 }
 
 const rv = (u: ApiServerUpgrade): string => u.metadata?.resourceVersion ?? '';
@@ -34,10 +49,16 @@ export class CachedUpgrades implements UpgradeReads {
   private readonly store: UpgradeStore;
   private readonly api: Pick<UpgradeReads, 'getUpgrade' | 'listUpgrades'>;
   private readonly writes = new Map<string, Written>();
+  private readonly opts: CachedUpgradesOptions;
 
-  constructor(store: UpgradeStore, api: Pick<UpgradeReads, 'getUpgrade' | 'listUpgrades'>) {
+  constructor(store: UpgradeStore, api: Pick<UpgradeReads, 'getUpgrade' | 'listUpgrades'>, opts: CachedUpgradesOptions = {}) {
     this.store = store;
     this.api = api;
+    this.opts = opts;
+  }
+
+  private now(): number {
+    return (this.opts.now ?? Date.now)();
   }
 
   getUpgrade(name: string): Promise<ApiServerUpgrade | undefined> {
@@ -54,10 +75,15 @@ export class CachedUpgrades implements UpgradeReads {
 
   written(before: ApiServerUpgrade, after: ApiServerUpgrade): void {
     const name = after.metadata?.name ?? '';
-    const w = this.writes.get(name) ?? { superseded: new Set<string>(), latest: after };
+    const w = this.writes.get(name) ?? { superseded: new Set<string>(), latest: after, at: this.now() };
     w.superseded.add(rv(before));
     w.latest = after;
+    w.at = this.now();
     this.writes.set(name, w);
+  }
+
+  gone(name: string): void {
+    if (this.store.hasSynced && this.store.get(name) !== undefined) this.opts.onStale?.(`the API says ${name} is gone; the cache still holds it`);
   }
 
   /** Kept writes the cache has not caught up with (for tests and debugging). */
@@ -68,7 +94,13 @@ export class CachedUpgrades implements UpgradeReads {
   private fresh(name: string, cached: ApiServerUpgrade | undefined): ApiServerUpgrade | undefined {
     const w = this.writes.get(name);
     if (!w) return cached;
-    if (cached !== undefined && w.superseded.has(rv(cached))) return w.latest;
+    if (cached !== undefined && w.superseded.has(rv(cached))) {
+      const waitedMs = this.now() - w.at;
+      if (waitedMs > (this.opts.echoDeadlineMs ?? 15_000)) {
+        this.opts.onStale?.(`the watch has not shown our status write of ${name} (resourceVersion ${rv(w.latest)}) for ${Math.round(waitedMs / 1000)} s`);
+      }
+      return w.latest;
+    }
     // The cache shows our last write, a newer change, or the object's deletion: it is the truth again.
     this.writes.delete(name);
     return cached;

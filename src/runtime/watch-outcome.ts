@@ -19,7 +19,7 @@ export type WatchEnd =
   | 'error';
 
 /** Why the informer had to list again or re-watch; the label of its restarts metric. */
-export type RestartReason = WatchEnd | 'list-error';
+export type RestartReason = WatchEnd | 'list-error' | 'resync';
 
 export function classifyWatchEnd(err: unknown, sawGone: boolean, errorEvent: { code?: number } | undefined): WatchEnd {
   if (sawGone) return 'gone';

@@ -76,3 +76,26 @@ test('a change by someone else, or a deletion, wins over a kept write', async ()
   assert.deepEqual((await c.listUpgrades()).items, []);
   assert.equal(c.pending, 0, 'a list forgets the writes of deleted upgrades');
 });
+
+test('the cache counts as behind when the watch does not echo our write within the deadline, or the API says an upgrade it holds is gone', async () => {
+  const store = new Store();
+  let now = 1_000;
+  const stale: string[] = [];
+  const c = new CachedUpgrades(store, apiCounting(), { onStale: (why) => stale.push(why), echoDeadlineMs: 15_000, now: () => now });
+  store.set(up('a', '5'));
+  c.written(up('a', '5'), up('a', '6'));
+  now += 15_000;
+  assert.equal((await c.getUpgrade('a'))?.metadata?.resourceVersion, '6');
+  assert.deepEqual(stale, [], 'within the deadline: the echo may still come');
+  now += 1;
+  assert.equal((await c.getUpgrade('a'))?.metadata?.resourceVersion, '6', 'our write is still what is read');
+  assert.equal(stale.length, 1);
+  assert.match(stale[0]!, /has not shown our status write of a \(resourceVersion 6\) for 15 s/);
+  store.set(up('a', '6'));
+  await c.getUpgrade('a');
+  assert.equal(stale.length, 1, 'caught up: no more');
+  c.gone('a');
+  assert.match(stale[1]!, /the API says a is gone; the cache still holds it/);
+  c.gone('b');
+  assert.equal(stale.length, 2, 'not in the cache either: the cache is not behind on it');
+});
