@@ -74,6 +74,8 @@ const prometheus = new PrometheusAnalysis({ log: log.child({ component: 'prometh
 const leases = new Informer<V1Lease>({
   kubeConfig: kc, path: '/apis/coordination.k8s.io/v1/namespaces/kube-system/leases', labelSelector: 'apiserver.kubernetes.io/identity=kube-apiserver',
   name: 'identity-leases', logger: log, ...runtimeMetrics.informerHooks('identity-leases'),
+  // Every server renews its Lease every 10 s: 30 s without an event is a stuck watch, not a quiet fleet.
+  maxSilenceMs: 30_000,
 });
 // The `kubernetes` EndpointSlices (the servers' addresses): likewise from an informer, not a LIST per observation.
 const endpointSlices = new Informer<V1EndpointSlice>({

@@ -90,3 +90,32 @@ test('all servers restarted while the informer backs off: it resumes (relisting 
     await informer.stop();
   }
 });
+
+test('a watch silent past maxSilenceMs is resumed (no relist); resync() relists at once, at most once per interval', { timeout: 60_000 }, async () => {
+  const labels = { test: 'informer-silent' };
+  const informer = new Informer<KubeObject>({
+    kubeConfig: kubeConfigOf(cluster), path: LEASES, labelSelector: 'test=informer-silent', name: 'silent',
+    logger: e2eLogger(), timeoutSeconds: 300, maxSilenceMs: 2000,
+  });
+  informer.start();
+  try {
+    await informer.synced;
+    // Nothing matches: the watch stays silent, as one served by a kube-apiserver that lost etcd does.
+    await waitFor('two watchdog restarts', 20_000, async () => ((informer.stats().restarts.watchdog ?? 0) >= 2 ? true : undefined), 200);
+    assert.equal(informer.stats().relists, 1, 'a silent watch resumes from its resourceVersion: no LIST');
+    await createLease(cluster, 'silent-a', labels);
+    await waitFor('the resumed watch to deliver', 20_000, async () => (informer.get('default/silent-a') ? true : undefined), 100);
+    assert.equal(informer.stats().relists, 1);
+
+    assert.equal(informer.resync('test: the cache is behind', 10_000), true);
+    await waitFor('the resync to relist', 20_000, async () => (informer.stats().relists === 2 ? true : undefined), 100);
+    assert.equal(informer.stats().restarts.resync, 1);
+    assert.deepEqual(informer.keys(), ['default/silent-a']);
+    assert.equal(informer.resync('again at once', 10_000), false, 'at most once per interval: no LIST loop');
+    await new Promise((r) => setTimeout(r, 1000));
+    assert.equal(informer.stats().relists, 2);
+  } finally {
+    await informer.stop();
+    await deleteLease(cluster, 'silent-a').catch(() => undefined);
+  }
+});

@@ -24,6 +24,12 @@ export interface InformerOptions {
   timeoutSeconds?: number;
   /** Added to timeoutSeconds before the watchdog declares a silent watch dead. Default 30 s. */
   watchdogMarginMs?: number;
+  /**
+   * For a collection that changes at least this often (each kube-apiserver renews its identity Lease every 10 s):
+   * a watch silent for this long is stuck — served by a server that lost etcd keeps it open and quiet — and is
+   * dropped and resumed on a new connection. Default: only the timeoutSeconds watchdog.
+   */
+  maxSilenceMs?: number;
   /** Restart backoff after errors; default 200 ms doubling to 30 s, ±20% jitter. */
   backoff?: BackoffOptions;
   /** A watch that stayed up this long resets the backoff. Default 30 s. */
@@ -260,7 +266,7 @@ export class Informer<T extends KubeObject = KubeObject> {
   /** One watch from the current resourceVersion; resolves (never rejects) when it has ended for any reason. */
   private watchOnce(): Promise<WatchResult> {
     const timeoutSeconds = Math.max(1, Math.round(withJitter(this.o.timeoutSeconds ?? 300, 0.1)));
-    const silenceMs = timeoutSeconds * 1000 + (this.o.watchdogMarginMs ?? 30_000);
+    const silenceMs = this.o.maxSilenceMs ?? timeoutSeconds * 1000 + (this.o.watchdogMarginMs ?? 30_000);
     const started = Date.now();
     let lastActivity = started;
     let sawGone = false;
