@@ -401,7 +401,8 @@ export class Cluster {
     await Promise.all(this.slots.map((s) => s.proc?.kill()));
     await Promise.all([this.haproxy?.kill(), this.etcd?.kill(), this.prometheus?.proc.kill()]);
     if (artifacts) {
-      await cp(this.dir, join(artifacts, this.runId), { recursive: true, filter: (src) => !src.includes('/etcd/') && !src.includes('/pki') }).catch(() => undefined);
+      // Sockets (haproxy's runtime API) cannot be copied: fs.cp stops at the first one, losing the logs after it.
+      await cp(this.dir, join(artifacts, this.runId), { recursive: true, filter: (src) => !src.includes('/etcd/') && !src.includes('/pki') && !src.endsWith('.sock') }).catch(() => undefined);
     }
     unregisterTeardown(this.runId);
     destroySync(this.state);
