@@ -5,10 +5,12 @@
 // with the static Pod driver; the leader Pod is deleted mid-upgrade and the other replica finishes; no Job is
 // created twice; `kubectl auth can-i` as the ServiceAccount shows what it may and may not do; the cluster's
 // kube-system/kubeadm-config (as `kubeadm init` writes it) is brought in line by the operator Pod once it Succeeded.
+// The install, the paused upgrade, its review and the resume are docs/quickstart.md's Path A blocks, run as written
+// (only the images, the durations and helm's --wait put in), so the page cannot drift from what ran.
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { writeFile } from 'node:fs/promises';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { parse, stringify } from 'yaml';
 import { NodesCluster } from './cluster/nodes/nodes-cluster.ts';
 import { NEW_VERSION, OLD_VERSION, PROXY_GATE, waitFor } from './cluster/index.ts';
@@ -16,11 +18,16 @@ import { AGENT_IMAGE, importImages } from './cluster/images.ts';
 import { operatorImage, OPERATOR_IMAGE } from './cluster/operator-image.ts';
 import { getUpgrade } from './support/operator.ts';
 import { tool, runOk, run } from './support/tools.ts';
+import { docBlock, substitute } from './support/doc-blocks.ts';
 import type { ApiServerUpgrade } from '../src/api/types.generated.ts';
 
-const CHART = join(import.meta.dirname, '..', 'charts', 'apiserver-upgrade-operator');
+const REPO = join(import.meta.dirname, '..');
+const QUICKSTART = join(REPO, 'docs', 'quickstart.md');
+const DOC_TAG = 'e2e/helm-install.e2e.ts';
+// The quickstart's names: the release and namespace are the chart's, the upgrade is its example's.
 const RELEASE = 'apiserver-upgrade-operator';
-const NS = 'upgrade-system';
+const NS = 'apiserver-upgrade-operator';
+const UPGRADE = 'kubeadm-to-v1-36-3';
 const SA = `system:serviceaccount:${NS}:${RELEASE}`;
 const LEASE = `/apis/coordination.k8s.io/v1/namespaces/${NS}/leases/${RELEASE}`;
 
@@ -48,6 +55,19 @@ after(async () => {
 interface Pod { metadata: { name: string; uid: string }; spec: { nodeName?: string }; status?: { phase?: string; podIP?: string; containerStatuses?: { ready: boolean; restartCount: number }[] } }
 interface JobList { items: { metadata: { name: string; annotations?: Record<string, string> }; status?: { succeeded?: number; failed?: number } }[] }
 
+/**
+ * Runs a block of docs/quickstart.md (marked `<!-- e2e/helm-install.e2e.ts: <name> -->`) with bash, as a reader
+ * would paste it: helm and kubectl first on PATH, the cluster's kubeconfig in KUBECONFIG. Answers its output.
+ */
+async function runDocBlock(c: NodesCluster, name: string, cwd: string, replacements: [string, string][]): Promise<string> {
+  const script = substitute(docBlock(QUICKSTART, DOC_TAG, name), replacements);
+  const path = [...new Set([dirname(tool('kubectl')), dirname(tool('helm'))])].join(':');
+  const prelude = `set -euo pipefail\nexport PATH=${path}:"$PATH" KUBECONFIG=${c.kubeconfig}\n`;
+  const out = await runOk('bash', ['-c', prelude + script], { cwd, timeoutMs: 6 * 60_000 });
+  process.stderr.write(`[helm] ran the quickstart's ${name}:\n${out}`);
+  return out;
+}
+
 function kubectl(c: NodesCluster, args: string[], input?: string): Promise<string> {
   return runOk(tool('kubectl'), ['--kubeconfig', c.kubeconfig, ...args], input === undefined ? {} : { input });
 }
@@ -65,7 +85,6 @@ async function leaderPod(c: NodesCluster): Promise<string | undefined> {
 }
 
 test('helm install on real kubelets: 2 operator Pods carry a static Pod upgrade to Succeeded through the kubernetes Service; the leader Pod deleted mid-upgrade, the other replica finishes; no Job twice; RBAC as the chart grants it', { timeout: 30 * 60_000 }, async () => {
-  const helm = tool('helm');
   const c = await NodesCluster.start({ nodes: 3, verbose: true });
   cluster = c;
   // What kubeadm's mark-control-plane phase does: the label the chart's nodeSelector names, the taint it tolerates.
@@ -83,11 +102,15 @@ test('helm install on real kubelets: 2 operator Pods carry a static Pod upgrade 
   await Promise.all(c.nodes.map((n) => importImages(c.containerdSocket(n.index), [image])));
   process.stderr.write(`[helm] operator image ${OPERATOR_IMAGE} ready and imported in ${((Date.now() - t0) / 1000).toFixed(1)} s\n`);
 
-  // The chart as a user installs it; only what this cluster differs in is set: its apiservers come from a private
-  // mirror (the driver keeps it, the policy must allow it) — the operator and agent images are the chart's defaults.
+  // The chart installed as docs/quickstart.md's Path A says, its block run as written: only the images (the ones this
+  // test built and imported) are put in, and the test adds debug logs and helm's --wait.
   const tInstall = Date.now();
-  await runOk(helm, ['--kubeconfig', c.kubeconfig, 'install', RELEASE, CHART, '--namespace', NS, '--create-namespace',
-    '--set', 'policy.apiserverImages[0].repositoryPrefix=registry.auo.test/k8s', '--set', 'logLevel=debug', '--wait', '--timeout', '5m'], { timeoutMs: 6 * 60_000 });
+  const tag = OPERATOR_IMAGE.slice(OPERATOR_IMAGE.lastIndexOf(':') + 1);
+  await runDocBlock(c, 'helm-install.sh', REPO, [
+    ['registry.example.com/apiserver-upgrade-operator --set image.tag=0.1.0', `${OPERATOR_IMAGE.slice(0, OPERATOR_IMAGE.lastIndexOf(':'))} --set image.tag=${tag}`],
+    ['registry.example.com/node-agent:0.1.0', AGENT_IMAGE],
+    ['--create-namespace \\', '--create-namespace --set logLevel=debug --wait --timeout 5m \\'],
+  ]);
   const pods = await waitFor('2 ready operator Pods on 2 nodes', 3 * 60_000, async () => {
     const ps = (await operatorPods(c)).filter((p) => p.status?.containerStatuses?.every((s) => s.ready));
     return ps.length === 2 ? ps : undefined;
@@ -111,30 +134,33 @@ test('helm install on real kubelets: 2 operator Pods carry a static Pod upgrade 
     ['delete', 'nodes'], ['create', 'pods', '-n', 'kube-system'], ['*', '*'],
   ]) assert.equal(await can(a), false, `the operator may not ${a.join(' ')}`);
 
-  const upgrade = {
-    apiVersion: 'upgrade.apiserver.dev/v1alpha1', kind: 'ApiServerUpgrade', metadata: { name: 'in-cluster' },
-    spec: {
-      targetVersion: NEW_VERSION,
-      strategy: { batchSize: 1, soakDuration: '5s', batchTimeout: '5m' },
-      proxy: { gate: 'Auto' },
-      driver: { staticPod: { agentImage: AGENT_IMAGE, readyTimeout: '2m' } },
-      analysis: { interval: '5s', failureLimit: 3, onBreach: 'Pause' },
-    },
-  };
   // What `kubeadm init` leaves in the cluster (v1beta4, as kubeadm v1.35 writes it): the operator must bring it in line
   // once the upgrade ends, under the chart's RBAC, or a later `kubeadm upgrade`/`join` drops the gate.
   await kubectl(c, ['apply', '-f', '-'], stringify({
     apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'kubeadm-config', namespace: 'kube-system' },
     data: { ClusterConfiguration: KUBEADM_CLUSTER_CONFIGURATION },
   }));
-  const file = join(c.dir, 'in-cluster.yaml');
-  await writeFile(file, stringify(upgrade));
+  // The upgrade of the quickstart, created paused with its commands: only the durations are shortened for a test.
+  await writeFile(join(c.dir, `${UPGRADE}.yaml`), substitute(docBlock(QUICKSTART, DOC_TAG, `${UPGRADE}.yaml`), [
+    ['soakDuration: 5m', 'soakDuration: 5s'], ['batchTimeout: 15m', 'batchTimeout: 5m'], ['interval: 15s', 'interval: 5s'],
+  ]));
   const tApply = Date.now();
-  await kubectl(c, ['apply', '-f', file]);
+  await runDocBlock(c, 'apply.sh', c.dir, []);
+  const reviewed = await waitFor('preflight to pass while paused', 2 * 60_000, async () => {
+    const u = await getUpgrade(c, UPGRADE);
+    return u?.status?.conditions?.some((x) => x.type === 'PreflightPassed' && x.status === 'True') ? u : undefined;
+  }, 1000);
+  // What the quickstart tells the reader to check before letting it go, printed by its own commands.
+  const shown = await runDocBlock(c, 'apply.sh', c.dir, [[`kubectl apply -f ${UPGRADE}.yaml\n`, '']]);
+  assert.match(shown, /^PreflightPassed=True Passed: /m, shown);
+  assert.match(shown, new RegExp(`^${OLD_VERSION.replace(/\./g, '\\.')} \\[`, 'm'), `the from-version and the plan: ${shown}`);
+  assert.equal(reviewed.status?.plan?.batches?.length, 3, JSON.stringify(reviewed.status?.plan));
+  assert.equal((await c.json<JobList>('/apis/batch/v1/namespaces/kube-system/jobs')).items.length, 0, 'paused: nothing touched');
+  await runDocBlock(c, 'resume.sh', c.dir, []);
 
   // Mid-upgrade — once the first node runs the target — the leader Pod goes; the other replica must finish.
   await waitFor('batch 1 upgraded', 10 * 60_000, async () => {
-    const u = await getUpgrade(c, 'in-cluster');
+    const u = await getUpgrade(c, UPGRADE);
     if (u?.status?.phase === 'Paused' || u?.status?.phase === 'Failed') throw new Error(`upgrade ${u.status.phase}: ${JSON.stringify(u.status.pause)}`);
     return (u?.status?.batch?.current ?? 0) >= 2 ? true : undefined;
   }, 1000);
@@ -150,7 +176,7 @@ test('helm install on real kubelets: 2 operator Pods carry a static Pod upgrade 
   assert.equal(next, standby, 'the other replica took over (not the Pod that replaced the deleted one)');
 
   const final = await waitFor('Succeeded', 15 * 60_000, async () => {
-    const u = await getUpgrade(c, 'in-cluster');
+    const u = await getUpgrade(c, UPGRADE);
     if (u?.status?.phase === 'Paused' || u?.status?.phase === 'Failed') throw new Error(`upgrade ${u.status.phase}: ${JSON.stringify(u.status.pause)}`);
     return u?.status?.phase === 'Succeeded' ? u : undefined;
   }, 1000) as ApiServerUpgrade;
