@@ -18,6 +18,10 @@ import { tool, run, runOk } from './support/tools.ts';
 import { startOperator, getUpgrade, type OperatorProcess } from './support/operator.ts';
 import { createServingCert } from './cluster/pki.ts';
 import type { ApiServerUpgrade } from '../src/api/types.generated.ts';
+import { resolveSpec } from '../src/api/defaults.ts';
+import { agentJob } from '../src/drivers/static-pod.ts';
+import { idempotencyKey } from '../src/plan/keys.ts';
+import type { DriverRequest } from '../src/plan/actions.ts';
 
 const root = join(import.meta.dirname, '..');
 const CHART = join(root, 'charts', 'apiserver-upgrade-operator');
@@ -31,6 +35,7 @@ const CRD_NAME = 'apiserverupgrades.upgrade.apiserver.dev';
 const API_VERSION = 'upgrade.apiserver.dev/v1alpha1';
 /** The ServiceAccount the chart binds to its metrics-reader ClusterRole (metrics.reader.subjects), as Prometheus's would be. */
 const READER_SA = 'prometheus';
+const AGENT_NS = 'apiserver-upgrade-agents';
 const DEFAULT_RUNBOOK = 'https://github.com/apiserver-upgrade-operator/apiserver-upgrade-operator/blob/main/docs/operations.md';
 const ALERTS = [
   'ApiServerUpgradeEnablingProxyStalled', 'ApiServerUpgradeFailed', 'ApiServerUpgradeOperatorDown', 'ApiServerUpgradeOperatorNoLeader', 'ApiServerUpgradePaused',
@@ -264,6 +269,38 @@ async function ruleFile(set: string[] = []): Promise<{ path: string; groups: Rul
 
 /** GitHub's anchor of a markdown heading: lower case, punctuation dropped, spaces to hyphens. */
 const anchorOf = (heading: string): string => heading.trim().toLowerCase().replace(/[^\p{L}\p{N}\s_-]/gu, '').replace(/\s/g, '-');
+
+test('agentNamespace.create: the chart\'s namespace admits the agent Job\'s Pod (Pod Security privileged, enforced by the real apiserver); a baseline namespace refuses it', async () => {
+  const objs = await render(['agentNamespace.create=true']);
+  const [ns] = find(objs, 'Namespace');
+  assert.equal(ns?.metadata.name, AGENT_NS);
+  for (const mode of ['enforce', 'audit', 'warn']) assert.equal(ns?.metadata.labels?.[`pod-security.kubernetes.io/${mode}`], 'privileged', mode);
+  const rules = find(objs, 'Role').filter((r) => r.metadata.namespace === AGENT_NS).flatMap((r) => (r as unknown as { rules: { resources: string[]; verbs: string[] }[] }).rules);
+  assert.deepEqual(rules.map((r) => `${r.resources.join(',')}:${r.verbs.join(',')}`), ['jobs:create,get', 'pods:list'], 'Jobs there, and its Pods listed for image pull errors');
+  assert.ok(find(objs, 'Role').some((r) => r.metadata.namespace === 'kube-system' && r.metadata.name.endsWith('-agent-jobs')), 'kube-system (rbac.jobNamespaces) keeps its Job role');
+
+  // The Pod the static Pod driver's Job makes, created (server-side dry run: admission, Pod Security included) in the
+  // chart's namespace and in one labelled baseline.
+  await k(['apply', '-f', '-'], stringify(ns));
+  await k(['create', 'namespace', 'agents-baseline']);
+  await k(['label', 'namespace', 'agents-baseline', 'pod-security.kubernetes.io/enforce=baseline']);
+  try {
+    const spec = resolveSpec({ targetVersion: NEW_VERSION, driver: { staticPod: { agentImage: 'ghcr.io/apiserver-upgrade-operator/node-agent:0.1.0', namespace: AGENT_NS } } });
+    assert.equal(spec.driver.kind, 'staticPod');
+    if (spec.driver.kind !== 'staticPod') return;
+    const request: DriverRequest = { idempotencyKey: idempotencyKey('uid', 1, 'cp-1', 'Upgrade', NEW_VERSION), action: 'Upgrade', upgrade: 'psa', batch: 1, server: { identity: 'apiserver-x', hostname: 'cp-1', address: '10.0.0.11:6443' }, targetVersion: NEW_VERSION, featureGates: {} };
+    const job = agentJob(spec.driver.staticPod, request, 'psa', `registry.k8s.io/kube-apiserver:${NEW_VERSION}`) as { spec: { template: { spec: unknown } } };
+    const pod = (namespace: string): string => stringify({ apiVersion: 'v1', kind: 'Pod', metadata: { name: 'agent-psa', namespace }, spec: job.spec.template.spec });
+    const admitted = await run(kubectl, ['--kubeconfig', cluster.kubeconfig, 'create', '--dry-run=server', '-f', '-'], { input: pod(AGENT_NS) });
+    assert.equal(admitted.code, 0, admitted.stderr);
+    assert.doesNotMatch(admitted.stderr, /PodSecurity/, 'no Pod Security warning either');
+    const refused = await run(kubectl, ['--kubeconfig', cluster.kubeconfig, 'create', '--dry-run=server', '-f', '-'], { input: pod('agents-baseline') });
+    assert.notEqual(refused.code, 0);
+    assert.match(refused.stderr, /violates PodSecurity "baseline:latest"/);
+  } finally {
+    await k(['delete', 'namespace', AGENT_NS, 'agents-baseline', '--wait=false']);
+  }
+});
 
 test('promtool check rules: valid rules; each alert has a severity and a runbook_url into its section of docs/operations.md', async () => {
   const { path, groups } = await ruleFile();
