@@ -11,7 +11,7 @@ import { TokenReviewAuth, kubeReviewer } from './runtime/metrics-auth.ts';
 import { tryParseDuration } from './api/duration.ts';
 import { installSignalHandlers } from './runtime/shutdown.ts';
 import { RuntimeMetrics } from './runtime/metrics.ts';
-import { ENDPOINTSLICES_PATH, FleetObserver, KUBERNETES_SERVICE_SELECTOR } from './observe/fleet.ts';
+import { APISERVICES_PATH, ENDPOINTSLICES_PATH, FleetObserver, KUBERNETES_SERVICE_SELECTOR } from './observe/fleet.ts';
 import { PrometheusAnalysis } from './observe/prometheus-source.ts';
 import { UpgradeReconciler } from './controller/reconciler.ts';
 import { OperatorMetrics } from './controller/metrics.ts';
@@ -22,6 +22,8 @@ import { objectKey, type KubeObject } from './runtime/object-cache.ts';
 import { updateNeedsReconcile } from './plan/admission.ts';
 import { leaseEventWakes, upgradesToWake } from './plan/wake.ts';
 import { CachedUpgrades } from './runtime/upgrade-cache.ts';
+import { listThroughCaches, type ListCache } from './runtime/cached-list.ts';
+import { APISERVER_PODS_COLLECTION, APISERVER_PODS_PATH, APISERVER_PODS_SELECTOR } from './observe/trust.ts';
 import { observeKubeadm } from './observe/kubeadm.ts';
 import type { V1EndpointSlice, V1Lease } from '@kubernetes/client-node';
 import type { ApiServerUpgrade } from './api/types.generated.ts';
@@ -82,7 +84,17 @@ const endpointSlices = new Informer<V1EndpointSlice>({
   kubeConfig: kc, path: ENDPOINTSLICES_PATH, labelSelector: KUBERNETES_SERVICE_SELECTOR,
   name: 'kubernetes-endpointslices', logger: log, ...runtimeMetrics.informerHooks('kubernetes-endpointslices'),
 });
-const observer = new FleetObserver(kc, (path) => kube.request('GET', path), log, undefined, { analysisSource: prometheus.source, leaseCache: leases, endpointCache: endpointSlices });
+// The APIServices (aggregated APIs left out of the storage-hash reads, the coverage report) and the kube-apiserver
+// mirror Pods (hostname hints, the trust flags): small collections read at every observation or preflight, held
+// by informers so that an upgrade under way makes no LIST (docs/scale.md).
+const apiServices = new Informer({
+  kubeConfig: kc, path: APISERVICES_PATH, name: 'apiservices', logger: log, ...runtimeMetrics.informerHooks('apiservices'),
+});
+const mirrorPods = new Informer({
+  kubeConfig: kc, path: APISERVER_PODS_COLLECTION, labelSelector: APISERVER_PODS_SELECTOR, name: 'apiserver-mirror-pods', logger: log, ...runtimeMetrics.informerHooks('apiserver-mirror-pods'),
+});
+const cachedList = listThroughCaches((path) => kube.request('GET', path), new Map<string, ListCache>([[APISERVICES_PATH, apiServices], [APISERVER_PODS_PATH, mirrorPods]]));
+const observer = new FleetObserver(kc, cachedList, log, undefined, { analysisSource: prometheus.source, leaseCache: leases, endpointCache: endpointSlices });
 const leaderIdentityHolder: { id: string } = { id: '' };
 const upgrades = new Informer<ApiServerUpgrade>({
   kubeConfig: kc, path: `/apis/${GROUP}/${VERSION}/${PLURAL}`, name: 'apiserverupgrades', logger: log, ...runtimeMetrics.informerHooks('apiserverupgrades'),
@@ -96,6 +108,7 @@ const reconciler = new UpgradeReconciler({
   ...(policyFile ? { policy: () => policyFile.current() } : {}),
   // Preflight reads each server's flags, certificate and peer address, and the APIServices (docs/trust.md).
   preflightFacts: true,
+  list: cachedList,
   // The preflight checks for kubeadm clusters, and kubeadm-config kept in line after an upgrade (docs/kubeadm-runbook.md).
   kubeadmFacts: (peers, always) => observeKubeadm(peers, {
     get: (path) => kube.request('GET', path),
@@ -178,5 +191,7 @@ installSignalHandlers({ logger: log, queue, leader, informers: [upgrades, leases
 upgrades.start();
 leases.start();
 endpointSlices.start();
+apiServices.start();
+mirrorPods.start();
 leader.start();
 log.info('apiserver-upgrade-operator started', { identity: leader.identity, healthPort: health.port, metricsPort: health.metricsPort, server: kc.getCurrentCluster()?.server });

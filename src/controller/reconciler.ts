@@ -41,6 +41,8 @@ export interface ReconcilerDeps {
    * APIServices, a TLS handshake with each server and the driver's Describe. main.ts turns it on; absent: not read.
    */
   preflightFacts?: boolean;
+  /** LISTs of the preflight facts (mirror Pods, APIServices), answered from informers where main.ts has them; absent: the API. */
+  list?: <T>(path: string) => Promise<T>;
   /**
    * Reads the facts of the preflight checks for kubeadm clusters (src/observe/kubeadm.ts) with the other preflight
    * facts; `always`: read them even without a kubeadm-config (the static Pod driver). Absent: not read.
@@ -232,7 +234,7 @@ export class UpgradeReconciler {
       if (err instanceof SpecError) return {};
       throw err;
     }
-    const list = <T>(path: string): Promise<T> => this.d.kube.request<T>('GET', path);
+    const list = this.d.list ?? (<T>(path: string): Promise<T> => this.d.kube.request<T>('GET', path));
     const deps: TrustObserverDeps = { list };
     if (policy !== undefined && checkSpec(policy, spec).length > 0) {
       deps.noDescribe = 'the spec is outside the operator\'s policy: its driver is not called';

@@ -5,6 +5,7 @@
  * (`list apiservices`, already granted by the chart).
  */
 import type { ObservedAPIService, ObservedCoverage } from '../plan/coverage.ts';
+import { APISERVICES_PATH } from './fleet.ts';
 
 export const AUTOMANAGED_LABEL = 'kube-aggregator.kubernetes.io/automanaged';
 
@@ -32,7 +33,7 @@ export function apiServicesFrom(list: { kind?: string; items?: APIServiceItem[] 
 /** Lists the APIServices; a failure is the report's "unknown", with why. */
 export async function observeCoverage(list: <T>(path: string) => Promise<T>): Promise<ObservedCoverage> {
   try {
-    return { apiServices: apiServicesFrom(await list('/apis/apiregistration.k8s.io/v1/apiservices')) };
+    return { apiServices: apiServicesFrom(await list(APISERVICES_PATH)) };
   } catch (err) {
     return { error: err instanceof Error ? err.message : String(err) };
   }

@@ -11,6 +11,7 @@ import { summarizeAnalysis } from './analysis-summary.ts';
 import { cachedCertificateDnsNames, hintsFromCertificateCache, hintsFromMirrorPods } from './hostname-hints.ts';
 import type { PrometheusSettings } from './prometheus-source.ts';
 import { ORPHAN_NAMES_LIMIT, checkedList, listPath, objectName, orphanCandidates, type ObjectListLike, type OrphansOf } from './orphans.ts';
+import { APISERVER_PODS_PATH } from './trust.ts';
 
 /** GET of a list through the balancer, with the caller's retries; injected so observation shares the operator's client. */
 export type ListFn = <T>(path: string) => Promise<T>;
@@ -175,7 +176,7 @@ export class FleetObserver {
   private async hostnameHints(leases: IdentityLeaseLike[], endpoints: EndpointAddresses[]): Promise<Map<string, string>> {
     const missing = leases.filter((l) => !l.metadata?.annotations?.[PEER_ADDRESS_ANNOTATION]).map((l) => l.metadata?.labels?.[HOSTNAME_LABEL] ?? '').filter(Boolean);
     if (missing.length === 0) return new Map();
-    const pods = await this.list<V1PodList>(`/api/v1/namespaces/kube-system/pods?labelSelector=${encodeURIComponent('component=kube-apiserver')}`).catch(() => ({ items: [] }) as V1PodList);
+    const pods = await this.list<V1PodList>(APISERVER_PODS_PATH).catch(() => ({ items: [] }) as V1PodList);
     const hints = hintsFromMirrorPods(pods);
     const still = missing.filter((h) => !hints.has(h));
     if (still.length > 0) {

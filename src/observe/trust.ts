@@ -15,7 +15,9 @@ import { flagsFromPod, mirrorPodFor } from './trust-flags.ts';
 import { peerHandshake } from './trust-tls.ts';
 import { mapLimitSettled } from './map-limit.ts';
 
-export const APISERVER_PODS_PATH = `/api/v1/namespaces/kube-system/pods?labelSelector=${encodeURIComponent('component=kube-apiserver')}`;
+export const APISERVER_PODS_COLLECTION = '/api/v1/namespaces/kube-system/pods';
+export const APISERVER_PODS_SELECTOR = 'component=kube-apiserver';
+export const APISERVER_PODS_PATH = `${APISERVER_PODS_COLLECTION}?labelSelector=${encodeURIComponent(APISERVER_PODS_SELECTOR)}`;
 
 export interface TrustObserverDeps {
   list: <T>(path: string) => Promise<T>;
