@@ -19,6 +19,7 @@ import { operatorImage, OPERATOR_IMAGE } from './cluster/operator-image.ts';
 import { getUpgrade } from './support/operator.ts';
 import { tool, runOk, run } from './support/tools.ts';
 import { docBlock, substitute } from './support/doc-blocks.ts';
+import { kubeadmClusterConfiguration } from './support/kubeadm-config.ts';
 import type { ApiServerUpgrade } from '../src/api/types.generated.ts';
 
 const REPO = join(import.meta.dirname, '..');
@@ -32,20 +33,7 @@ const SA = `system:serviceaccount:${NS}:${RELEASE}`;
 const LEASE = `/apis/coordination.k8s.io/v1/namespaces/${NS}/leases/${RELEASE}`;
 
 const KUBEADM_ENDPOINT = 'cp.auo.test:6443';
-const KUBEADM_CLUSTER_CONFIGURATION = `# kubeadm init
-apiVersion: kubeadm.k8s.io/v1beta4
-kind: ClusterConfiguration
-kubernetesVersion: ${OLD_VERSION}
-controlPlaneEndpoint: ${KUBEADM_ENDPOINT}
-imageRepository: registry.auo.test/k8s
-apiServer:
-  extraArgs:
-  - name: authorization-mode
-    value: Node,RBAC
-  - name: feature-gates
-    value: SomeOtherGate=false
-certificatesDir: /etc/kubernetes/pki
-`;
+const KUBEADM_CLUSTER_CONFIGURATION = kubeadmClusterConfiguration({ version: OLD_VERSION, endpoint: KUBEADM_ENDPOINT, comment: 'kubeadm init', imageRepository: 'registry.auo.test/k8s' });
 
 let cluster: NodesCluster | undefined;
 after(async () => {

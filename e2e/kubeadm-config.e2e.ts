@@ -8,6 +8,7 @@ import { parse } from 'yaml';
 import { NEW_VERSION, OLD_VERSION, waitFor } from './cluster/index.ts';
 import { createUpgrade, getUpgrade } from './support/operator.ts';
 import { startRig, upgradeManifest, type Rig } from './support/rig.ts';
+import { kubeadmClusterConfiguration } from './support/kubeadm-config.ts';
 
 let rig: Rig | undefined;
 after(async () => {
@@ -15,19 +16,7 @@ after(async () => {
 });
 
 const CM_PATH = '/api/v1/namespaces/kube-system/configmaps/kubeadm-config';
-const CLUSTER_CONFIGURATION = `# written by kubeadm init; this comment must survive the operator's edit
-apiVersion: kubeadm.k8s.io/v1beta4
-kind: ClusterConfiguration
-kubernetesVersion: ${OLD_VERSION}
-controlPlaneEndpoint: cp.example:6443
-apiServer:
-  extraArgs:
-  - name: authorization-mode
-    value: Node,RBAC
-  - name: feature-gates
-    value: SomeOtherGate=false
-certificatesDir: /etc/kubernetes/pki
-`;
+const CLUSTER_CONFIGURATION = kubeadmClusterConfiguration({ version: OLD_VERSION, endpoint: 'cp.example:6443', comment: 'written by kubeadm init; this comment must survive the operator\'s edit' });
 
 function nodeInfo(kubeletVersion: string): Record<string, string> {
   return { kubeletVersion, kubeProxyVersion: '', machineID: 'm', systemUUID: 's', bootID: 'b', kernelVersion: '6.1.0', osImage: 'Debian', containerRuntimeVersion: 'containerd://2.0.0', operatingSystem: 'linux', architecture: 'amd64' };

@@ -9,9 +9,8 @@ import { realpathSync } from 'node:fs';
 import { join } from 'node:path';
 import { freePort } from '../cluster/cluster.ts';
 import { ManagedProcess } from '../cluster/process.ts';
-import { waitFor } from '../cluster/index.ts';
 import { requireCommands } from '../cluster/requirements.ts';
-import { registerTeardown, unregisterTeardown } from '../cluster/cleanup.ts';
+import { untilReady } from './ready-process.ts';
 
 export const SERVICE_ACCOUNT_DIR = '/var/run/secrets/kubernetes.io/serviceaccount';
 
@@ -49,22 +48,6 @@ export async function startInClusterPrometheus(o: { bin: string; dir: string; co
   const proc = new ManagedProcess('unshare', ['--mount', '--propagation', 'private', '--', 'sh', '-c', script, 'in-cluster', sa, o.api.host, String(o.api.port),
     o.bin, `--config.file=${cfg}`, `--storage.tsdb.path=${join(o.dir, 'prometheus-data')}`,
     `--web.listen-address=127.0.0.1:${port}`, '--storage.tsdb.retention.time=1h', '--log.level=info'], join(o.dir, 'prometheus.log'));
-  // Killed with the test process too (a failed before(), Ctrl-C): it runs in a process group of its own.
-  const key = `prometheus-${proc.pid}`;
-  registerTeardown(key, () => proc.signalGroup('SIGKILL'));
-  const stop = async (): Promise<void> => {
-    await proc.stop(10_000);
-    unregisterTeardown(key);
-  };
-  try {
-    await waitFor('the in-cluster Prometheus to be ready', 60_000, async () => {
-      if (proc.exited) throw new Error(`prometheus exited (${proc.exitCode ?? proc.signal}); see ${proc.logPath}`);
-      const r = await fetch(`${url}/-/ready`).catch(() => undefined);
-      return r?.status === 200 ? true : undefined;
-    }, 250);
-  } catch (err) {
-    await stop();
-    throw err;
-  }
+  const stop = await untilReady(proc, 'the in-cluster Prometheus', url, 60_000);
   return { url, proc, stop };
 }
