@@ -106,7 +106,13 @@ test('onBreach Rollback while a replacement is in flight: the rollback waits for
   assert.deepEqual(seq, ['Upgrade:cp-1', 'Upgrade:cp-2', 'Rollback:cp-2', 'Rollback:cp-1'], 'newest first, after the in-flight upgrade');
   const cp2up = [...hook.calls.values()].find((c) => c.action === 'Upgrade' && c.hostname === 'cp-2')!;
   const cp2back = [...hook.calls.values()].find((c) => c.action === 'Rollback' && c.hostname === 'cp-2')!;
-  assert.ok(cp2up.doneAt !== undefined && cp2back.at > cp2up.doneAt, 'the Rollback of cp-2 was sent only after its Upgrade had landed');
+  // Landed = the operator saw cp-2 back on the target (the call Done) before it recorded the Rollback. The hook's
+  // own doneAt is not the measure: its readiness poll may notice the new server after the operator's did.
+  const calls = final.status?.driverCalls ?? [];
+  const upCall = calls.find((c) => c.action === 'Upgrade' && c.server === 'cp-2');
+  const backCall = calls.find((c) => c.action === 'Rollback' && c.server === 'cp-2');
+  assert.ok(upCall?.completedAt && backCall?.time && Date.parse(upCall.completedAt) <= Date.parse(backCall.time), `the Rollback of cp-2 was recorded only after its Upgrade was Done: ${JSON.stringify([upCall, backCall])}`);
+  assert.ok(cp2up.startedAt !== undefined && cp2back.at > cp2up.startedAt, 'and reached the hook only after the held replacement had started');
   assert.ok(cp2up.at < breachAt, 'the Upgrade of cp-2 was in flight when the breach came');
   for (const c of hook.calls.values()) assert.equal(c.deliveries, 1, `${c.key} delivered once`);
   assert.equal(final.status?.conditions?.find((c) => c.type === 'RollbackSafe')?.status, 'True');
