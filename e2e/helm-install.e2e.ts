@@ -134,10 +134,15 @@ test('helm install on real kubelets: 2 operator Pods carry a static Pod upgrade 
   ]));
   const tApply = Date.now();
   await runDocBlock(c, 'apply.sh', c.dir, []);
+  let seen: ApiServerUpgrade | undefined;
   const reviewed = await waitFor('preflight to pass while paused', 2 * 60_000, async () => {
     const u = await getUpgrade(c, UPGRADE);
+    seen = u ?? seen;
     return u?.status?.conditions?.some((x) => x.type === 'PreflightPassed' && x.status === 'True') ? u : undefined;
-  }, 1000);
+  }, 1000).catch(async (err: Error) => {
+    const logs = await Promise.all((await operatorPods(c)).map(async (p) => `--- ${p.metadata.name}\n${await kubectl(c, ['logs', '-n', NS, p.metadata.name, '--tail', '30']).catch((e: Error) => e.message)}`));
+    throw new Error(`${err.message}; status: ${JSON.stringify(seen?.status)}\n${logs.join('\n')}`, { cause: err });
+  });
   // What the quickstart tells the reader to check before letting it go, printed by its own commands.
   const shown = await runDocBlock(c, 'apply.sh', c.dir, [[`kubectl apply -f ${UPGRADE}.yaml\n`, '']]);
   assert.match(shown, /^PreflightPassed=True Passed: /m, shown);

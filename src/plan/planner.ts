@@ -67,9 +67,18 @@ export function plan(upgrade: UpgradeInput, specIn: ApiServerUpgradeSpec, status
   // Checked on every step: the policy file may change, and so may the spec.
   const violations = policyViolations(ctx);
   // Preflight touches nothing, so it runs even when the upgrade is created paused: the plan is shown for review.
-  if (ctx.phase === 'Preflight') {
+  // Held by the spec before preflight passed, it runs again at every step (a first verdict that is only "waiting",
+  // e.g. for the storage hashes, must not stay the verdict) and the pause keeps where to resume: Preflight until
+  // it passes, then the phase it leads to.
+  const heldBeforePreflight = ctx.phase === 'Paused' && ctx.status.pause?.reason === 'PausedBySpec' && ctx.status.pause.resumePhase === 'Preflight';
+  if (ctx.phase === 'Preflight' || heldBeforePreflight) {
+    if (heldBeforePreflight) ctx.setPhase('Preflight');
     if (violations.length > 0) refusePreflight(ctx, violations);
     else runPreflight(ctx);
+    if (heldBeforePreflight && !isTerminal(ctx.phase)) {
+      ctx.status.pause!.resumePhase = ctx.phase;
+      ctx.setPhase('Paused');
+    }
   }
   if (isTerminal(ctx.phase)) return done(ctx);
 

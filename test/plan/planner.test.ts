@@ -453,3 +453,26 @@ test('retry re-runs a Failed upgrade from preflight; a retry value seen before t
   assert.equal(sim.status?.phase, 'Upgrading');
   assert.deepEqual(sim.calls(), ['Upgrade:cp-1']);
 });
+
+test('created paused, preflight runs again at each step until it passes: the plan is frozen, the pause kept, nothing called', () => {
+  const sim = new Sim(threeOld('off'), spec({ paused: true }));
+  // The first look has no storage hashes yet (a new operator's first observation): preflight only waits.
+  sim.extra.storage = [];
+  sim.step();
+  assert.equal(sim.status?.phase, 'Paused');
+  assert.deepEqual([sim.condition('PreflightPassed')?.status, sim.condition('PreflightPassed')?.reason], ['False', 'StorageVersionsUnknown']);
+  assert.equal(sim.status?.pause?.resumePhase, 'Preflight');
+  const since = sim.status?.pause?.since;
+  sim.extra.storage = [storage(OLD), storage(NEW)];
+  sim.step();
+  assert.equal(sim.status?.phase, 'Paused', 'still held by the spec');
+  assert.deepEqual([sim.condition('PreflightPassed')?.status, sim.condition('PreflightPassed')?.reason], ['True', 'Passed']);
+  assert.equal(sim.status?.pause?.resumePhase, 'EnablingProxy', 'resumes where the passed preflight leads: the gate is off');
+  assert.equal(sim.status?.pause?.since, since, 'the same pause');
+  assert.equal(sim.status?.plan?.batches?.length, 3);
+  assert.deepEqual(sim.calls(), []);
+  sim.spec = { ...sim.spec, paused: false };
+  sim.step();
+  assert.equal(sim.status?.phase, 'EnablingProxy');
+  assert.equal(sim.calls().length, 1, 'let go: the first gate call');
+});
