@@ -22,7 +22,7 @@ import { objectKey, type KubeObject } from './runtime/object-cache.ts';
 import { updateNeedsReconcile } from './plan/admission.ts';
 import { leaseEventWakes, upgradesToWake } from './plan/wake.ts';
 import { CachedUpgrades } from './runtime/upgrade-cache.ts';
-import { listThroughCaches, type ListCache } from './runtime/cached-list.ts';
+import { listThroughCaches, type CachedCollection } from './runtime/cached-list.ts';
 import { APISERVER_PODS_COLLECTION, APISERVER_PODS_PATH, APISERVER_PODS_SELECTOR } from './observe/trust.ts';
 import { observeKubeadm } from './observe/kubeadm.ts';
 import type { V1EndpointSlice, V1Lease } from '@kubernetes/client-node';
@@ -93,7 +93,10 @@ const apiServices = new Informer({
 const mirrorPods = new Informer({
   kubeConfig: kc, path: APISERVER_PODS_COLLECTION, labelSelector: APISERVER_PODS_SELECTOR, name: 'apiserver-mirror-pods', logger: log, ...runtimeMetrics.informerHooks('apiserver-mirror-pods'),
 });
-const cachedList = listThroughCaches((path) => kube.request('GET', path), new Map<string, ListCache>([[APISERVICES_PATH, apiServices], [APISERVER_PODS_PATH, mirrorPods]]));
+const cachedList = listThroughCaches((path) => kube.request('GET', path), new Map<string, CachedCollection>([
+  [APISERVICES_PATH, { cache: apiServices, apiVersion: 'apiregistration.k8s.io/v1', kind: 'APIServiceList' }],
+  [APISERVER_PODS_PATH, { cache: mirrorPods, apiVersion: 'v1', kind: 'PodList' }],
+]));
 const observer = new FleetObserver(kc, cachedList, log, undefined, { analysisSource: prometheus.source, leaseCache: leases, endpointCache: endpointSlices });
 const leaderIdentityHolder: { id: string } = { id: '' };
 const upgrades = new Informer<ApiServerUpgrade>({
