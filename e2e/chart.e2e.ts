@@ -284,6 +284,8 @@ test('agentNamespace.create: the chart\'s namespace admits the agent Job\'s Pod 
   await k(['apply', '-f', '-'], stringify(ns));
   await k(['create', 'namespace', 'agents-baseline']);
   await k(['label', 'namespace', 'agents-baseline', 'pod-security.kubernetes.io/enforce=baseline']);
+  // What kube-controller-manager (not run here) gives every namespace: the ServiceAccount admission needs it.
+  for (const ns of [AGENT_NS, 'agents-baseline']) await k(['create', 'serviceaccount', 'default', '-n', ns]);
   try {
     const spec = resolveSpec({ targetVersion: NEW_VERSION, driver: { staticPod: { agentImage: 'ghcr.io/apiserver-upgrade-operator/node-agent:0.1.0', namespace: AGENT_NS } } });
     assert.equal(spec.driver.kind, 'staticPod');
