@@ -5,6 +5,7 @@ import { blockingUpgrade, isFinished } from '../plan/admission.ts';
 import { analysisDue } from '../plan/analysis.ts';
 import { recordCallOutcome, type CallOutcome } from '../plan/call-outcome.ts';
 import type { FleetObserver, AnalysisSettings } from '../observe/fleet.ts';
+import type { ListFn } from '../runtime/cached-list.ts';
 import { KubeApiError, upgradeRef, type KubeClient, type EventSource } from '../runtime/kube.ts';
 import type { ReconcileResult } from '../runtime/workqueue.ts';
 import type { Logger } from '../runtime/logger.ts';
@@ -42,7 +43,7 @@ export interface ReconcilerDeps {
    */
   preflightFacts?: boolean;
   /** LISTs of the preflight facts (mirror Pods, APIServices), answered from informers where main.ts has them; absent: the API. */
-  list?: <T>(path: string) => Promise<T>;
+  list?: ListFn;
   /**
    * Reads the facts of the preflight checks for kubeadm clusters (src/observe/kubeadm.ts) with the other preflight
    * facts; `always`: read them even without a kubeadm-config (the static Pod driver). Absent: not read.

@@ -14,7 +14,7 @@ import { ORPHAN_NAMES_LIMIT, checkedList, listPath, objectName, orphanCandidates
 import { APISERVER_PODS_PATH } from './trust.ts';
 
 /** GET of a list through the balancer, with the caller's retries; injected so observation shares the operator's client. */
-export type ListFn = <T>(path: string) => Promise<T>;
+import type { ListFn } from '../runtime/cached-list.ts';
 
 export interface AnalysisSettings {
   intervalMs: number;
