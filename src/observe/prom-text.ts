@@ -126,15 +126,22 @@ interface OpenFamily {
   suffixWords: readonly (readonly number[])[];
 }
 
+/** Four characters of an ASCII string from `k`, as the little-endian int32 their bytes make. */
+function wordAt(name: string, k: number): number {
+  return name.charCodeAt(k) | (name.charCodeAt(k + 1) << 8) | (name.charCodeAt(k + 2) << 16) | (name.charCodeAt(k + 3) << 24);
+}
+
 /**
  * An ASCII name's bytes four at a time, as little-endian int32 (metric and label names are ASCII by the
- * grammar); the last `length % 4` characters are left to `nameAt`.
+ * grammar): every whole word, then, when the length is not a multiple of 4, the name's last four bytes
+ * (overlapping the word before). Empty for names shorter than 4.
  */
 function wordsOf(name: string): number[] {
   const words: number[] = [];
-  for (let k = 0; k + 4 <= name.length; k += 4) {
-    words.push(name.charCodeAt(k) | (name.charCodeAt(k + 1) << 8) | (name.charCodeAt(k + 2) << 16) | (name.charCodeAt(k + 3) << 24));
-  }
+  const n = name.length;
+  if (n < 4) return words;
+  for (let k = 0; k + 4 <= n; k += 4) words.push(wordAt(name, k));
+  if (n % 4 !== 0) words.push(wordAt(name, n - 4));
   return words;
 }
 
@@ -146,10 +153,13 @@ function wordsOf(name: string): number[] {
 function nameAt(bytes: DataView, at: number, name: string, words: readonly number[]): boolean {
   const n = name.length;
   if (at + n > bytes.byteLength) return false;
-  let k = 0;
-  for (let w = 0; w < words.length; w++, k += 4) if (bytes.getInt32(at + k, true) !== words[w]) return false;
-  for (; k < n; k++) if (bytes.getUint8(at + k) !== name.charCodeAt(k)) return false;
-  return true;
+  if (n < 4) {
+    for (let k = 0; k < n; k++) if (bytes.getUint8(at + k) !== name.charCodeAt(k)) return false;
+    return true;
+  }
+  const last = words.length - 1;
+  for (let w = 0; w < last; w++) if (bytes.getInt32(at + 4 * w, true) !== words[w]) return false;
+  return bytes.getInt32(at + n - 4, true) === words[last];
 }
 
 /**
@@ -332,6 +342,7 @@ export class PromTextParser {
 
   private open(name: string, type: MetricType): void {
     const wanted = this.wants(name);
+    const same = this.current?.name === name ? this.current : undefined; // TYPE after HELP: same name
     const suffixes = SUFFIXES[type];
     this.current = {
       name,
@@ -340,7 +351,7 @@ export class PromTextParser {
       family: wanted ? this.family(name) : undefined,
       suffixes,
       sampleNames: suffixes.map((s) => name + s),
-      nameWords: wordsOf(name),
+      nameWords: same?.nameWords ?? wordsOf(name),
       suffixWords: suffixes.map(wordsOf),
     };
   }
@@ -429,13 +440,18 @@ export class PromTextParser {
         nameEnd = after;
         family = current.family;
       } else {
-        nameEnd = scanName(text, after, end);
+        // One of the type's suffixes, ending the name there?
         const suffixes = current.suffixes;
         for (let k = 0; k < suffixes.length; k++) {
           const suffix = suffixes[k]!;
-          if (nameEnd - after === suffix.length && (view !== undefined ? nameAt(view, after, suffix, current.suffixWords[k]!) : text.startsWith(suffix, after))) {
+          const suffixEnd = after + suffix.length;
+          if (
+            (view !== undefined ? nameAt(view, after, suffix, current.suffixWords[k]!) : text.startsWith(suffix, after)) &&
+            (suffixEnd >= end || !isNameChar(text.charCodeAt(suffixEnd)))
+          ) {
             if (!current.wanted) return;
             name = current.sampleNames[k];
+            nameEnd = suffixEnd;
             family = current.family;
             break;
           }
