@@ -3,7 +3,8 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { grepCount } from './fixtures.ts';
-import { countFamiliesAndSeries, histograms, parsePromStream, parsePromText, PromParseError, PromTextParser } from '../../src/observe/prom-text.ts';
+import { countFamiliesAndSeries, histograms, parsePromNumber, parsePromNumberAt, parsePromStream, parsePromText, PromParseError, PromTextParser } from '../../src/observe/prom-text.ts';
+import type { Labels, ParsedMetrics } from '../../src/observe/prom-text.ts';
 
 const SYNTHETIC_PAGE = [
   '# HELP synthetic_requests_total Requests by code.',
@@ -233,4 +234,121 @@ it('the fast paths (open family compared in place, label names reused by positio
   }
   assert.throws(() => parsePromText('a{x="1} 1\n', 'all'), /unterminated value for label x/);
   assert.throws(() => parsePromText('# TYPE a gauge\na{x="1",x="2"} 1\n', new Set(['a'])), /duplicate label x/);
+});
+
+describe('fast paths: values read in place, names compared on the bytes of ASCII chunks', () => {
+  it('parsePromNumberAt reads a token inside a line exactly as parsePromNumber reads it alone', () => {
+    const tokens = [
+      '0', '-0', '+0', '7', '+5', '-12', '007', '123456789012345', '-123456789012345', '1234567890123456', '9007199254740993',
+      '1.5', '.5', '5.', '1e3', '1E-3', '-1.5e+2', '3.881000000000001e-06', '+Inf', '-Inf', 'Inf', 'inf', 'NaN', 'nan', '+NaN', '-NaN',
+      '+Infinity', '-infinity', '0x1F', '-0x10', '0X1f', '1_000', '', '+', '-', '--1', '+-1', '1-', '12a', 'a12', '1 2', '١', '1e', 'e3',
+    ];
+    for (const token of tokens) {
+      const line = `m{le="x"} ${token} 17`;
+      const from = 'm{le="x"} '.length;
+      assert.ok(Object.is(parsePromNumberAt(line, from, from + token.length), parsePromNumber(token)), `token ${JSON.stringify(token)}`);
+    }
+    // Known answers, so that a shared mistake of both cannot pass.
+    const known: [string, number | undefined][] = [
+      ['-0', -0], ['+5', 5], ['007', 7], ['123456789012345', 123456789012345], ['9007199254740993', 9007199254740992], ['1e3', 1000],
+      ['0x1F', 31], ['-Inf', -Infinity], ['+Inf', Infinity], ['1_000', undefined], ['+', undefined], ['-', undefined], ['', undefined], ['12a', undefined],
+    ];
+    for (const [token, value] of known) assert.ok(Object.is(parsePromNumberAt(` ${token} `, 1, 1 + token.length), value), `token ${JSON.stringify(token)}`);
+    assert.ok(Number.isNaN(parsePromNumberAt('NaN', 0, 3)));
+  });
+
+  it('reads values, timestamps and exemplars the same whichever path (integer, fraction, special, hex)', () => {
+    const text = '# TYPE v gauge\nv{k="1"} -0 1700000000000\nv{k="2"} +7\nv{k="3"} 2.5e-3 -5\nv{k="4"} -Inf\nv{k="5"} 0x10 # {t="a"} 1\n';
+    const got = parsePromText(text, 'all').get('v')?.samples.map((s) => [s.value, s.timestamp]);
+    assert.deepEqual(got, [[-0, 1700000000000], [7, undefined], [0.0025, -5], [-Infinity, undefined], [16, undefined]]);
+    assert.ok(Object.is(got?.[0]?.[0], -0));
+  });
+
+  // Names that differ only in their last bytes, shorter than a 4-byte word, or longer than the open family's.
+  const NAMES_PAGE = [
+    '# TYPE abcde counter',
+    'abcde_total 1',
+    'abcdf_total 2',
+    'abcde_totals 3',
+    'abcd 4',
+    'abcde_total{a="1"} 5',
+    '# TYPE ab gauge',
+    'ab{a="1",abc="2"} 6',
+    'ab{a="1",abd="3"} 7',
+    'ab{ab="1",a="x\\"y"} 8',
+    'ab{abd="4",a="1"} 9',
+    'ac 10',
+    '# TYPE h histogram',
+    'h_bucket{le="1"} 1 1700000000000',
+    'h_buckets{le="1"} 2',
+    'h_bucke 3',
+    'h_count 4',
+    'h_bucket{le="+Inf",code="ü"} 5',
+    '# TYPE abcdefghijklmnopqrstuvwxyz_0123456789 gauge',
+    'abcdefghijklmnopqrstuvwxyz_0123456789 11',
+    'abcdefghijklmnopqrstuvwxyz_0123456788 12',
+    'abcdefghijklmnopqrstuvwxyz_012345678 13',
+    'bcdefghijklmnopqrstuvwxyz_0123456789 14',
+  ];
+  const EXPECTED: Record<string, [string, Labels, number][]> = {
+    abcde: [['abcde_total', {}, 1], ['abcde_total', { a: '1' }, 5]],
+    abcdf_total: [['abcdf_total', {}, 2]],
+    abcde_totals: [['abcde_totals', {}, 3]],
+    abcd: [['abcd', {}, 4]],
+    ab: [['ab', { a: '1', abc: '2' }, 6], ['ab', { a: '1', abd: '3' }, 7], ['ab', { ab: '1', a: 'x"y' }, 8], ['ab', { abd: '4', a: '1' }, 9]],
+    ac: [['ac', {}, 10]],
+    h: [['h_bucket', { le: '1' }, 1], ['h_count', {}, 4], ['h_bucket', { le: '+Inf', code: 'ü' }, 5]],
+    h_buckets: [['h_buckets', { le: '1' }, 2]],
+    h_bucke: [['h_bucke', {}, 3]],
+    abcdefghijklmnopqrstuvwxyz_0123456789: [['abcdefghijklmnopqrstuvwxyz_0123456789', {}, 11]],
+    abcdefghijklmnopqrstuvwxyz_0123456788: [['abcdefghijklmnopqrstuvwxyz_0123456788', {}, 12]],
+    abcdefghijklmnopqrstuvwxyz_012345678: [['abcdefghijklmnopqrstuvwxyz_012345678', {}, 13]],
+    bcdefghijklmnopqrstuvwxyz_0123456789: [['bcdefghijklmnopqrstuvwxyz_0123456789', {}, 14]],
+  };
+  const simplify = (m: ParsedMetrics) => Object.fromEntries([...m].map(([name, f]) => [name, f.samples.map((s) => [s.name, s.labels, s.value])]));
+
+  for (const eol of ['\n', '\r\n']) {
+    it(`tells such names apart on bytes as on text, in ASCII and non-ASCII chunks of every size (${JSON.stringify(eol)})`, () => {
+      const text = NAMES_PAGE.join(eol) + eol;
+      const bytes = Buffer.from(text, 'utf8');
+      assert.deepEqual(simplify(parsePromText(text, 'all')), EXPECTED);
+      for (const size of [1, 3, 4, 5, 17, 64, 200, bytes.length]) {
+        for (const wanted of ['all' as const, new Set(['abcde', 'ab', 'h', 'abcd', 'abcdf_total'])]) {
+          const parser = new PromTextParser(wanted);
+          for (let at = 0; at < bytes.length; at += size) parser.feed(bytes.subarray(at, at + size));
+          const got = simplify(parser.end());
+          const expected = wanted === 'all' ? EXPECTED : Object.fromEntries(Object.entries(EXPECTED).filter(([name]) => wanted.has(name)));
+          assert.deepEqual(got, expected, `chunks of ${size} bytes, ${wanted === 'all' ? 'all' : 'some'} families`);
+          assert.equal(parser.sampleLineCount, 19);
+          assert.equal(parser.familyNamesSeen.size, Object.keys(EXPECTED).length);
+        }
+      }
+    });
+  }
+
+  it('strips a byte order mark only at the very start of a byte stream, however it is cut', () => {
+    const bytes = Buffer.from('\uFEFF# TYPE a gauge\na{x="\uFEFF"} 1\n', 'utf8');
+    for (const size of [1, 2, 3, 4, 20, bytes.length]) {
+      const parser = new PromTextParser('all');
+      for (let at = 0; at < bytes.length; at += size) parser.feed(bytes.subarray(at, at + size));
+      const got = parser.end();
+      assert.equal(got.get('a')?.type, 'gauge', `chunks of ${size}`);
+      assert.equal(got.get('a')?.samples[0]?.labels.x, '\uFEFF');
+      assert.throws(() => parsePromText('a 1\n\uFEFFb 2\n', 'all'), /expected a metric name/);
+    }
+  });
+
+  it('gives columns within the line, and the right line number, from any chunk', () => {
+    const text = `# TYPE a gauge\n${'a{x="1"} 1\n'.repeat(30)}a{x="1",9y="2"} 1\n`;
+    const check = (err: unknown) => err instanceof PromParseError && err.line === 32 && /invalid label name at column 9\b/.test(err.message);
+    assert.throws(() => parsePromText(text, 'all'), check);
+    const bytes = Buffer.from(text);
+    for (const size of [7, 100, bytes.length]) {
+      assert.throws(() => {
+        const parser = new PromTextParser('all');
+        for (let at = 0; at < bytes.length; at += size) parser.feed(bytes.subarray(at, at + size));
+        parser.end();
+      }, check, `chunks of ${size}`);
+    }
+  });
 });
