@@ -2,6 +2,7 @@
 // turn and one is SIGKILLed: it restarts its watch as often as needed and never stops.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
+import { KubeConfig } from '@kubernetes/client-node';
 import { Cluster, waitFor } from '../cluster/index.ts';
 import { Informer } from '../../src/runtime/informer.ts';
 import type { KubeObject } from '../../src/runtime/object-cache.ts';
@@ -85,7 +86,11 @@ test('all servers restarted while the informer backs off: it resumes (relisting 
     const fresh = (await listLeaseNames(cluster, 'test=informer-gone')).map((n) => `default/${n}`);
     await waitFor('cache to match a fresh list', 60_000, async () => (JSON.stringify(informer.keys().sort()) === JSON.stringify(fresh) ? true : undefined));
     assert.deepEqual(deleted, ['gone-b']);
-    process.stderr.write(`410: ${JSON.stringify(informer.stats())}\n`);
+    const stats = informer.stats();
+    process.stderr.write(`410: ${JSON.stringify(stats)}\n`);
+    // Every server here has WatchList on (the default since 1.34): the state is read by streaming lists only.
+    assert.equal(stats.listed, 0, `no LIST: ${JSON.stringify(stats)}`);
+    assert.equal(stats.streamed, stats.relists);
   } finally {
     await informer.stop();
   }
@@ -114,8 +119,34 @@ test('a watch silent past maxSilenceMs is resumed (no relist); resync() relists 
     assert.equal(informer.resync('again at once', 10_000), false, 'at most once per interval: no LIST loop');
     await new Promise((r) => setTimeout(r, 1000));
     assert.equal(informer.stats().relists, 2);
+    assert.equal(informer.stats().listed, 0, 'the resync read the state with a streaming list');
   } finally {
     await informer.stop();
     await deleteLease(cluster, 'silent-a').catch(() => undefined);
+  }
+});
+
+// Last: it leaves cp-3 with WatchList off.
+test('a server that refuses streaming lists (WatchList off) is listed instead; the watch and resync() work as before', { timeout: 90_000 }, async () => {
+  await cluster.replace(2, { featureGates: { WatchList: false } });
+  const labels = { test: 'informer-no-watchlist' };
+  const kc = new KubeConfig();
+  kc.loadFromFile(cluster.server(2).kubeconfig);
+  const informer = new Informer<KubeObject>({
+    kubeConfig: kc, path: LEASES, labelSelector: 'test=informer-no-watchlist', name: 'no-watchlist', logger: e2eLogger(), timeoutSeconds: 300,
+  });
+  informer.start();
+  try {
+    await informer.synced;
+    assert.deepEqual(informer.stats(), { restarts: {}, relists: 1, streamed: 0, listed: 1 });
+    await createLease(cluster, 'nowl-a', labels);
+    await waitFor('the watch to deliver', 20_000, async () => (informer.get('default/nowl-a') ? true : undefined), 100);
+    assert.equal(informer.resync('test: the cache is behind'), true);
+    await waitFor('the resync to list', 20_000, async () => (informer.stats().relists === 2 ? true : undefined), 100);
+    assert.deepEqual({ ...informer.stats(), restarts: undefined }, { restarts: undefined, relists: 2, streamed: 0, listed: 2 });
+    assert.deepEqual(informer.keys(), ['default/nowl-a']);
+  } finally {
+    await informer.stop();
+    await deleteLease(cluster, 'nowl-a').catch(() => undefined);
   }
 });

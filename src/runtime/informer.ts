@@ -36,7 +36,14 @@ export interface InformerOptions {
   healthyAfterMs?: number;
   /** Page size of the list; 0 lists in one response. Default 500. */
   pageSize?: number;
+  /** How long a list, or a streaming list's initial state, may take. Default 30 s. */
   listTimeoutMs?: number;
+  /**
+   * Read the collection's state with a streaming list (a WATCH with `sendInitialEvents`, feature gate WatchList,
+   * on by default since Kubernetes 1.34) and fall back to a LIST when the server refuses it or does not finish it.
+   * Default true. See docs/runtime.md "Relists without a LIST".
+   */
+  streamingList?: boolean;
   /** Metrics hook: one call per restart. */
   onRestart?(reason: RestartReason): void;
 }
@@ -45,7 +52,12 @@ interface WatchResult {
   end: WatchEnd | 'stopped' | 'resync';
   err?: unknown;
   lifetimeMs: number;
+  /** For a streaming list: whether its initial state was complete (the initial-events-end bookmark came). */
+  stateRead?: boolean;
 }
+
+/** The annotation of the bookmark that ends a streaming list's initial events (metav1.InitialEventsAnnotationKey). */
+export const INITIAL_EVENTS_END = 'k8s.io/initial-events-end';
 
 interface ListResponse<T> {
   metadata?: { resourceVersion?: string; continue?: string };
@@ -81,6 +93,8 @@ export class Informer<T extends KubeObject = KubeObject> {
   private isSynced = false;
   private loop?: Promise<void>;
   private relists = 0;
+  private listsSent = 0;
+  private streamedLists = 0;
 
   constructor(o: InformerOptions) {
     this.o = o;
@@ -128,17 +142,20 @@ export class Informer<T extends KubeObject = KubeObject> {
     return [...this.cache.keys()];
   }
 
-  /** Restarts by reason since start, and how many relists (the first list included). */
-  stats(): { restarts: Record<string, number>; relists: number } {
-    return { restarts: Object.fromEntries(this.restartCounts), relists: this.relists };
+  /**
+   * Restarts by reason since start; how many times the whole state was read (the first read included), and how:
+   * `streamed` by a streaming list, `listed` by a LIST (a refused or unfinished streaming list falls back to one).
+   */
+  stats(): { restarts: Record<string, number>; relists: number; streamed: number; listed: number } {
+    return { restarts: Object.fromEntries(this.restartCounts), relists: this.relists, streamed: this.streamedLists, listed: this.listsSent };
   }
 
   /**
-   * Drops the watch and lists again, because the cache is known to be behind the API: our own write's echo never
+   * Drops the watch and reads the whole state again, because the cache is known to be behind the API: our own write's echo never
    * came, or the API says an object the cache holds is gone. A watch served by a kube-apiserver that lost etcd
    * stays open and silent (its watch cache stops; nothing closes the stream until timeoutSeconds), and a balancer
    * that holds the connection keeps it there; the relist goes out on a new connection. At most once per
-   * `minIntervalMs`, so that a caller that keeps finding the cache behind cannot turn it into a LIST loop.
+   * `minIntervalMs`, so that a caller that keeps finding the cache behind cannot turn it into a relist loop.
    * Returns whether a resync was started.
    */
   resync(why: string, minIntervalMs = 10_000): boolean {
@@ -156,6 +173,17 @@ export class Informer<T extends KubeObject = KubeObject> {
   private async run(): Promise<void> {
     let needList = true;
     while (!this.stopped) {
+      let r: WatchResult | undefined;
+      if (needList && this.o.streamingList !== false) {
+        // The state and then the watch come on one stream; how it ends is judged like any watch's end below.
+        r = await this.watchOnce(true);
+        if (r.end === 'stopped' || this.stopped) break;
+        if (r.stateRead) needList = false;
+        else {
+          this.log.warn('streaming list refused or unfinished; listing', { end: r.end, err: errText(r.err) });
+          r = undefined;
+        }
+      }
       if (needList) {
         try {
           await this.relist();
@@ -168,7 +196,7 @@ export class Informer<T extends KubeObject = KubeObject> {
           continue;
         }
       }
-      const r = await this.watchOnce();
+      r ??= await this.watchOnce(false);
       if (r.end === 'stopped' || this.stopped) break;
       if (r.lifetimeMs >= (this.o.healthyAfterMs ?? 30_000)) this.backoff.reset();
       let delay: number;
@@ -201,7 +229,7 @@ export class Informer<T extends KubeObject = KubeObject> {
     }
     // A watch that ran its course is routine; everything else is worth a look.
     const routine = reason === 'closed' && delayMs === 0;
-    const meta = { reason, delayMs: Math.round(delayMs), resourceVersion: this.rv, err: err instanceof Error ? `${err.name}: ${err.message}` : err };
+    const meta = { reason, delayMs: Math.round(delayMs), resourceVersion: this.rv, err: errText(err) };
     if (routine) this.log.debug('watch restarted', meta);
     else this.log.warn('watch restarted', meta);
   }
@@ -222,15 +250,22 @@ export class Informer<T extends KubeObject = KubeObject> {
       cont = page.metadata?.continue || undefined;
     } while (cont !== undefined);
     if (this.stopped) return;
+    this.replaceState(items, rv, 'list');
+  }
+
+  /** The whole collection as of `rv`: the cache becomes it, and handlers get the difference. */
+  private replaceState(items: T[], rv: string, via: 'list' | 'stream'): void {
     const d = diffList(this.cache, items);
     this.cache.clear();
     for (const it of items) this.cache.set(objectKey(it), it);
     this.rv = rv;
     this.relists++;
+    if (via === 'stream') this.streamedLists++;
+    else this.listsSent++;
     for (const o of d.deleted) this.emit('delete', o);
     for (const o of d.added) this.emit('add', o);
     for (const u of d.updated) this.emit('update', u.cur, u.old);
-    this.log.info('listed', { items: items.length, resourceVersion: rv, added: d.added.length, updated: d.updated.length, deleted: d.deleted.length });
+    this.log.info('listed', { via, items: items.length, resourceVersion: rv, added: d.added.length, updated: d.updated.length, deleted: d.deleted.length });
     if (!this.isSynced) {
       this.isSynced = true;
       this.resolveSynced();
@@ -263,8 +298,15 @@ export class Informer<T extends KubeObject = KubeObject> {
     }
   }
 
-  /** One watch from the current resourceVersion; resolves (never rejects) when it has ended for any reason. */
-  private watchOnce(): Promise<WatchResult> {
+  /**
+   * One watch from the current resourceVersion; resolves (never rejects) when it has ended for any reason. With
+   * `streamState` it is a streaming list instead: the server first sends the whole collection as ADDED events and
+   * a bookmark annotated INITIAL_EVENTS_END, held back until that bookmark and then applied as one new state.
+   */
+  private watchOnce(streamState = false): Promise<WatchResult> {
+    // stop() may have come while the state was being read (a handler, or whoever awaited `synced`, called it): its
+    // abort event is gone by now, and a watch started anyway would never end.
+    if (this.stopped) return Promise.resolve({ end: 'stopped', lifetimeMs: 0 });
     const timeoutSeconds = Math.max(1, Math.round(withJitter(this.o.timeoutSeconds ?? 300, 0.1)));
     const silenceMs = this.o.maxSilenceMs ?? timeoutSeconds * 1000 + (this.o.watchdogMarginMs ?? 30_000);
     const started = Date.now();
@@ -273,6 +315,9 @@ export class Informer<T extends KubeObject = KubeObject> {
     let errorEvent: { code?: number; message?: string } | undefined;
     let ctl: AbortController | undefined;
     let settled = false;
+    // The initial state of a streaming list, until its end bookmark.
+    let pending: Map<string, T> | undefined = streamState ? new Map() : undefined;
+    const stateDeadline = streamState ? started + (this.o.listTimeoutMs ?? 30_000) : Infinity;
 
     return new Promise<WatchResult>((resolve) => {
       const finish = (end: WatchResult['end'], err?: unknown): void => {
@@ -283,32 +328,32 @@ export class Informer<T extends KubeObject = KubeObject> {
         this.stopCtl.signal.removeEventListener('abort', onStop);
         // Aborting makes Watch call done(AbortError), which `settled` ignores.
         ctl?.abort();
-        resolve({ end, err, lifetimeMs: Date.now() - started });
+        resolve({ end, err, lifetimeMs: Date.now() - started, stateRead: streamState ? pending === undefined : undefined });
       };
       const onStop = (): void => finish('stopped');
       this.endWatch = finish;
       this.stopCtl.signal.addEventListener('abort', onStop, { once: true });
       const dog = setInterval(() => {
-        if (Date.now() - lastActivity > silenceMs) finish('watchdog', new Error(`no data for ${silenceMs} ms`));
-      }, Math.min(5000, silenceMs));
+        const now = Date.now();
+        if (now - lastActivity > silenceMs) finish('watchdog', new Error(`no data for ${silenceMs} ms`));
+        // A server that ignores sendInitialEvents (WatchList off, or too old) never sends the end bookmark.
+        else if (pending !== undefined && now > stateDeadline) finish('timeout', new Error(`no ${INITIAL_EVENTS_END} bookmark within ${this.o.listTimeoutMs ?? 30_000} ms`));
+      }, Math.min(streamState ? 1000 : 5000, silenceMs));
       dog.unref();
 
       const w = new Watch(withUserAgent(this.o.kubeConfig));
       // Watch aborts after 30 s without a byte, but servers send bookmarks only about once a minute:
       // quiet collections would reconnect every 30 s. Our watchdog owns silence; Watch's timer is the backstop.
       (w as unknown as WatchTimer).requestTimeoutMs = silenceMs + 10_000;
-      const query = {
-        allowWatchBookmarks: true,
-        timeoutSeconds,
-        resourceVersion: this.rv,
-        labelSelector: this.o.labelSelector,
-        fieldSelector: this.o.fieldSelector,
-      };
+      // An unset resourceVersion with NotOlderThan is a consistent read: the state is at least as new as the request.
+      const query = streamState
+        ? { allowWatchBookmarks: true, sendInitialEvents: true, resourceVersionMatch: 'NotOlderThan', timeoutSeconds, labelSelector: this.o.labelSelector, fieldSelector: this.o.fieldSelector }
+        : { allowWatchBookmarks: true, timeoutSeconds, resourceVersion: this.rv, labelSelector: this.o.labelSelector, fieldSelector: this.o.fieldSelector };
       w.watch(
         this.o.path,
         query,
         // client-node types the watched object as any; we only read KubeObject fields and the Status code.
-        (type: string, obj: T & { code?: number; message?: string }) => {
+        (type: string, obj: T & { code?: number; message?: string; metadata?: { annotations?: Record<string, string> } }) => {
           if (settled) return;
           lastActivity = Date.now();
           if (type === 'ERROR') {
@@ -316,8 +361,18 @@ export class Informer<T extends KubeObject = KubeObject> {
             else errorEvent = obj;
             return;
           }
-          if (type !== 'BOOKMARK') this.apply(type, obj);
           const rv = obj.metadata?.resourceVersion;
+          if (pending !== undefined) {
+            if (type === 'BOOKMARK') {
+              if (obj.metadata?.annotations?.[INITIAL_EVENTS_END] !== 'true' || !rv) return;
+              const state = [...pending.values()];
+              pending = undefined;
+              this.replaceState(state, rv, 'stream');
+            } else if (type === 'DELETED') pending.delete(objectKey(obj));
+            else pending.set(objectKey(obj), obj);
+            return;
+          }
+          if (type !== 'BOOKMARK') this.apply(type, obj);
           if (rv) this.rv = rv;
         },
         (err: unknown) => {
@@ -335,4 +390,8 @@ export class Informer<T extends KubeObject = KubeObject> {
       );
     });
   }
+}
+
+function errText(err: unknown): unknown {
+  return err instanceof Error ? `${err.name}: ${err.message}` : err;
 }

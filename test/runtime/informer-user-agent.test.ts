@@ -9,14 +9,22 @@ import { Informer } from '../../src/runtime/informer.ts';
 import { USER_AGENT, withUserAgent } from '../../src/runtime/kube-request.ts';
 import { silentLogger } from '../../src/runtime/logger.ts';
 
-test('the informer\'s LIST and WATCH carry the operator\'s User-Agent and the kubeconfig\'s credentials', async () => {
-  const seen: { watch: boolean; agent: string | undefined; auth: string | undefined }[] = [];
+test('the informer\'s streaming list, LIST and WATCH carry the operator\'s User-Agent and the kubeconfig\'s credentials', async () => {
+  const seen: { kind: string; agent: string | undefined; auth: string | undefined }[] = [];
   let sawWatch!: () => void;
   const watched = new Promise<void>((r) => (sawWatch = r));
   const server = createServer((req: IncomingMessage, res) => {
-    const watch = new URL(req.url ?? '/', 'http://x').searchParams.get('watch') === 'true';
-    seen.push({ watch, agent: req.headers['user-agent'], auth: req.headers.authorization });
+    const q = new URL(req.url ?? '/', 'http://x').searchParams;
+    const watch = q.get('watch') === 'true';
+    const kind = !watch ? 'list' : q.get('sendInitialEvents') === 'true' ? 'stream' : 'watch';
+    seen.push({ kind, agent: req.headers['user-agent'], auth: req.headers.authorization });
     res.setHeader('Content-Type', 'application/json');
+    if (kind === 'stream') {
+      // As a server with the WatchList gate off answers: the informer falls back to a LIST.
+      res.statusCode = 422;
+      res.end(JSON.stringify({ kind: 'Status', code: 422, message: 'sendInitialEvents is forbidden for watch unless the WatchList feature gate is enabled' }));
+      return;
+    }
     if (!watch) {
       res.end(JSON.stringify({ kind: 'LeaseList', metadata: { resourceVersion: '1' }, items: [{ metadata: { name: 'a', namespace: 'kube-system', resourceVersion: '1' } }] }));
       return;
@@ -37,7 +45,7 @@ test('the informer\'s LIST and WATCH carry the operator\'s User-Agent and the ku
   try {
     await inf.synced;
     await watched;
-    assert.deepEqual(seen.map((s) => s.watch), [false, true]);
+    assert.deepEqual(seen.map((s) => s.kind), ['stream', 'list', 'watch']);
     for (const s of seen) {
       assert.equal(s.agent, USER_AGENT);
       assert.equal(s.auth, 'Bearer secret-token');

@@ -1,0 +1,110 @@
+// The informer's streaming list on the wire (docs/runtime.md "Relists without a LIST"): the initial events are
+// applied only once the end bookmark comes, as one state. Real servers are in e2e/runtime/informer-disruption;
+// this server plays the two shapes they cannot be made to produce on demand: a stream cut before its bookmark,
+// and a server that ignores sendInitialEvents (sends the objects, never the bookmark).
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { KubeConfig } from '@kubernetes/client-node';
+import { Informer, INITIAL_EVENTS_END } from '../../src/runtime/informer.ts';
+import { silentLogger } from '../../src/runtime/logger.ts';
+
+type Handler = (kind: 'stream' | 'list' | 'watch', res: ServerResponse, n: number) => void;
+
+const lease = (name: string, rv: string): object => ({ metadata: { name, namespace: 'kube-system', resourceVersion: rv } });
+const line = (type: string, object: object): string => `${JSON.stringify({ type, object })}\n`;
+const endBookmark = (rv: string): string => line('BOOKMARK', { metadata: { resourceVersion: rv, annotations: { [INITIAL_EVENTS_END]: 'true' } } });
+
+async function withServer(h: Handler, body: (kc: KubeConfig, seen: string[]) => Promise<void>): Promise<void> {
+  const seen: string[] = [];
+  const server = createServer((req: IncomingMessage, res) => {
+    const q = new URL(req.url ?? '/', 'http://x').searchParams;
+    const kind = q.get('watch') !== 'true' ? 'list' : q.get('sendInitialEvents') === 'true' ? 'stream' : 'watch';
+    if (kind === 'stream') assert.equal(q.get('resourceVersionMatch'), 'NotOlderThan');
+    seen.push(kind);
+    res.setHeader('Content-Type', 'application/json');
+    h(kind, res, seen.filter((k) => k === kind).length);
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const kc = new KubeConfig();
+  kc.loadFromOptions({
+    clusters: [{ name: 'c', server: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, skipTLSVerify: true }],
+    users: [{ name: 'u' }], contexts: [{ name: 'x', cluster: 'c', user: 'u' }], currentContext: 'x',
+  });
+  try {
+    await body(kc, seen);
+  } finally {
+    server.closeAllConnections();
+    server.close();
+  }
+}
+
+const informerOf = (kc: KubeConfig, listTimeoutMs = 30_000): Informer =>
+  new Informer({ kubeConfig: kc, path: '/apis/coordination.k8s.io/v1/namespaces/kube-system/leases', logger: silentLogger(), timeoutSeconds: 60, listTimeoutMs, backoff: { baseMs: 10, maxMs: 10, jitter: 0 } });
+
+test('a streaming list syncs at its end bookmark, from its events only, and the stream goes on as the watch', async () => {
+  await withServer((kind, res) => {
+    assert.equal(kind, 'stream', 'no LIST and no second watch');
+    res.write(line('ADDED', lease('a', '5')) + line('ADDED', lease('b', '6')) + line('DELETED', lease('a', '7')) + endBookmark('9'));
+    setTimeout(() => res.write(line('ADDED', lease('c', '10'))), 50);
+  }, async (kc, seen) => {
+    const inf = informerOf(kc);
+    const adds: string[] = [];
+    inf.addHandlers({ add: (o) => adds.push(o.metadata?.name ?? '') });
+    inf.start();
+    try {
+      await inf.synced;
+      assert.deepEqual(inf.keys(), ['kube-system/b'], 'the initial state as of the bookmark');
+      assert.equal(inf.resourceVersion, '9');
+      for (let i = 0; i < 100 && !inf.get('kube-system/c'); i++) await new Promise((r) => setTimeout(r, 10));
+      assert.deepEqual(adds, ['b', 'c']);
+      assert.equal(inf.resourceVersion, '10');
+      assert.deepEqual(seen, ['stream']);
+      assert.deepEqual({ ...inf.stats(), restarts: undefined }, { restarts: undefined, relists: 1, streamed: 1, listed: 0 });
+    } finally {
+      await inf.stop();
+    }
+  });
+});
+
+test('a stream cut before its end bookmark applies nothing of it: the informer lists instead', async () => {
+  await withServer((kind, res) => {
+    if (kind === 'stream') res.end(line('ADDED', lease('ghost', '5')));
+    else if (kind === 'list') res.end(JSON.stringify({ metadata: { resourceVersion: '8' }, items: [lease('real', '8')] }));
+    else res.write('');
+  }, async (kc, seen) => {
+    const inf = informerOf(kc);
+    const adds: string[] = [];
+    inf.addHandlers({ add: (o) => adds.push(o.metadata?.name ?? '') });
+    inf.start();
+    try {
+      await inf.synced;
+      assert.deepEqual(adds, ['real'], 'the half-sent state was never applied');
+      assert.deepEqual(seen.slice(0, 2), ['stream', 'list']);
+      assert.equal(inf.stats().listed, 1);
+    } finally {
+      await inf.stop();
+    }
+  });
+});
+
+test('a server that ignores sendInitialEvents (objects, never the bookmark) is listed after listTimeoutMs', async () => {
+  await withServer((kind, res) => {
+    if (kind === 'stream') res.write(line('ADDED', lease('a', '5')));
+    else if (kind === 'list') res.end(JSON.stringify({ metadata: { resourceVersion: '8' }, items: [lease('a', '8')] }));
+    else res.write('');
+  }, async (kc, seen) => {
+    const inf = informerOf(kc, 1500);
+    inf.start();
+    try {
+      const t0 = Date.now();
+      await inf.synced;
+      assert.ok(Date.now() - t0 >= 1400, 'the stream had its listTimeoutMs');
+      assert.equal(inf.get('kube-system/a')?.metadata?.resourceVersion, '8', 'the LIST\'s object, not the stream\'s');
+      assert.deepEqual(seen.slice(0, 2), ['stream', 'list']);
+    } finally {
+      await inf.stop();
+    }
+  });
+});
