@@ -49,6 +49,34 @@ export function landed(ctx: PlanContext, c: DriverCall): boolean {
   return c.holderBefore === undefined || (holder !== undefined && holder !== c.holderBefore);
 }
 
+/** How often a step waiting on a driver call looks again. */
+export const CALL_POLL_MS = 2_000;
+/** The fastest look while a replaced server's new process comes up; see callPollMs. */
+export const COMING_UP_POLL_MS = 500;
+/** Observation CPU per server per look (bench/README.md fleet table: 4–10 ms); doubled, it keeps looks under half a core. */
+const LOOK_COST_PER_SERVER_MS = 10;
+/** A new process that is not back within this long is not about to be: look at the normal pace again. */
+const COMING_UP_WINDOW_MS = 120_000;
+
+/**
+ * How soon to look again while calls are in flight. A call is Done only when a look finds its server back at
+ * the goal, so the look's period is added to every replacement: when a server's new process is up (its identity
+ * Lease has a new holder) but not yet back, it turns ready within seconds, and the step looks every 500 ms
+ * instead of 2 s — slower for large fleets (10 ms per server: each look observes every server), and only in
+ * the first two minutes of the call.
+ */
+export function callPollMs(ctx: PlanContext): number {
+  const comingUp = (ctx.status.driverCalls ?? []).some((c) => {
+    if (!inFlight(c) || c.holderBefore === undefined) return false;
+    const holder = ctx.observed(c.server)?.holderIdentity;
+    const age = ctx.now.getTime() - Date.parse(c.time ?? ctx.now.toISOString());
+    return holder !== undefined && holder !== c.holderBefore && age <= COMING_UP_WINDOW_MS;
+  });
+  if (!comingUp) return CALL_POLL_MS;
+  const servers = ctx.status.plan?.members?.length ?? 0;
+  return Math.min(CALL_POLL_MS, Math.max(COMING_UP_POLL_MS, servers * LOOK_COST_PER_SERVER_MS));
+}
+
 /**
  * The driver's report that an Accepted call failed, if it gave one this step (ctx.upgrade.driverReports, read by
  * the shell for the calls Accepted in the status it planned from). Only `failed` decides anything; `running`,

@@ -1,5 +1,5 @@
 import type { PlanContext } from './context.ts';
-import { driveStep } from './calls.ts';
+import { callPollMs, driveStep } from './calls.ts';
 import { onBreach } from './breach.ts';
 
 /**
@@ -22,7 +22,7 @@ export function gatePass(ctx: PlanContext, want: 'on' | 'off', version: string):
     if (r === 'waiting') {
       ctx.setPeerState(h, 'EnablingProxy', `${action} requested`);
       ctx.progressMessage = `${action} on ${h}`;
-      ctx.requeue(2_000);
+      ctx.requeue(callPollMs(ctx));
       return false;
     }
     ctx.setPeerState(h, 'Failed', r.message);

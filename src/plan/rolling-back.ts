@@ -1,5 +1,5 @@
 import type { PlanContext } from './context.ts';
-import { callInFlight, driveStep, emulationOf, inFlight, serverAt } from './calls.ts';
+import { callInFlight, callPollMs, driveStep, emulationOf, inFlight, serverAt } from './calls.ts';
 import { onBreach, pause } from './breach.ts';
 import { minorOf, sameRelease } from './version.ts';
 
@@ -86,7 +86,7 @@ export function runRollingBack(ctx: PlanContext): void {
     if (r === 'waiting') {
       ctx.setPeerState(h, 'RollingBack', `rollback to ${goal.describe} requested`);
       ctx.progressMessage = `rolling back ${h} to ${goal.describe}`;
-      ctx.requeue(2_000);
+      ctx.requeue(callPollMs(ctx));
       return;
     }
     if (r !== 'done') {

@@ -1,6 +1,6 @@
 import type { BatchRecord } from '../api/types.generated.ts';
 import type { PlanContext } from './context.ts';
-import { driveStep, callInFlight, inFlight, serverAt } from './calls.ts';
+import { driveStep, callInFlight, callPollMs, inFlight, serverAt } from './calls.ts';
 import { onBreach } from './breach.ts';
 import { applyAnalysis, describeBreaches } from './analysis.ts';
 import { gatePass } from './gate-pass.ts';
@@ -82,7 +82,7 @@ export function runUpgrading(ctx: PlanContext): void {
   }
   if (waiting) {
     ctx.progressMessage = `batch ${k}: replacing ${servers.filter((h) => callInFlight(ctx, h)).join(', ')}`;
-    ctx.requeue(2_000);
+    ctx.requeue(callPollMs(ctx));
     return;
   }
   const notBack = startedBatchesBack(ctx);

@@ -63,6 +63,42 @@ test('a delivered call is never made twice while the server is still coming back
   assert.equal(sim.status?.peers?.find((p) => p.hostname === 'cp-1')?.state, 'EnablingProxy');
 });
 
+test('while a replaced server\'s new process comes up (new Lease holder, not ready) the step looks every 500 ms, else every 2 s', () => {
+  const sim = new Sim(threeOld('off').map((p) => ({ ...p, holderIdentity: `${p.identity}_old` })));
+  sim.step();
+  sim.step();
+  assert.deepEqual(sim.calls(), ['EnableProxy:cp-1']);
+  answer(sim, 0, 'accepted');
+  sim.step();
+  assert.equal(sim.last.requeueAfterMs, 2_000, 'accepted, the old process still runs: the normal pace');
+  const cp1 = sim.peers.find((p) => p.hostname === 'cp-1')!;
+  cp1.holderIdentity = 'apiserver-cp-1_new';
+  cp1.ready = false;
+  sim.step();
+  assert.equal(sim.last.requeueAfterMs, 500, 'the new process is up and not ready yet');
+  assert.equal(sim.status?.driverCalls?.[0]?.result, 'Accepted');
+  sim.step(121_000);
+  assert.equal(sim.last.requeueAfterMs, 2_000, 'not back after two minutes: the normal pace again');
+  cp1.ready = true;
+  cp1.proxyGate = 'on';
+  sim.step();
+  assert.equal(sim.status?.driverCalls?.[0]?.result, 'Done', 'the look that finds it back records Done');
+});
+
+test('the fast look slows with the fleet: 10 ms per server', () => {
+  const many = Array.from({ length: 120 }, (_, i) => peer(`cp-${i + 1}`, OLD, 'on', { holderIdentity: `old-${i}` }));
+  const sim = new Sim(many, spec({ strategy: { batchSize: 1, soakDuration: '0s', batchTimeout: '10m' } }));
+  for (let i = 0; i < 3 && (i === 0 || sim.calls().length === 0); i++) sim.step();
+  const call = sim.status?.driverCalls?.[0];
+  assert.equal(call?.action, 'Upgrade');
+  answer(sim, 0, 'accepted');
+  const p = sim.peers.find((x) => x.hostname === call!.server)!;
+  p.holderIdentity = 'new';
+  p.ready = false;
+  sim.step();
+  assert.equal(sim.last.requeueAfterMs, 1_200);
+});
+
 test('batch size 2 of 3 makes two batches; 50% of 3 makes batches of one', () => {
   const two = new Sim(threeOld('on'), spec({ strategy: { batchSize: 2, soakDuration: '0s' } }));
   two.step();
