@@ -173,6 +173,8 @@ interface Result {
   /** Max RSS right after the cold cycle. */
   coldMaxRssMiB: number;
   maxRssMiB: number;
+  /** RSS at the end of the timed cycles, before any forced GC: what the process holds in its steady state. */
+  steadyRssMiB: number;
   heapMiB: number;
 }
 
@@ -216,6 +218,7 @@ async function observe(n: number): Promise<void> {
     if (lastAnalysis !== was) analyses++;
   }
   const cpu = process.cpuUsage(t0);
+  const steadyRssMiB = process.memoryUsage().rss / 1024 / 1024;
   const after = await ask<ServerStats>(servers, 'stats', 'stats');
   const requests: Record<string, number> = {};
   for (const [k, v] of Object.entries(after.requests)) requests[k] = Math.round(((v - (before.requests[k] ?? 0)) / CYCLES) * 10) / 10;
@@ -234,6 +237,7 @@ async function observe(n: number): Promise<void> {
     coldCpuMsPerServer: (cold.user + cold.system) / 1000 / n,
     coldMaxRssMiB,
     maxRssMiB: process.resourceUsage().maxRSS / 1024,
+    steadyRssMiB,
     heapMiB: retainedHeapMiB(),
   };
   observer.close();
@@ -258,10 +262,10 @@ async function main(): Promise<void> {
     const child = fork(import.meta.filename, ['--observe', String(n)], { stdio: 'inherit', execArgv: ['--expose-gc'] });
     const r = await ask<Result>(child, '', 'result');
     await new Promise((resolve) => child.once('exit', resolve));
-    rows.push(`| ${r.n} | ${r.cpuMsPerServerCycle.toFixed(1)} | ${(r.bytesPerServerCycle / 1e6).toFixed(3)} | ${(r.bytesPerServerInterval / 1e6).toFixed(3)} | ${r.requestsPerCycle} | ${r.errors} | ${r.coldCpuMsPerServer.toFixed(0)} | ${r.maxRssMiB.toFixed(0)} | ${r.heapMiB.toFixed(0)} |`);
+    rows.push(`| ${r.n} | ${r.cpuMsPerServerCycle.toFixed(1)} | ${(r.bytesPerServerCycle / 1e6).toFixed(3)} | ${(r.bytesPerServerInterval / 1e6).toFixed(3)} | ${r.requestsPerCycle} | ${r.errors} | ${r.coldCpuMsPerServer.toFixed(0)} | ${r.maxRssMiB.toFixed(0)} | ${r.steadyRssMiB.toFixed(0)} | ${r.heapMiB.toFixed(0)} |`);
     process.stdout.write(`N=${n}: ${JSON.stringify(r)}\n`);
   }
-  process.stdout.write(`\n| servers | CPU ms / server / cycle | MB / server / cycle | MB / server / analysis interval | requests / cycle | not-ready or not-converged | cold cycle CPU ms / server | observer max RSS MiB | retained heap MiB |\n|---|---|---|---|---|---|---|---|---|\n${rows.join('\n')}\n`);
+  process.stdout.write(`\n| servers | CPU ms / server / cycle | MB / server / cycle | MB / server / analysis interval | requests / cycle | not-ready or not-converged | cold cycle CPU ms / server | observer max RSS MiB | steady-state RSS MiB | retained heap MiB |\n|---|---|---|---|---|---|---|---|---|---|\n${rows.join('\n')}\n`);
 }
 
 const [role, arg] = process.argv.slice(2);

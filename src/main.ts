@@ -24,7 +24,8 @@ import { leaseEventWakes, upgradesToWake } from './plan/wake.ts';
 import { CachedUpgrades } from './runtime/upgrade-cache.ts';
 import { listThroughCaches, type CachedCollection } from './runtime/cached-list.ts';
 import { APISERVER_PODS_COLLECTION, APISERVER_PODS_PATH, APISERVER_PODS_SELECTOR } from './observe/trust.ts';
-import { observeKubeadm } from './observe/kubeadm.ts';
+import { NODES_PATH, observeKubeadm } from './observe/kubeadm.ts';
+import { readCollection } from './runtime/read-collection.ts';
 import type { V1EndpointSlice, V1Lease } from '@kubernetes/client-node';
 import type { ApiServerUpgrade } from './api/types.generated.ts';
 
@@ -115,6 +116,10 @@ const reconciler = new UpgradeReconciler({
   // The preflight checks for kubeadm clusters, and kubeadm-config kept in line after an upgrade (docs/kubeadm-runbook.md).
   kubeadmFacts: (peers, always) => observeKubeadm(peers, {
     get: (path) => kube.request('GET', path),
+    // The mirror Pods from their informer; the Nodes by one streaming list, not worth a watch of every Node.
+    list: async <T>(path: string): Promise<T[]> => path === NODES_PATH
+      ? (await readCollection<KubeObject>({ kubeConfig: kc, path, logger: log })) as T[]
+      : (await cachedList<{ items?: T[] }>(path)).items ?? [],
     serverGet: (address, path) => observer.serverClient.get(address, path),
     serverMetrics: (address, families) => observer.serverClient.metrics(address, families),
     always,

@@ -5,7 +5,7 @@
  * The decisions are src/plan/kubeadm-preflight.ts's. Read only while preflight runs. Never rejects: a failed
  * read is that fact's `error`, which the planner counts as blocking (fail closed).
  */
-import type { V1Node, V1NodeList, V1PodList } from '@kubernetes/client-node';
+import type { V1Node, V1Pod, V1PodList } from '@kubernetes/client-node';
 import type { ObservedPeer } from '../plan/observation.ts';
 import type { ObservedDeprecatedApi, ObservedKubeadm, ObservedKubeadmServer, ObservedNode } from '../plan/kubeadm-preflight.ts';
 import type { ObservedHandshake } from '../plan/trust.ts';
@@ -20,13 +20,15 @@ import { mapLimitSettled } from './map-limit.ts';
 export const KUBEADM_CONFIG_PATH = `/api/v1/namespaces/${KUBEADM_CONFIG_NAMESPACE}/configmaps/${KUBEADM_CONFIG_NAME}`;
 export const DEPRECATED_APIS_FAMILY = 'apiserver_requested_deprecated_apis';
 export const HOSTNAME_LABEL = 'kubernetes.io/hostname';
-/** Nodes per list page; a cluster of more pages than NODE_PAGES is reported as not listed (fail closed). */
-const NODE_PAGE = 500;
-const NODE_PAGES = 40;
+export const NODES_PATH = '/api/v1/nodes';
+/** A cluster of more Nodes is reported as not read (fail closed): the check is meant for control planes' clusters. */
+const MAX_NODES = 20_000;
 
 export interface KubeadmObserverDeps {
   /** GET through the balancer (the operator's client; a KubeApiError carries the status). */
   get: <T>(path: string) => Promise<T>;
+  /** A collection's items: the kube-apiserver mirror Pods (an informer holds them) and every Node. */
+  list: <T>(path: string) => Promise<T[]>;
   /** GET on one server directly: status and body. */
   serverGet: (address: string, path: string) => Promise<{ status: number; body: string }>;
   /** One server's /metrics, only the families asked for. */
@@ -59,7 +61,7 @@ export async function observeKubeadm(peers: readonly ObservedPeer[], deps: Kubea
     configMap = err instanceof KubeApiError && err.statusCode === 404 ? 'absent' : { error: `GET ${KUBEADM_CONFIG_PATH}: ${text(err)}` };
   }
   if (configMap === 'absent' && !deps.always) return { configMap };
-  const [nodes, pods] = await Promise.all([listNodes(deps), deps.get<V1PodList>(APISERVER_PODS_PATH).catch(() => undefined)]);
+  const [nodes, pods] = await Promise.all([listNodes(deps), deps.list<V1Pod>(APISERVER_PODS_PATH).then((items): V1PodList => ({ items }), () => undefined)]);
   const handshake = deps.handshake ?? ((a: string) => peerHandshake(a));
   const results = await mapLimitSettled([...peers], 4, async (p): Promise<ObservedKubeadmServer> => {
     const pod = pods ? mirrorPodFor(pods, p.hostname) : undefined;
@@ -81,18 +83,12 @@ export async function observeKubeadm(peers: readonly ObservedPeer[], deps: Kubea
 }
 
 async function listNodes(deps: KubeadmObserverDeps): Promise<ObservedNode[] | { error: string }> {
-  const out: ObservedNode[] = [];
-  let cont: string | undefined;
   try {
-    for (let page = 0; page < NODE_PAGES; page++) {
-      const list: V1NodeList = await deps.get<V1NodeList>(`/api/v1/nodes?limit=${NODE_PAGE}${cont ? `&continue=${encodeURIComponent(cont)}` : ''}`);
-      out.push(...list.items.map(node));
-      cont = list.metadata?._continue;
-      if (!cont) return out;
-    }
-    return { error: `more than ${NODE_PAGE * NODE_PAGES} Nodes: not all listed` };
+    const items = await deps.list<V1Node>(NODES_PATH);
+    if (items.length > MAX_NODES) return { error: `more than ${MAX_NODES} Nodes: not checked` };
+    return items.map(node);
   } catch (err) {
-    return { error: `GET /api/v1/nodes: ${text(err)}` };
+    return { error: `reading ${NODES_PATH}: ${text(err)}` };
   }
 }
 
