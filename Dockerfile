@@ -16,5 +16,6 @@ COPY src/ ./src/
 # The image's own non-root user (node, uid 1000), by number so that runAsNonRoot can verify it.
 USER 1000:1000
 EXPOSE 8080 8081
-ENTRYPOINT ["node", "--disable-warning=ExperimentalWarning", "src/main.ts"]
+# lean-client-node.ts keeps client-node's generated API out of the process (~45 MiB of RSS; docs/scale.md).
+ENTRYPOINT ["node", "--disable-warning=ExperimentalWarning", "--import", "./src/runtime/lean-client-node.ts", "src/main.ts"]
 CMD ["--in-cluster"]

@@ -22,7 +22,7 @@ export const OPERATOR_CONFIG = {
   /** Besides PATH (the base image's). */
   env: ['NODE_ENV=production'],
   exposedPorts: ['8080/tcp', '8081/tcp'],
-  entrypoint: ['node', '--disable-warning=ExperimentalWarning', 'src/main.ts'],
+  entrypoint: ['node', '--disable-warning=ExperimentalWarning', '--import', './src/runtime/lean-client-node.ts', 'src/main.ts'],
   cmd: ['--in-cluster'],
 } as const;
 

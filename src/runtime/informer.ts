@@ -1,4 +1,4 @@
-import { Watch, type KubeConfig } from '@kubernetes/client-node';
+import { Watch, type KubeConfig } from './client-node.ts';
 import { Backoff, sleepUnlessAborted, withJitter, type BackoffOptions } from './backoff.ts';
 import { kubeRequest, withUserAgent } from './kube-request.ts';
 import { diffList, objectKey, type KubeObject } from './object-cache.ts';

@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { HttpMethod, IsomorphicFetchHttpLibrary, RequestContext, type KubeConfig } from '@kubernetes/client-node';
+import { HttpMethod, IsomorphicFetchHttpLibrary, RequestContext, type KubeConfig } from './client-node.ts';
 
 /**
  * One HTTP request to the API server with the kubeconfig's credentials and TLS, through client-node's

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { KubeConfig } from '@kubernetes/client-node';
+import { KubeConfig } from './client-node.ts';
 import { API_VERSION, GROUP, KIND, PLURAL, VERSION } from '../api/constants.ts';
 import type { ApiServerUpgrade, ApiServerUpgradeStatus } from '../api/types.generated.ts';
 import { KubeApiError, kubeRequest, type KubeRequestOptions, type Verb } from './kube-request.ts';

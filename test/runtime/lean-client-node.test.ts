@@ -1,0 +1,59 @@
+// The operator's process runs without client-node's generated API (src/runtime/lean-client-node.ts): its whole
+// module graph (`src/main.ts --help` loads every module, then exits) is resolved through the hook, and KubeConfig
+// still does what the operator asks of it.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+
+const root = fileURLToPath(new URL('../..', import.meta.url));
+const LEAN = './src/runtime/lean-client-node.ts';
+
+function node(args: string[]): { status: number | null; stdout: string; stderr: string } {
+  const r = spawnSync(process.execPath, ['--disable-warning=ExperimentalWarning', ...args], { cwd: root, encoding: 'utf8', timeout: 60_000 });
+  return { status: r.status, stdout: r.stdout, stderr: r.stderr };
+}
+
+// Registered after LEAN, so it sees every resolution's final URL; prints them at exit.
+const TRACKER = `data:text/javascript,${encodeURIComponent(`
+import { registerHooks } from 'node:module';
+const urls = [];
+registerHooks({ resolve(s, c, next) { const r = next(s, c); urls.push(r.url); return r; } });
+process.on('exit', () => process.stderr.write('RESOLVED ' + JSON.stringify(urls) + '\\n'));
+`)}`;
+
+test('the operator\'s module graph loads none of client-node\'s generated API, and its KubeConfig module gets the stub', () => {
+  const r = node(['--import', LEAN, '--import', TRACKER, 'src/main.ts', '--help']);
+  assert.equal(r.status, 0, r.stderr);
+  const urls = JSON.parse(/RESOLVED (.*)/.exec(r.stderr)?.[1] ?? '[]') as string[];
+  assert.ok(urls.some((u) => u.endsWith('/src/runtime/client-node-api-stub.ts')), 'config.js imported the stub');
+  assert.ok(urls.some((u) => u.endsWith('/@kubernetes/client-node/dist/config.js')), 'KubeConfig came from its own module');
+  const generated = urls.filter((u) => /\/@kubernetes\/client-node\/dist\/(index\.js|api\.js|gen\/(index|apis\/|models\/|types\/))/.test(u));
+  assert.deepEqual(generated, [], 'no module of the generated API, nor the root module that loads it all');
+});
+
+test('without the hook the same graph loads the generated API: the hook is what makes the difference', () => {
+  const r = node(['--import', TRACKER, 'src/main.ts', '--help']);
+  assert.equal(r.status, 0, r.stderr);
+  const urls = JSON.parse(/RESOLVED (.*)/.exec(r.stderr)?.[1] ?? '[]') as string[];
+  assert.ok(urls.some((u) => u.includes('/@kubernetes/client-node/dist/gen/apis/')));
+});
+
+test('under the hook KubeConfig loads a kubeconfig and authenticates requests; makeApiClient says why it is not there', () => {
+  const script = `
+    const { KubeConfig, RequestContext, HttpMethod } = await import('./src/runtime/client-node.ts');
+    const kc = new KubeConfig();
+    kc.loadFromOptions({ clusters: [{ name: 'c', server: 'https://10.0.0.1:6443', skipTLSVerify: true }], users: [{ name: 'u', token: 'tok' }], contexts: [{ name: 'x', cluster: 'c', user: 'u' }], currentContext: 'x' });
+    const ctx = new RequestContext('https://10.0.0.1:6443/version', HttpMethod.GET);
+    await kc.applySecurityAuthentication(ctx);
+    let err = '';
+    try { kc.makeApiClient(class {}); } catch (e) { err = e.message; }
+    process.stdout.write(JSON.stringify({ server: kc.getCurrentCluster()?.server, auth: ctx.getHeaders().Authorization, err }));
+  `;
+  const r = node(['--import', LEAN, '--input-type=module', '-e', script]);
+  assert.equal(r.status, 0, r.stderr);
+  const out = JSON.parse(r.stdout) as { server: string; auth: string; err: string };
+  assert.equal(out.server, 'https://10.0.0.1:6443');
+  assert.equal(out.auth, 'Bearer tok');
+  assert.match(out.err, /makeApiClient is not available in the operator process/);
+});
