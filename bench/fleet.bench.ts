@@ -15,9 +15,17 @@
 import { fork, type ChildProcess } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { gzipSync } from 'node:zlib';
+import { readFileSync } from 'node:fs';
+import { parse as parseYaml } from 'yaml';
 import { createServer, type Server } from 'node:https';
 import type { AddressInfo, Socket } from 'node:net';
-import { KubeConfig } from '@kubernetes/client-node';
+import { KubeConfig } from '../src/runtime/client-node.ts';
+
+const LEAN_CLIENT_NODE = new URL('../src/runtime/lean-client-node.ts', import.meta.url).href;
+/** The observer process's NODE_OPTIONS: the chart's `nodeOptions` (what the operator's Pod runs with) unless BENCH_NODE_OPTIONS says otherwise ('' for V8's defaults). */
+const OBSERVER_NODE_OPTIONS = process.env.BENCH_NODE_OPTIONS ?? String((parseYaml(readFileSync(new URL('../charts/apiserver-upgrade-operator/values.yaml', import.meta.url), 'utf8')) as { nodeOptions?: string }).nodeOptions ?? '');
+/** DirectClient's kept-alive connections per server; unset: its default. */
+const MAX_SOCKETS = process.env.BENCH_MAX_SOCKETS;
 import { fixtureFiles, fixtureVersions, readFixture } from '../test/observe/fixtures.ts';
 import { tlsMaterial } from '../test/observe/fixture-server.ts';
 import { FakeApi } from '../test/observe/fake-api.ts';
@@ -175,6 +183,8 @@ interface Result {
   maxRssMiB: number;
   /** RSS at the end of the timed cycles, before any forced GC: what the process holds in its steady state. */
   steadyRssMiB: number;
+  /** process.memoryUsage() at that moment, MiB: where the RSS is (V8 heap reserved and used, buffers outside it). */
+  steadyMemory: Record<string, number>;
   heapMiB: number;
 }
 
@@ -183,7 +193,7 @@ async function observe(n: number): Promise<void> {
   const addresses = await ask<string[]>(servers, '', 'addresses');
   const api = new FakeApi();
   addresses.forEach((address, i) => api.add({ hostname: `cp-${i + 1}`, address }));
-  const direct = new DirectClient(async () => ({ headers: {}, ca: tlsMaterial(1).cert, rejectUnauthorized: true }), { timeoutMs: 5000, serverName: 'localhost' });
+  const direct = new DirectClient(async () => ({ headers: {}, ca: tlsMaterial(1).cert, rejectUnauthorized: true }), { timeoutMs: 5000, serverName: 'localhost', ...(MAX_SOCKETS ? { maxSocketsPerServer: Number(MAX_SOCKETS) } : {}) });
   const observer = new FleetObserver(new KubeConfig(), api.list, silentLogger(), direct);
   let now = Date.parse('2026-11-29T10:00:00Z');
   let lastAnalysis: number | undefined;
@@ -218,7 +228,9 @@ async function observe(n: number): Promise<void> {
     if (lastAnalysis !== was) analyses++;
   }
   const cpu = process.cpuUsage(t0);
-  const steadyRssMiB = process.memoryUsage().rss / 1024 / 1024;
+  const mem = process.memoryUsage();
+  const steadyRssMiB = mem.rss / 1024 / 1024;
+  const steadyMemory = Object.fromEntries(Object.entries(mem).map(([k, v]) => [k, Math.round(v / 1024 / 1024)]));
   const after = await ask<ServerStats>(servers, 'stats', 'stats');
   const requests: Record<string, number> = {};
   for (const [k, v] of Object.entries(after.requests)) requests[k] = Math.round(((v - (before.requests[k] ?? 0)) / CYCLES) * 10) / 10;
@@ -238,6 +250,7 @@ async function observe(n: number): Promise<void> {
     coldMaxRssMiB,
     maxRssMiB: process.resourceUsage().maxRSS / 1024,
     steadyRssMiB,
+    steadyMemory,
     heapMiB: retainedHeapMiB(),
   };
   observer.close();
@@ -256,10 +269,11 @@ function retainedHeapMiB(): number {
 
 // ---------------------------------------------------------------- the orchestrator
 async function main(): Promise<void> {
-  process.stdout.write(`node ${process.version}; ${CYCLES} cycles after a cold one, one every ${REQUEUE_MS} ms of observer time (real wait ${WAIT_MS} ms), analysis interval ${INTERVAL_MS} ms, server keep-alive ${KEEPALIVE_MS} ms; servers alternate ${VERSIONS.join(' / ')}\n\n`);
+  process.stdout.write(`node ${process.version}; observer NODE_OPTIONS '${OBSERVER_NODE_OPTIONS}', ${MAX_SOCKETS ?? 'default'} sockets per server; ${CYCLES} cycles after a cold one, one every ${REQUEUE_MS} ms of observer time (real wait ${WAIT_MS} ms), analysis interval ${INTERVAL_MS} ms, server keep-alive ${KEEPALIVE_MS} ms; servers alternate ${VERSIONS.join(' / ')}\n\n`);
   const rows: string[] = [];
   for (const n of FLEET) {
-    const child = fork(import.meta.filename, ['--observe', String(n)], { stdio: 'inherit', execArgv: ['--expose-gc'] });
+    // The observer process runs as the operator's does: without client-node's generated API (src/runtime/lean-client-node.ts).
+    const child = fork(import.meta.filename, ['--observe', String(n)], { stdio: 'inherit', execArgv: ['--expose-gc', '--disable-warning=ExperimentalWarning', '--import', LEAN_CLIENT_NODE], env: { ...process.env, NODE_OPTIONS: OBSERVER_NODE_OPTIONS } });
     const r = await ask<Result>(child, '', 'result');
     await new Promise((resolve) => child.once('exit', resolve));
     rows.push(`| ${r.n} | ${r.cpuMsPerServerCycle.toFixed(1)} | ${(r.bytesPerServerCycle / 1e6).toFixed(3)} | ${(r.bytesPerServerInterval / 1e6).toFixed(3)} | ${r.requestsPerCycle} | ${r.errors} | ${r.coldCpuMsPerServer.toFixed(0)} | ${r.maxRssMiB.toFixed(0)} | ${r.steadyRssMiB.toFixed(0)} | ${r.heapMiB.toFixed(0)} |`);
