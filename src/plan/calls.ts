@@ -59,22 +59,32 @@ const LOOK_COST_PER_SERVER_MS = 10;
 const COMING_UP_WINDOW_MS = 120_000;
 
 /**
+ * The period of a look expected to find what it waits for within seconds: 500 ms, slower for large fleets (10 ms
+ * per server: each look observes every server), never slower than CALL_POLL_MS.
+ */
+export function fastLookMs(ctx: PlanContext): number {
+  const servers = ctx.status.plan?.members?.length ?? 0;
+  return Math.min(CALL_POLL_MS, Math.max(COMING_UP_POLL_MS, servers * LOOK_COST_PER_SERVER_MS));
+}
+
+/** Whether `since` (an ISO time) is at most `COMING_UP_WINDOW_MS` ago: what is not there by then is not about to be. */
+export function withinComingUpWindow(ctx: PlanContext, since: string | undefined): boolean {
+  return ctx.now.getTime() - Date.parse(since ?? ctx.now.toISOString()) <= COMING_UP_WINDOW_MS;
+}
+
+/**
  * How soon to look again while calls are in flight. A call is Done only when a look finds its server back at
  * the goal, so the look's period is added to every replacement: when a server's new process is up (its identity
- * Lease has a new holder) but not yet back, it turns ready within seconds, and the step looks every 500 ms
- * instead of 2 s — slower for large fleets (10 ms per server: each look observes every server), and only in
- * the first two minutes of the call.
+ * Lease has a new holder) but not yet back, it turns ready within seconds, and the step looks at fastLookMs
+ * instead of every 2 s, in the first two minutes of the call.
  */
 export function callPollMs(ctx: PlanContext): number {
   const comingUp = (ctx.status.driverCalls ?? []).some((c) => {
     if (!inFlight(c) || c.holderBefore === undefined) return false;
     const holder = ctx.observed(c.server)?.holderIdentity;
-    const age = ctx.now.getTime() - Date.parse(c.time ?? ctx.now.toISOString());
-    return holder !== undefined && holder !== c.holderBefore && age <= COMING_UP_WINDOW_MS;
+    return holder !== undefined && holder !== c.holderBefore && withinComingUpWindow(ctx, c.time);
   });
-  if (!comingUp) return CALL_POLL_MS;
-  const servers = ctx.status.plan?.members?.length ?? 0;
-  return Math.min(CALL_POLL_MS, Math.max(COMING_UP_POLL_MS, servers * LOOK_COST_PER_SERVER_MS));
+  return comingUp ? fastLookMs(ctx) : CALL_POLL_MS;
 }
 
 /**

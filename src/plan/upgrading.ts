@@ -1,6 +1,6 @@
 import type { BatchRecord } from '../api/types.generated.ts';
 import type { PlanContext } from './context.ts';
-import { driveStep, callInFlight, callPollMs, inFlight, serverAt } from './calls.ts';
+import { CALL_POLL_MS, driveStep, callInFlight, callPollMs, fastLookMs, inFlight, serverAt, withinComingUpWindow } from './calls.ts';
 import { onBreach } from './breach.ts';
 import { applyAnalysis, describeBreaches } from './analysis.ts';
 import { gatePass } from './gate-pass.ts';
@@ -210,7 +210,9 @@ function discoveryConverged(ctx: PlanContext): boolean {
     onBreach(ctx, 'DiscoveryNotConverged', `discovery has not converged for ${Math.round(pending / 1000)}s: ${message}`);
     return false;
   }
-  ctx.requeue(2_000);
+  // A batch just back usually converges within a second (the new servers' peer-aggregated views fill in): the soak
+  // starts on the look that sees it, so look often at first.
+  ctx.requeue(withinComingUpWindow(ctx, b.discoveryPendingSince) ? fastLookMs(ctx) : CALL_POLL_MS);
   return false;
 }
 

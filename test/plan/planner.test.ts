@@ -99,6 +99,26 @@ test('the fast look slows with the fleet: 10 ms per server', () => {
   assert.equal(sim.last.requeueAfterMs, 1_200);
 });
 
+test('a batch back but not converged is looked at every 500 ms for two minutes, then every 2 s; the soak starts on the look that sees convergence', () => {
+  const sim = new Sim(threeOld('on').map((p) => ({ ...p, holderIdentity: `${p.identity}_old` })), spec({ analysis: { interval: '10s', failureLimit: 3, onBreach: 'Pause', thresholds: { discoveryConvergence: '10m' } } }));
+  for (let i = 0; i < 5 && (i === 0 || sim.calls().length === 0); i++) sim.step();
+  assert.deepEqual(sim.calls(), ['Upgrade:cp-1']);
+  sim.extra = { ...sim.extra, discovery: { converged: false, message: 'cp-2 does not list the v1.36 resources yet' } };
+  sim.applyDriverCalls();
+  sim.step();
+  assert.equal(sim.status?.driverCalls?.[0]?.result, 'Done');
+  assert.equal(sim.condition('DiscoveryConverged')?.status, 'False');
+  assert.equal(sim.last.requeueAfterMs, 500);
+  sim.step(119_000);
+  assert.equal(sim.last.requeueAfterMs, 500);
+  sim.step(2_000);
+  assert.equal(sim.last.requeueAfterMs, 2_000, 'not converged after two minutes: the normal pace');
+  sim.extra = { ...sim.extra, discovery: { converged: true, message: 'converged' } };
+  sim.step();
+  assert.equal(sim.condition('DiscoveryConverged')?.status, 'True');
+  assert.ok(sim.status?.batch?.soakUntil !== undefined || (sim.status?.batch?.history?.length ?? 0) > 0, 'the soak started (or, with soak 0s, the batch ended) on that look');
+});
+
 test('batch size 2 of 3 makes two batches; 50% of 3 makes batches of one', () => {
   const two = new Sim(threeOld('on'), spec({ strategy: { batchSize: 2, soakDuration: '0s' } }));
   two.step();
