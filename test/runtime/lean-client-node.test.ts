@@ -4,28 +4,44 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
 const LEAN = './src/runtime/lean-client-node.ts';
 
-function node(args: string[]): { status: number | null; stdout: string; stderr: string } {
-  const r = spawnSync(process.execPath, ['--disable-warning=ExperimentalWarning', ...args], { cwd: root, encoding: 'utf8', timeout: 60_000 });
+function node(args: string[], env: Record<string, string> = {}): { status: number | null; stdout: string; stderr: string } {
+  const r = spawnSync(process.execPath, ['--disable-warning=ExperimentalWarning', ...args], { cwd: root, encoding: 'utf8', timeout: 60_000, env: { ...process.env, ...env } });
   return { status: r.status, stdout: r.stdout, stderr: r.stderr };
 }
 
-// Registered after LEAN, so it sees every resolution's final URL; prints them at exit.
+// Registered after LEAN, so it sees every resolution's final URL; writes them to $RESOLVED_OUT at exit (a file:
+// a pipe may drop the end of a large write made while the process exits).
 const TRACKER = `data:text/javascript,${encodeURIComponent(`
 import { registerHooks } from 'node:module';
+import { writeFileSync } from 'node:fs';
 const urls = [];
 registerHooks({ resolve(s, c, next) { const r = next(s, c); urls.push(r.url); return r; } });
-process.on('exit', () => process.stderr.write('RESOLVED ' + JSON.stringify(urls) + '\\n'));
+process.on('exit', () => writeFileSync(process.env.RESOLVED_OUT, JSON.stringify(urls)));
 `)}`;
 
+/** `src/main.ts --help` with the tracker (and the hook, when `lean`): its exit status and every URL it resolved. */
+function resolvedByMain(lean: boolean): { status: number | null; stderr: string; urls: string[] } {
+  const dir = mkdtempSync(join(tmpdir(), 'lean-client-node-'));
+  try {
+    const out = join(dir, 'resolved.json');
+    const r = node([...(lean ? ['--import', LEAN] : []), '--import', TRACKER, 'src/main.ts', '--help'], { RESOLVED_OUT: out });
+    return { status: r.status, stderr: r.stderr, urls: r.status === 0 ? JSON.parse(readFileSync(out, 'utf8')) as string[] : [] };
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
 test('the operator\'s module graph loads none of client-node\'s generated API, and its KubeConfig module gets the stub', () => {
-  const r = node(['--import', LEAN, '--import', TRACKER, 'src/main.ts', '--help']);
-  assert.equal(r.status, 0, r.stderr);
-  const urls = JSON.parse(/RESOLVED (.*)/.exec(r.stderr)?.[1] ?? '[]') as string[];
+  const { status, stderr, urls } = resolvedByMain(true);
+  assert.equal(status, 0, stderr);
   assert.ok(urls.some((u) => u.endsWith('/src/runtime/client-node-api-stub.ts')), 'config.js imported the stub');
   assert.ok(urls.some((u) => u.endsWith('/@kubernetes/client-node/dist/config.js')), 'KubeConfig came from its own module');
   const generated = urls.filter((u) => /\/@kubernetes\/client-node\/dist\/(index\.js|api\.js|gen\/(index|apis\/|models\/|types\/))/.test(u));
@@ -33,9 +49,8 @@ test('the operator\'s module graph loads none of client-node\'s generated API, a
 });
 
 test('without the hook the same graph loads the generated API: the hook is what makes the difference', () => {
-  const r = node(['--import', TRACKER, 'src/main.ts', '--help']);
-  assert.equal(r.status, 0, r.stderr);
-  const urls = JSON.parse(/RESOLVED (.*)/.exec(r.stderr)?.[1] ?? '[]') as string[];
+  const { status, stderr, urls } = resolvedByMain(false);
+  assert.equal(status, 0, stderr);
   assert.ok(urls.some((u) => u.includes('/@kubernetes/client-node/dist/gen/apis/')));
 });
 
