@@ -40,8 +40,31 @@ async function withServer(h: Handler, body: (kc: KubeConfig, seen: string[]) => 
   }
 }
 
+/** The fallback's answers: a LIST of `items` at resourceVersion 8, then a watch that stays open and quiet. */
+function listThenWatch(kind: 'list' | 'watch', res: ServerResponse, items: object[]): void {
+  if (kind === 'list') res.end(JSON.stringify({ metadata: { resourceVersion: '8' }, items }));
+  else res.write('');
+}
+
+/** Starts the informer, runs `body`, and stops it whatever happened. */
+async function running(inf: Informer, body: () => Promise<void>): Promise<void> {
+  inf.start();
+  try {
+    await body();
+  } finally {
+    await inf.stop();
+  }
+}
+
 const informerOf = (kc: KubeConfig, listTimeoutMs = 30_000): Informer =>
   new Informer({ kubeConfig: kc, path: '/apis/coordination.k8s.io/v1/namespaces/kube-system/leases', logger: silentLogger(), timeoutSeconds: 60, listTimeoutMs, backoff: { baseMs: 10, maxMs: 10, jitter: 0 } });
+
+/** The informer, and the names of the objects its add handler got, in order. */
+function recordingAdds(inf: Informer): { inf: Informer; adds: string[] } {
+  const adds: string[] = [];
+  inf.addHandlers({ add: (o) => adds.push(o.metadata?.name ?? '') });
+  return { inf, adds };
+}
 
 test('a streaming list syncs at its end bookmark, from its events only, and the stream goes on as the watch', async () => {
   await withServer((kind, res) => {
@@ -49,11 +72,8 @@ test('a streaming list syncs at its end bookmark, from its events only, and the 
     res.write(line('ADDED', lease('a', '5')) + line('ADDED', lease('b', '6')) + line('DELETED', lease('a', '7')) + endBookmark('9'));
     setTimeout(() => res.write(line('ADDED', lease('c', '10'))), 50);
   }, async (kc, seen) => {
-    const inf = informerOf(kc);
-    const adds: string[] = [];
-    inf.addHandlers({ add: (o) => adds.push(o.metadata?.name ?? '') });
-    inf.start();
-    try {
+    const { inf, adds } = recordingAdds(informerOf(kc));
+    await running(inf, async () => {
       await inf.synced;
       assert.deepEqual(inf.keys(), ['kube-system/b'], 'the initial state as of the bookmark');
       assert.equal(inf.resourceVersion, '9');
@@ -62,49 +82,37 @@ test('a streaming list syncs at its end bookmark, from its events only, and the 
       assert.equal(inf.resourceVersion, '10');
       assert.deepEqual(seen, ['stream']);
       assert.deepEqual({ ...inf.stats(), restarts: undefined }, { restarts: undefined, relists: 1, streamed: 1, listed: 0 });
-    } finally {
-      await inf.stop();
-    }
+    });
   });
 });
 
 test('a stream cut before its end bookmark applies nothing of it: the informer lists instead', async () => {
   await withServer((kind, res) => {
     if (kind === 'stream') res.end(line('ADDED', lease('ghost', '5')));
-    else if (kind === 'list') res.end(JSON.stringify({ metadata: { resourceVersion: '8' }, items: [lease('real', '8')] }));
-    else res.write('');
+    else listThenWatch(kind, res, [lease('real', '8')]);
   }, async (kc, seen) => {
-    const inf = informerOf(kc);
-    const adds: string[] = [];
-    inf.addHandlers({ add: (o) => adds.push(o.metadata?.name ?? '') });
-    inf.start();
-    try {
+    const { inf, adds } = recordingAdds(informerOf(kc));
+    await running(inf, async () => {
       await inf.synced;
       assert.deepEqual(adds, ['real'], 'the half-sent state was never applied');
       assert.deepEqual(seen.slice(0, 2), ['stream', 'list']);
       assert.equal(inf.stats().listed, 1);
-    } finally {
-      await inf.stop();
-    }
+    });
   });
 });
 
 test('a server that ignores sendInitialEvents (objects, never the bookmark) is listed after listTimeoutMs', async () => {
   await withServer((kind, res) => {
     if (kind === 'stream') res.write(line('ADDED', lease('a', '5')));
-    else if (kind === 'list') res.end(JSON.stringify({ metadata: { resourceVersion: '8' }, items: [lease('a', '8')] }));
-    else res.write('');
+    else listThenWatch(kind, res, [lease('a', '8')]);
   }, async (kc, seen) => {
     const inf = informerOf(kc, 1500);
-    inf.start();
-    try {
+    await running(inf, async () => {
       const t0 = Date.now();
       await inf.synced;
       assert.ok(Date.now() - t0 >= 1400, 'the stream had its listTimeoutMs');
       assert.equal(inf.get('kube-system/a')?.metadata?.resourceVersion, '8', 'the LIST\'s object, not the stream\'s');
       assert.deepEqual(seen.slice(0, 2), ['stream', 'list']);
-    } finally {
-      await inf.stop();
-    }
+    });
   });
 });
