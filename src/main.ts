@@ -24,9 +24,9 @@ import { leaseEventWakes, upgradesToWake } from './plan/wake.ts';
 import { CachedUpgrades } from './runtime/upgrade-cache.ts';
 import { listThroughCaches, type CachedCollection } from './runtime/cached-list.ts';
 import { APISERVER_PODS_COLLECTION, APISERVER_PODS_PATH, APISERVER_PODS_SELECTOR } from './observe/trust.ts';
-import { NODES_PATH, observeKubeadm } from './observe/kubeadm.ts';
+import { NODES_PATH, observeKubeadm, trimNode } from './observe/kubeadm.ts';
 import { readCollection } from './runtime/read-collection.ts';
-import type { V1EndpointSlice, V1Lease } from '@kubernetes/client-node';
+import type { V1EndpointSlice, V1Lease, V1Node } from '@kubernetes/client-node';
 import type { ApiServerUpgrade } from './api/types.generated.ts';
 
 const OPTIONS = {
@@ -118,7 +118,7 @@ const reconciler = new UpgradeReconciler({
     get: (path) => kube.request('GET', path),
     // The mirror Pods from their informer; the Nodes by one streaming list, not worth a watch of every Node.
     list: async <T>(path: string): Promise<T[]> => path === NODES_PATH
-      ? (await readCollection<KubeObject>({ kubeConfig: kc, path, logger: log })) as T[]
+      ? (await readCollection<KubeObject>({ kubeConfig: kc, path, logger: log, transform: (n) => trimNode(n as V1Node) as KubeObject })) as T[]
       : (await cachedList<{ items?: T[] }>(path)).items ?? [],
     serverGet: (address, path) => observer.serverClient.get(address, path),
     serverMetrics: (address, families) => observer.serverClient.metrics(address, families),

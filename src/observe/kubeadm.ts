@@ -92,6 +92,19 @@ async function listNodes(deps: KubeadmObserverDeps): Promise<ObservedNode[] | { 
   }
 }
 
+/**
+ * What the preflight reads of a Node, kept as the Node arrives (a reader's `transform`): a cluster's Nodes are
+ * 10-20 KiB each and there may be thousands; their name, hostname label and kubelet version are a few dozen bytes.
+ */
+export function trimNode(n: V1Node): V1Node {
+  const hostnameLabel = n.metadata?.labels?.[HOSTNAME_LABEL];
+  const kubeletVersion = n.status?.nodeInfo?.kubeletVersion;
+  return {
+    metadata: { ...(n.metadata?.name !== undefined ? { name: n.metadata.name } : {}), ...(n.metadata?.resourceVersion !== undefined ? { resourceVersion: n.metadata.resourceVersion } : {}), ...(hostnameLabel !== undefined ? { labels: { [HOSTNAME_LABEL]: hostnameLabel } } : {}) },
+    ...(kubeletVersion !== undefined ? { status: { nodeInfo: { kubeletVersion } as NonNullable<V1Node['status']>['nodeInfo'] } } : {}),
+  };
+}
+
 function node(n: V1Node): ObservedNode {
   const hostnameLabel = n.metadata?.labels?.[HOSTNAME_LABEL];
   const kubeletVersion = n.status?.nodeInfo?.kubeletVersion;

@@ -44,6 +44,11 @@ export interface InformerOptions {
    * Default true. See docs/runtime.md "Relists without a LIST".
    */
   streamingList?: boolean;
+  /**
+   * Applied to every object as it arrives, before it is held (client-go's SetTransform): keeps only what the
+   * reader needs of a large collection, so that memory follows the kept fields, not the objects' size.
+   */
+  transform?: (obj: KubeObject) => KubeObject;
   /** Metrics hook: one call per restart. */
   onRestart?(reason: RestartReason): void;
 }
@@ -244,13 +249,18 @@ export class Informer<T extends KubeObject = KubeObject> {
         timeoutMs: this.o.listTimeoutMs ?? 30_000,
         signal: this.stopCtl.signal,
       });
-      items.push(...(page.items ?? []));
+      items.push(...(page.items ?? []).map((o) => this.held(o)));
       // Every page of one list shares the first page's snapshot resourceVersion.
       if (rv === '') rv = page.metadata?.resourceVersion ?? '';
       cont = page.metadata?.continue || undefined;
     } while (cont !== undefined);
     if (this.stopped) return;
     this.replaceState(items, rv, 'list');
+  }
+
+  /** What the cache holds of an object as it arrived. */
+  private held(obj: T): T {
+    return this.o.transform ? (this.o.transform(obj) as T) : obj;
   }
 
   /** The whole collection as of `rv`: the cache becomes it, and handlers get the difference. */
@@ -369,10 +379,10 @@ export class Informer<T extends KubeObject = KubeObject> {
               pending = undefined;
               this.replaceState(state, rv, 'stream');
             } else if (type === 'DELETED') pending.delete(objectKey(obj));
-            else pending.set(objectKey(obj), obj);
+            else pending.set(objectKey(obj), this.held(obj));
             return;
           }
-          if (type !== 'BOOKMARK') this.apply(type, obj);
+          if (type !== 'BOOKMARK') this.apply(type, this.held(obj));
           if (rv) this.rv = rv;
         },
         (err: unknown) => {

@@ -10,6 +10,8 @@ export interface ReadCollectionOptions {
   logger: Logger;
   /** The whole read, fallback LIST included. Default 30 s. */
   timeoutMs?: number;
+  /** What to keep of each object, applied as it arrives (the Informer's `transform`). */
+  transform?: (obj: KubeObject) => KubeObject;
 }
 
 /**
@@ -21,6 +23,7 @@ export async function readCollection<T extends KubeObject>(o: ReadCollectionOpti
   const timeoutMs = o.timeoutMs ?? 30_000;
   const informer = new Informer<T>({
     kubeConfig: o.kubeConfig, path: o.path, name: `read ${o.path}`, logger: o.logger, listTimeoutMs: timeoutMs,
+    ...(o.transform ? { transform: o.transform } : {}),
     // The first error backs off 200 ms doubling; a read that cannot succeed ends at timeoutMs anyway.
     backoff: { baseMs: 200, maxMs: 5_000, factor: 2, jitter: 0.2 },
   });

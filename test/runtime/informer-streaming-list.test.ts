@@ -116,3 +116,27 @@ test('a server that ignores sendInitialEvents (objects, never the bookmark) is l
     });
   });
 });
+
+test('transform: what the cache holds is the transformed object, from a streaming list, a LIST and the watch alike', async () => {
+  const big = (name: string, rv: string): object => ({ metadata: { name, namespace: 'kube-system', resourceVersion: rv }, spec: { blob: 'x'.repeat(10_000) } });
+  const transform = (o: { metadata?: { name?: string; namespace?: string; resourceVersion?: string } }) => ({ metadata: { name: o.metadata?.name, namespace: o.metadata?.namespace, resourceVersion: o.metadata?.resourceVersion } });
+  for (const streamingList of [true, false]) {
+    await withServer((kind, res) => {
+      if (kind === 'stream') {
+        res.write(line('ADDED', big('a', '5')) + endBookmark('9'));
+        setTimeout(() => res.write(line('ADDED', big('b', '10'))), 50);
+      } else if (kind === 'list') res.end(JSON.stringify({ metadata: { resourceVersion: '9' }, items: [big('a', '5')] }));
+      else setTimeout(() => res.write(line('ADDED', big('b', '10'))), 50);
+    }, async (kc) => {
+      const inf = new Informer({ kubeConfig: kc, path: '/apis/coordination.k8s.io/v1/namespaces/kube-system/leases', logger: silentLogger(), timeoutSeconds: 60, streamingList, transform });
+      await running(inf, async () => {
+        await inf.synced;
+        for (let i = 0; i < 100 && !inf.get('kube-system/b'); i++) await new Promise((r) => setTimeout(r, 10));
+        assert.deepEqual(inf.list().map((o) => JSON.stringify(o)), [
+          '{"metadata":{"name":"a","namespace":"kube-system","resourceVersion":"5"}}',
+          '{"metadata":{"name":"b","namespace":"kube-system","resourceVersion":"10"}}',
+        ], `streamingList ${streamingList}`);
+      });
+    });
+  }
+});
