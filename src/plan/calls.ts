@@ -53,7 +53,7 @@ export function landed(ctx: PlanContext, c: DriverCall): boolean {
 export const CALL_POLL_MS = 2_000;
 /** The fastest look while a replaced server's new process comes up; see callPollMs. */
 export const COMING_UP_POLL_MS = 500;
-/** Observation CPU per server per look (bench/README.md fleet table: 4–10 ms); doubled, it keeps looks under half a core. */
+/** A look costs 6–10 ms of CPU per server (bench/README.md fleet table): a look per 10 ms per server keeps fast looks under one core. */
 const LOOK_COST_PER_SERVER_MS = 10;
 /** A new process that is not back within this long is not about to be: look at the normal pace again. */
 const COMING_UP_WINDOW_MS = 120_000;
