@@ -97,7 +97,6 @@ export class Informer<T extends KubeObject = KubeObject> {
   private rv = '';
   private isSynced = false;
   private loop?: Promise<void>;
-  private relists = 0;
   private listsSent = 0;
   private streamedLists = 0;
 
@@ -152,7 +151,7 @@ export class Informer<T extends KubeObject = KubeObject> {
    * `streamed` by a streaming list, `listed` by a LIST (a refused or unfinished streaming list falls back to one).
    */
   stats(): { restarts: Record<string, number>; relists: number; streamed: number; listed: number } {
-    return { restarts: Object.fromEntries(this.restartCounts), relists: this.relists, streamed: this.streamedLists, listed: this.listsSent };
+    return { restarts: Object.fromEntries(this.restartCounts), relists: this.streamedLists + this.listsSent, streamed: this.streamedLists, listed: this.listsSent };
   }
 
   /**
@@ -269,7 +268,6 @@ export class Informer<T extends KubeObject = KubeObject> {
     this.cache.clear();
     for (const it of items) this.cache.set(objectKey(it), it);
     this.rv = rv;
-    this.relists++;
     if (via === 'stream') this.streamedLists++;
     else this.listsSent++;
     for (const o of d.deleted) this.emit('delete', o);
