@@ -12,16 +12,22 @@
 // Three processes: this one (the orchestrator) runs, for each N, one child that hosts the N servers
 // (`--serve N`) and one child that runs the observer (`--observe N`), so the observer's CPU and max RSS are
 // its own. The servers count the bytes they write (TLS records, headers and bodies: what crosses the wire).
-import { fork, type ChildProcess } from 'node:child_process';
+// The observer runs compiled to JavaScript, as the operator's image runs it (no type stripping, whose compiler
+// holds ~18 MiB); BENCH_OBSERVER=ts runs it from the TypeScript sources instead.
+import { execFileSync, fork, type ChildProcess } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { gzipSync } from 'node:zlib';
-import { readFileSync } from 'node:fs';
+import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { parse as parseYaml } from 'yaml';
 import { createServer, type Server } from 'node:https';
 import type { AddressInfo, Socket } from 'node:net';
 import { KubeConfig } from '../src/runtime/client-node.ts';
 
 const LEAN_CLIENT_NODE = new URL('../src/runtime/lean-client-node.ts', import.meta.url).href;
+const ROOT = fileURLToPath(new URL('..', import.meta.url));
 /** The observer process's NODE_OPTIONS: the chart's `nodeOptions` (what the operator's Pod runs with) unless BENCH_NODE_OPTIONS says otherwise ('' for V8's defaults). */
 const OBSERVER_NODE_OPTIONS = process.env.BENCH_NODE_OPTIONS ?? String((parseYaml(readFileSync(new URL('../charts/apiserver-upgrade-operator/values.yaml', import.meta.url), 'utf8')) as { nodeOptions?: string }).nodeOptions ?? '');
 /** DirectClient's kept-alive connections per server; unset: its default. */
@@ -268,18 +274,43 @@ function retainedHeapMiB(): number {
 }
 
 // ---------------------------------------------------------------- the orchestrator
+/**
+ * This bench and everything it imports, compiled with the project's tsconfig into a temporary folder laid out as
+ * the repository (the fixtures, the chart, package.json and node_modules beside it): the observer runs from there.
+ */
+function compiledBench(): { script: string; dir: string } {
+  const dir = mkdtempSync(join(tmpdir(), 'fleet-bench-js-'));
+  const tsconfig = join(dir, 'tsconfig.json');
+  writeFileSync(tsconfig, JSON.stringify({
+    extends: join(ROOT, 'tsconfig.json'),
+    compilerOptions: { noEmit: false, outDir: dir, rootDir: ROOT, sourceMap: false, declaration: false, typeRoots: [join(ROOT, 'node_modules/@types')] },
+    include: [],
+    files: ['bench/fleet.bench.ts', 'bench/peers.d.ts', 'src/runtime/lean-client-node.ts', 'src/runtime/client-node-api-stub.ts'].map((f) => join(ROOT, f)),
+  }));
+  execFileSync(process.execPath, [join(ROOT, 'node_modules/typescript/bin/tsc'), '-p', tsconfig], { stdio: 'inherit' });
+  for (const link of ['test/fixtures', 'test/observe/tls', 'charts', 'node_modules']) {
+    mkdirSync(dirname(join(dir, link)), { recursive: true });
+    symlinkSync(join(ROOT, link), join(dir, link));
+  }
+  copyFileSync(join(ROOT, 'package.json'), join(dir, 'package.json'));
+  return { script: join(dir, 'bench', 'fleet.bench.js'), dir };
+}
+
 async function main(): Promise<void> {
-  process.stdout.write(`node ${process.version}; observer NODE_OPTIONS '${OBSERVER_NODE_OPTIONS}', ${MAX_SOCKETS ?? 'default'} sockets per server; ${CYCLES} cycles after a cold one, one every ${REQUEUE_MS} ms of observer time (real wait ${WAIT_MS} ms), analysis interval ${INTERVAL_MS} ms, server keep-alive ${KEEPALIVE_MS} ms; servers alternate ${VERSIONS.join(' / ')}\n\n`);
+  const compiled = process.env.BENCH_OBSERVER === 'ts' ? undefined : compiledBench();
+  process.stdout.write(`node ${process.version}; observer ${compiled ? 'compiled to JavaScript' : 'from the TypeScript sources'}, NODE_OPTIONS '${OBSERVER_NODE_OPTIONS}', ${MAX_SOCKETS ?? 'default'} sockets per server; ${CYCLES} cycles after a cold one, one every ${REQUEUE_MS} ms of observer time (real wait ${WAIT_MS} ms), analysis interval ${INTERVAL_MS} ms, server keep-alive ${KEEPALIVE_MS} ms; servers alternate ${VERSIONS.join(' / ')}\n\n`);
   const rows: string[] = [];
   for (const n of FLEET) {
-    // The observer process runs as the operator's does: without client-node's generated API (src/runtime/lean-client-node.ts).
-    const child = fork(import.meta.filename, ['--observe', String(n)], { stdio: 'inherit', execArgv: ['--expose-gc', '--disable-warning=ExperimentalWarning', '--import', LEAN_CLIENT_NODE], env: { ...process.env, NODE_OPTIONS: OBSERVER_NODE_OPTIONS } });
+    // The observer process runs as the operator's does: compiled, without client-node's generated API (src/runtime/lean-client-node.ts).
+    const lean = compiled ? join(compiled.dir, 'src/runtime/lean-client-node.js') : fileURLToPath(LEAN_CLIENT_NODE);
+    const child = fork(compiled?.script ?? import.meta.filename, ['--observe', String(n)], { stdio: 'inherit', execArgv: ['--expose-gc', '--disable-warning=ExperimentalWarning', '--import', lean], env: { ...process.env, NODE_OPTIONS: OBSERVER_NODE_OPTIONS } });
     const r = await ask<Result>(child, '', 'result');
     await new Promise((resolve) => child.once('exit', resolve));
     rows.push(`| ${r.n} | ${r.cpuMsPerServerCycle.toFixed(1)} | ${(r.bytesPerServerCycle / 1e6).toFixed(3)} | ${(r.bytesPerServerInterval / 1e6).toFixed(3)} | ${r.requestsPerCycle} | ${r.errors} | ${r.coldCpuMsPerServer.toFixed(0)} | ${r.maxRssMiB.toFixed(0)} | ${r.steadyRssMiB.toFixed(0)} | ${r.heapMiB.toFixed(0)} |`);
     process.stdout.write(`N=${n}: ${JSON.stringify(r)}\n`);
   }
   process.stdout.write(`\n| servers | CPU ms / server / cycle | MB / server / cycle | MB / server / analysis interval | requests / cycle | not-ready or not-converged | cold cycle CPU ms / server | observer max RSS MiB | steady-state RSS MiB | retained heap MiB |\n|---|---|---|---|---|---|---|---|---|---|\n${rows.join('\n')}\n`);
+  if (compiled) rmSync(compiled.dir, { recursive: true, force: true });
 }
 
 const [role, arg] = process.argv.slice(2);

@@ -277,7 +277,7 @@ describe('image library against a real containerd', { timeout: 20 * 60_000 }, ()
     assert.equal(r.stdout.trim(), `Kubernetes ${OLD_VERSION}`);
   });
 
-  it('builds the operator image (cold, then from the cache), imports it, and runs it as uid 1000 on a read-only root: node, and src/main.ts --help', async (t) => {
+  it('builds the operator image (cold, then from the cache), imports it, and runs it as uid 1000 on a read-only root: node, and the compiled dist/main.js --help', async (t) => {
     const cold = await operatorImageBuild();
     const mb = (statSync(cold.path).size / 1e6).toFixed(1);
     t.diagnostic(`${cold.name}: node v${cold.nodeVersion}, built in ${cold.seconds.toFixed(2)} s (npm ci of the production dependencies included), tar ${mb} MB`);
@@ -300,7 +300,7 @@ describe('image library against a real containerd', { timeout: 20 * 60_000 }, ()
     // The image's entrypoint, with --help instead of --in-cluster: every module and production dependency loads.
     const h = await ctr([...ro('o2'), ...OPERATOR_CONFIG.entrypoint, '--help']);
     assert.equal(h.code, 0, h.stderr);
-    assert.match(h.stdout, /^usage: node src\/main\.ts \[options\]\n/);
+    assert.match(h.stdout, /^usage: node dist\/main\.js \[options\]\n/, 'the compiled operator, not the sources');
     assert.match(h.stdout, /--in-cluster\n/);
     assert.equal(h.stderr.trim(), '', 'nothing on stderr (no warning, no missing module)');
     // (can fail) an option main.ts does not know exits non-zero.

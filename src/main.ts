@@ -1,4 +1,5 @@
 // The operator's entry point: the only place that wires the parts together.
+import { relative } from 'node:path';
 import { parseArgs } from 'node:util';
 import { Registry, collectDefaultMetrics } from 'prom-client';
 import { createLogger } from './runtime/logger.ts';
@@ -55,7 +56,8 @@ const OPTIONS = {
 const { values } = parseArgs({ options: OPTIONS });
 if (values.help) {
   const lines = Object.entries(OPTIONS).map(([name, o]) => `  --${name}${o.type === 'string' ? '=VALUE' : ''}${o.default !== undefined && o.default !== '' && o.type === 'string' ? ` (default ${String(o.default)})` : ''}`);
-  process.stdout.write(`usage: node src/main.ts [options]\n${lines.join('\n')}\n`);
+  // src/main.ts from the sources, dist/main.js in the image.
+  process.stdout.write(`usage: node ${relative(process.cwd(), import.meta.filename)} [options]\n${lines.join('\n')}\n`);
   process.exit(0);
 }
 

@@ -1,6 +1,7 @@
-// The operator's image without Docker: what the repository's Dockerfile builds (node:<version>-slim, the app's
-// package files, production dependencies and src/ in /app, uid 1000, `node src/main.ts --in-cluster`), written
-// by images.ts's buildImage as an OCI tar into the image cache. Node is the binary of the `node` npm package in
+// The operator's image without Docker: what the repository's Dockerfile builds (a build stage compiles src/ to
+// dist/ with the project's tsc; then node:<version>-slim, the app's package files, production dependencies and dist/
+// in /app, uid 1000, `node --import ./dist/runtime/lean-client-node.js dist/main.js --in-cluster`), written by
+// images.ts's buildImage as an OCI tar into the image cache. Node is the binary of the `node` npm package in
 // node_modules, with exactly the shared libraries `ldd` reports for it and the dynamic loader, from this machine.
 // The Dockerfile and operatorImageSpec agree: test/e2e-cluster/dockerfiles.test.ts parses one and compares it with
 // the other.
@@ -22,15 +23,25 @@ export const OPERATOR_CONFIG = {
   /** Besides PATH (the base image's). */
   env: ['NODE_ENV=production'],
   exposedPorts: ['8080/tcp', '8081/tcp'],
-  entrypoint: ['node', '--disable-warning=ExperimentalWarning', '--import', './src/runtime/lean-client-node.ts', 'src/main.ts'],
+  entrypoint: ['node', '--import', './dist/runtime/lean-client-node.js', 'dist/main.js'],
   cmd: ['--in-cluster'],
 } as const;
 
-/** What the Dockerfile COPYs into WORKDIR, in its order: sources relative to the repository, destination relative to WORKDIR. */
+/** What the Dockerfile's final stage COPYs from the repository into WORKDIR: sources relative to the repository, destination relative to WORKDIR. */
 export const APP_COPIES = [
   { sources: ['package.json', 'package-lock.json'], dest: './' },
+] as const;
+
+/** What the build stage COPYs from the repository, in its order: the compiler's inputs. */
+export const BUILD_COPIES = [
+  { sources: ['package.json', 'package-lock.json', 'tsconfig.json', 'tsconfig.build.json'], dest: './' },
   { sources: ['src/'], dest: './src/' },
 ] as const;
+
+/** The build stage's compile (`node <BUILD_ARGS>` in the folder holding BUILD_COPIES and the full node_modules). */
+export const BUILD_ARGS = ['node_modules/typescript/bin/tsc', '-p', 'tsconfig.build.json'] as const;
+/** Where the compile writes (tsconfig.build.json's outDir) and where the final stage puts it, relative to WORKDIR. */
+export const BUILD_OUTPUT = { from: 'dist/', dest: './dist/' } as const;
 
 /** The production dependencies: `npm <NPM_CI_ARGS>` (the Dockerfile's RUN runs the same). */
 export const NPM_CI_ARGS = ['ci', '--omit=dev', '--ignore-scripts', '--no-audit', '--no-fund'] as const;
@@ -54,11 +65,13 @@ export interface NodeRuntime {
 }
 
 export interface OperatorImageInputs {
-  /** The repository: package.json, package-lock.json and src/ are read from it. */
+  /** The repository: package.json and package-lock.json are read from it. */
   root: string;
   node: NodeRuntime;
   /** A folder whose node_modules holds the production dependencies (prodNodeModules). */
   modules: string;
+  /** The compiled app, the build stage's dist/ (compiledApp). */
+  dist: string;
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -192,6 +205,63 @@ export async function prodNodeModules(root = REPO_ROOT): Promise<string> {
 }
 
 // ---------------------------------------------------------------------------------------------------------
+// The compiled app
+
+/** Every file under `dir`, relative to it, sorted. */
+function filesIn(dir: string): string[] {
+  const out: string[] = [];
+  const walk = (d: string): void => {
+    for (const e of readdirSync(d, { withFileTypes: true })) {
+      if (e.isDirectory()) walk(join(d, e.name));
+      else out.push(relative(dir, join(d, e.name)));
+    }
+  };
+  walk(dir);
+  return out.sort();
+}
+
+/**
+ * Compiles the repository's src/ as the build stage does (`node <BUILD_ARGS>`, with the repository's own
+ * node_modules) into `outDir`. The compiler's errors fail it, with its output.
+ */
+export async function compileApp(root: string, outDir: string): Promise<void> {
+  await new Promise<void>((resolve, reject) => {
+    execFile(process.execPath, [...BUILD_ARGS, '--outDir', outDir], { cwd: root, encoding: 'utf8', maxBuffer: 16 * 1024 * 1024 }, (err, stdout, stderr) =>
+      err ? reject(new Error(`node ${BUILD_ARGS.join(' ')} failed in ${root}: ${(stdout + stderr).trim() || err.message}`)) : resolve());
+  });
+  if (!existsSync(join(outDir, 'main.js'))) throw new Error(`node ${BUILD_ARGS.join(' ')} wrote no main.js into ${outDir}`);
+}
+
+/**
+ * The build stage's dist/: `<image cache>/dist/<hash of the compiler's inputs and version>`, compiled once per
+ * content of src/, the two tsconfigs and the TypeScript version. Returns the folder.
+ */
+export async function compiledApp(root = REPO_ROOT): Promise<string> {
+  const inputs = BUILD_COPIES.flatMap((c) => c.sources.flatMap((s) => (s.endsWith('/') ? filesIn(join(root, s)).map((f) => posix.join(s, f)) : [s])))
+    .concat('node_modules/typescript/package.json');
+  const key = sha256(JSON.stringify([BUILD_ARGS, ...inputs.map((f) => [f, sha256(readFileSync(join(root, f)))])])).slice(0, 16);
+  const base = join(imageCache(), 'dist');
+  const out = join(base, key);
+  if (existsSync(join(out, 'main.js'))) return out;
+  mkdirSync(base, { recursive: true });
+  const tmp = `${out}.tmp-${process.pid}`;
+  rmSync(tmp, { recursive: true, force: true });
+  try {
+    const t0 = Date.now();
+    process.stderr.write(`operator image: compiling src/ into ${out}\n`);
+    await compileApp(root, tmp);
+    // Another process may have finished first: its folder is as good as ours.
+    if (existsSync(join(out, 'main.js'))) rmSync(tmp, { recursive: true, force: true });
+    else renameSync(tmp, out);
+    process.stderr.write(`operator image: compiled in ${((Date.now() - t0) / 1000).toFixed(1)}s\n`);
+    return out;
+  } catch (err) {
+    rmSync(tmp, { recursive: true, force: true });
+    throw err;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------------
 // The image
 
 /** Layer entries for everything under `dir`, at `into` (files 0644, or 0755 when executable by anyone; folders 0755; symlinks as they are). */
@@ -216,7 +286,7 @@ export function treeEntries(dir: string, into: string): LayerEntry[] {
 
 /**
  * The operator image's spec (no build): node at /usr/local/bin/node with its libraries and loader at the paths it
- * asks for; /app with package.json, package-lock.json, src/ and the production node_modules; /etc/passwd and
+ * asks for; /app with package.json, package-lock.json, the compiled dist/ and the production node_modules; /etc/passwd and
  * /etc/group with the user node (1000:1000), /etc/nsswitch.conf; /home/node and /tmp (the chart mounts an emptyDir
  * there: its root filesystem is read-only). Every file is owned by root: uid 1000 can write nowhere but /tmp.
  */
@@ -239,6 +309,7 @@ export function operatorImageSpec(inputs: OperatorImageInputs, name = OPERATOR_I
       else entries.push({ path: posix.join(app, copy.dest, posix.basename(source)), type: 'file', mode: statSync(from).mode & 0o111 ? 0o755 : 0o644, source: from });
     }
   }
+  entries.push(...treeEntries(inputs.dist, posix.join(app, BUILD_OUTPUT.dest)));
   entries.push(...treeEntries(join(inputs.modules, 'node_modules'), posix.join(app, 'node_modules')));
   // `app` itself is added as a parent folder (0755).
   return {
@@ -264,12 +335,12 @@ export interface OperatorImageResult extends ImageTar {
 /**
  * Builds the operator image (operatorImageSpec) into the image cache, or finds it there: the production
  * dependencies from their staging folder (npm ci once per lock file), node and its libraries from this machine,
- * the app from the repository. The tar is keyed by the content of every file.
+ * the app compiled from the repository (once per content of its sources). The tar is keyed by the content of every file.
  */
 export async function operatorImageBuild(name = OPERATOR_IMAGE, root = REPO_ROOT): Promise<OperatorImageResult> {
   const t0 = Date.now();
-  const [node, modules] = await Promise.all([nodeRuntime(root), prodNodeModules(root)]);
-  const r = await buildImage(operatorImageSpec({ root, node, modules }, name));
+  const [node, modules, dist] = await Promise.all([nodeRuntime(root), prodNodeModules(root), compiledApp(root)]);
+  const r = await buildImage(operatorImageSpec({ root, node, modules, dist }, name));
   return { ...strip(r), built: r.built, bytes: r.bytes, seconds: (Date.now() - t0) / 1000, nodeVersion: node.version };
 }
 

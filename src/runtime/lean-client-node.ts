@@ -1,5 +1,6 @@
 /**
- * Registered before the operator's modules load (`node --import ./src/runtime/lean-client-node.ts src/main.ts`):
+ * Registered before the operator's modules load (`node --import ./src/runtime/lean-client-node.ts src/main.ts`, or
+ * the compiled `dist/runtime/lean-client-node.js` in the image):
  * client-node's KubeConfig module imports the generated API's index only for `makeApiClient`, which the operator
  * never calls; that import is answered by client-node-api-stub.ts instead, and the generated clients and models
  * (~45 MiB of RSS, measured in docs/scale.md) are never loaded. Everything else resolves as usual. Should a
@@ -8,7 +9,9 @@
  */
 import { registerHooks } from 'node:module';
 
-export const API_STUB_URL = new URL('./client-node-api-stub.ts', import.meta.url).href;
+// The stub beside this module, with this module's own extension: .ts from src/, .js once compiled into dist/ (a URL
+// in a string is not an import, so tsc's extension rewriting does not reach it).
+export const API_STUB_URL = new URL(`./client-node-api-stub${import.meta.url.slice(import.meta.url.lastIndexOf('.'))}`, import.meta.url).href;
 const CONFIG_MODULE = '/@kubernetes/client-node/dist/config.js';
 
 registerHooks({

@@ -5,13 +5,13 @@
 // and runs them).
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync, chmodSync, statSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync, chmodSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, posix, relative } from 'node:path';
+import { join, posix } from 'node:path';
 import { parse as parseYaml } from 'yaml';
 import { copyArgs, envPairs, execForm, instructions, stages, type Stage } from '../../e2e/cluster/dockerfile.ts';
 import { AGENT_ADDS, AGENT_IMAGE, AGENT_REPOSITORY, AGENT_WGET_DIR, APP_VERSION, GO_BUILD_ARGS, PATH_ENV, REPO_ROOT, agentImageSpec, type ImageSpec, type LayerEntry } from '../../e2e/cluster/images.ts';
-import { APP_COPIES, ETC_PASSWD, NODE_PATH_IN_IMAGE, NPM_CI_ARGS, OPERATOR_IMAGE, OPERATOR_REPOSITORY, elfInterpreter, nodePackageBinary, nodeRuntime, operatorImageSpec, parseLdd, type NodeRuntime } from '../../e2e/cluster/operator-image.ts';
+import { APP_COPIES, BUILD_ARGS, BUILD_COPIES, BUILD_OUTPUT, ETC_PASSWD, NODE_PATH_IN_IMAGE, NPM_CI_ARGS, OPERATOR_IMAGE, OPERATOR_REPOSITORY, elfInterpreter, nodePackageBinary, nodeRuntime, operatorImageSpec, parseLdd, type NodeRuntime } from '../../e2e/cluster/operator-image.ts';
 
 const read = (p: string): string => readFileSync(join(REPO_ROOT, p), 'utf8');
 const only = (stage: Stage, op: string): string | undefined => {
@@ -20,19 +20,6 @@ const only = (stage: Stage, op: string): string | undefined => {
   return all[0]?.args;
 };
 const paths = (spec: ImageSpec, type: LayerEntry['type']): string[] => spec.entries.filter((e) => e.type === type).map((e) => e.path.replace(/^\/+/, '').replace(/\/+$/, ''));
-/** Every file under a folder of the repository, relative to the repository (what `COPY src/ ./src/` copies). */
-function filesUnder(dir: string): string[] {
-  const out: string[] = [];
-  const walk = (d: string): void => {
-    for (const e of readdirSync(d, { withFileTypes: true })) {
-      if (e.isDirectory()) walk(join(d, e.name));
-      else out.push(relative(REPO_ROOT, join(d, e.name)));
-    }
-  };
-  walk(join(REPO_ROOT, dir));
-  return out.sort();
-}
-
 describe('the Dockerfile reader', () => {
   it('joins continuations, drops comments, reads stages, exec forms, both ENV forms and COPY flags', () => {
     const text = 'ARG X=1\n# c\nFROM --platform=$P golang:1 AS b\nRUN a \\\n  && b\n\nFROM scratch\nENV A=1 B="two words" C=\'x\'\nENV D four five\nCOPY --from=b /x /y\nCMD ["a", "b"]\nENTRYPOINT a b\n';
@@ -55,6 +42,7 @@ describe('the operator image: Dockerfile and operatorImageSpec agree', () => {
   let dir: string;
   let node: NodeRuntime;
   let spec: ImageSpec;
+  let build: Stage;
   let final: Stage;
   const lock = JSON.parse(read('package-lock.json')) as { packages: Record<string, { version?: string }> };
 
@@ -67,11 +55,15 @@ describe('the operator image: Dockerfile and operatorImageSpec agree', () => {
     writeFileSync(join(dir, 'node_modules', 'dep', 'bin', 'dep.js'), '#!/usr/bin/env node\n');
     chmodSync(join(dir, 'node_modules', 'dep', 'bin', 'dep.js'), 0o755);
     symlinkSync('../dep/bin/dep.js', join(dir, 'node_modules', '.bin', 'dep'));
+    // A stand-in for the compiled app: two files, one in a folder.
+    mkdirSync(join(dir, 'dist', 'runtime'), { recursive: true });
+    writeFileSync(join(dir, 'dist', 'main.js'), 'export {};\n');
+    writeFileSync(join(dir, 'dist', 'runtime', 'lean-client-node.js'), 'export {};\n');
     node = await nodeRuntime();
-    spec = operatorImageSpec({ root: REPO_ROOT, node, modules: dir });
+    spec = operatorImageSpec({ root: REPO_ROOT, node, modules: dir, dist: join(dir, 'dist') });
     const all = stages(read('Dockerfile'));
-    assert.equal(all.length, 1, 'one stage');
-    final = all[0]!;
+    assert.equal(all.length, 2, 'a build stage and the image');
+    [build, final] = [all[0]!, all[1]!];
   });
   after(() => rmSync(dir, { recursive: true, force: true }));
 
@@ -98,21 +90,40 @@ describe('the operator image: Dockerfile and operatorImageSpec agree', () => {
     assert.deepEqual(spec.cmd, execForm(final.instructions.find((i) => i.op === 'CMD')!));
   });
 
-  it('what is COPYed (and .dockerignore lets through) is /app: package.json, package-lock.json, src/, and the production node_modules', () => {
+  it('the build stage compiles src/ with the project\'s tsc: BUILD_COPIES, the full npm ci, `node <BUILD_ARGS>`', () => {
+    assert.equal(build.from, final.from, 'the same node compiles and runs');
+    assert.ok(build.name, 'the build stage is named, for COPY --from');
+    assert.equal(only(build, 'WORKDIR'), spec.workingDir);
+    const copies = build.instructions.filter((i) => i.op === 'COPY').map(copyArgs);
+    assert.deepEqual(copies.map((c) => ({ sources: c.sources, dest: c.dest })), BUILD_COPIES.map((c) => ({ sources: [...c.sources], dest: c.dest })));
+    const runs = build.instructions.filter((i) => i.op === 'RUN').map((i) => i.args);
+    assert.equal(runs.length, 2);
+    assert.match(runs[0]!, /^npm ci (?!.*--omit)/, 'every dependency, TypeScript included');
+    assert.equal(runs[1], `node ${BUILD_ARGS.join(' ')}`);
+    const tsconfig = JSON.parse(read(BUILD_ARGS[2])) as { compilerOptions?: { outDir?: string } };
+    assert.equal(`${tsconfig.compilerOptions?.outDir}/`, BUILD_OUTPUT.from, 'the compiler writes where the image copies from');
+  });
+
+  it('what is COPYed (and .dockerignore lets through) is /app: package.json, package-lock.json, the compiled dist/, and the production node_modules', () => {
     const copies = final.instructions.filter((i) => i.op === 'COPY').map(copyArgs);
-    assert.deepEqual(copies.map((c) => ({ sources: c.sources, dest: c.dest })), APP_COPIES.map((c) => ({ sources: [...c.sources], dest: c.dest })));
-    assert.ok(copies.every((c) => Object.keys(c.flags).length === 0), 'no COPY --from or --chown: root-owned, as in the spec');
+    assert.deepEqual(copies.map((c) => ({ sources: c.sources, dest: c.dest })), [
+      ...APP_COPIES.map((c) => ({ sources: [...c.sources], dest: c.dest })),
+      { sources: [`${spec.workingDir}/${BUILD_OUTPUT.from}`], dest: BUILD_OUTPUT.dest },
+    ]);
+    assert.deepEqual(copies.map((c) => c.flags), [...APP_COPIES.map(() => ({})), { from: build.name }], 'root-owned, as in the spec; dist/ from the build stage');
     const ignore = read('.dockerignore').split('\n').map((l) => l.trim()).filter((l) => l && !l.startsWith('#'));
-    assert.deepEqual(ignore, ['*', ...APP_COPIES.flatMap((c) => c.sources).map((s) => `!${s}`)]);
+    assert.deepEqual(ignore, ['*', ...[...new Set([...APP_COPIES, ...BUILD_COPIES].flatMap((c) => c.sources))].map((s) => `!${s}`)]);
     // Computed here as Docker would copy them, not through the builder's walk.
     const expected = [
       ...['package.json', 'package-lock.json'],
-      ...filesUnder('src'),
+      'dist/main.js', 'dist/runtime/lean-client-node.js',
       'node_modules/.bin/dep', 'node_modules/dep/bin/dep.js', 'node_modules/dep/index.js',
     ].map((p) => `app/${p}`).sort();
     const app = spec.entries.filter((e) => e.type !== 'dir' && e.path.startsWith('app/')).map((e) => e.path).sort();
     assert.deepEqual(app, expected);
-    assert.ok(filesUnder('src').includes('src/main.ts'));
+    assert.ok(!spec.entries.some((e) => e.path.startsWith('app/src')), 'no TypeScript in the image');
+    const entry = (spec.entrypoint ?? []).filter((a) => !a.startsWith('-'));
+    assert.deepEqual(entry.slice(1).map((a) => a.replace(/^\.\//, '')).sort(), ['dist/main.js', 'dist/runtime/lean-client-node.js'], 'the entrypoint runs compiled modules');
     const link = spec.entries.find((e) => e.path === 'app/node_modules/.bin/dep');
     assert.deepEqual(link, { path: 'app/node_modules/.bin/dep', type: 'symlink', target: '../dep/bin/dep.js' });
     const modeOf = (path: string): number | undefined => {
@@ -121,7 +132,7 @@ describe('the operator image: Dockerfile and operatorImageSpec agree', () => {
     };
     assert.equal(modeOf('app/node_modules/dep/bin/dep.js'), 0o755, 'executables stay executable');
     assert.equal(modeOf('app/node_modules/dep/index.js'), 0o644);
-    assert.equal(modeOf('app/src/main.ts'), (statSync(join(REPO_ROOT, 'src/main.ts')).mode & 0o111) ? 0o755 : 0o644);
+    assert.equal(modeOf('app/dist/main.js'), 0o644);
   });
 
   it('the production dependencies are `npm <NPM_CI_ARGS>`, as the Dockerfile\'s RUN', () => {
