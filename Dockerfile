@@ -24,6 +24,5 @@ COPY --from=build /app/dist/ ./dist/
 # The image's own non-root user (node, uid 1000), by number so that runAsNonRoot can verify it.
 USER 1000:1000
 EXPOSE 8080 8081
-# lean-client-node keeps client-node's generated API out of the process (~45 MiB of RSS; docs/scale.md).
-ENTRYPOINT ["node", "--import", "./dist/runtime/lean-client-node.js", "dist/main.js"]
+ENTRYPOINT ["node", "dist/main.js"]
 CMD ["--in-cluster"]

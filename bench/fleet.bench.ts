@@ -24,9 +24,7 @@ import { fileURLToPath } from 'node:url';
 import { parse as parseYaml } from 'yaml';
 import { createServer, type Server } from 'node:https';
 import type { AddressInfo, Socket } from 'node:net';
-import { KubeConfig } from '../src/runtime/client-node.ts';
 
-const LEAN_CLIENT_NODE = new URL('../src/runtime/lean-client-node.ts', import.meta.url).href;
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 /** The observer process's NODE_OPTIONS: the chart's `nodeOptions` (what the operator's Pod runs with) unless BENCH_NODE_OPTIONS says otherwise ('' for V8's defaults). */
 const OBSERVER_NODE_OPTIONS = process.env.BENCH_NODE_OPTIONS ?? String((parseYaml(readFileSync(new URL('../charts/apiserver-upgrade-operator/values.yaml', import.meta.url), 'utf8')) as { nodeOptions?: string }).nodeOptions ?? '');
@@ -199,8 +197,8 @@ async function observe(n: number): Promise<void> {
   const addresses = await ask<string[]>(servers, '', 'addresses');
   const api = new FakeApi();
   addresses.forEach((address, i) => api.add({ hostname: `cp-${i + 1}`, address }));
-  const direct = new DirectClient(async () => ({ headers: {}, ca: tlsMaterial(1).cert, rejectUnauthorized: true }), { timeoutMs: 5000, serverName: 'localhost', ...(MAX_SOCKETS ? { maxSocketsPerServer: Number(MAX_SOCKETS) } : {}) });
-  const observer = new FleetObserver(new KubeConfig(), api.list, silentLogger(), direct);
+  const direct = new DirectClient(async () => ({ headers: {}, ca: Buffer.from(tlsMaterial(1).cert), rejectUnauthorized: true }), { timeoutMs: 5000, serverName: 'localhost', ...(MAX_SOCKETS ? { maxSocketsPerServer: Number(MAX_SOCKETS) } : {}) });
+  const observer = new FleetObserver(direct, api.list, silentLogger());
   let now = Date.parse('2026-11-29T10:00:00Z');
   let lastAnalysis: number | undefined;
   const settings = (): AnalysisSettings => ({
@@ -285,7 +283,7 @@ function compiledBench(): { script: string; dir: string } {
     extends: join(ROOT, 'tsconfig.json'),
     compilerOptions: { noEmit: false, outDir: dir, rootDir: ROOT, sourceMap: false, declaration: false, typeRoots: [join(ROOT, 'node_modules/@types')] },
     include: [],
-    files: ['bench/fleet.bench.ts', 'bench/peers.d.ts', 'src/runtime/lean-client-node.ts', 'src/runtime/client-node-api-stub.ts'].map((f) => join(ROOT, f)),
+    files: ['bench/fleet.bench.ts', 'bench/peers.d.ts'].map((f) => join(ROOT, f)),
   }));
   execFileSync(process.execPath, [join(ROOT, 'node_modules/typescript/bin/tsc'), '-p', tsconfig], { stdio: 'inherit' });
   for (const link of ['test/fixtures', 'test/observe/tls', 'charts', 'node_modules']) {
@@ -301,9 +299,8 @@ async function main(): Promise<void> {
   process.stdout.write(`node ${process.version}; observer ${compiled ? 'compiled to JavaScript' : 'from the TypeScript sources'}, NODE_OPTIONS '${OBSERVER_NODE_OPTIONS}', ${MAX_SOCKETS ?? 'default'} sockets per server; ${CYCLES} cycles after a cold one, one every ${REQUEUE_MS} ms of observer time (real wait ${WAIT_MS} ms), analysis interval ${INTERVAL_MS} ms, server keep-alive ${KEEPALIVE_MS} ms; servers alternate ${VERSIONS.join(' / ')}\n\n`);
   const rows: string[] = [];
   for (const n of FLEET) {
-    // The observer process runs as the operator's does: compiled, without client-node's generated API (src/runtime/lean-client-node.ts).
-    const lean = compiled ? join(compiled.dir, 'src/runtime/lean-client-node.js') : fileURLToPath(LEAN_CLIENT_NODE);
-    const child = fork(compiled?.script ?? import.meta.filename, ['--observe', String(n)], { stdio: 'inherit', execArgv: ['--expose-gc', '--disable-warning=ExperimentalWarning', '--import', lean], env: { ...process.env, NODE_OPTIONS: OBSERVER_NODE_OPTIONS } });
+    // The observer process runs as the operator's does: compiled, with the chart's heap flags.
+    const child = fork(compiled?.script ?? import.meta.filename, ['--observe', String(n)], { stdio: 'inherit', execArgv: ['--expose-gc', '--disable-warning=ExperimentalWarning'], env: { ...process.env, NODE_OPTIONS: OBSERVER_NODE_OPTIONS } });
     const r = await ask<Result>(child, '', 'result');
     await new Promise((resolve) => child.once('exit', resolve));
     rows.push(`| ${r.n} | ${r.cpuMsPerServerCycle.toFixed(1)} | ${(r.bytesPerServerCycle / 1e6).toFixed(3)} | ${(r.bytesPerServerInterval / 1e6).toFixed(3)} | ${r.requestsPerCycle} | ${r.errors} | ${r.coldCpuMsPerServer.toFixed(0)} | ${r.maxRssMiB.toFixed(0)} | ${r.steadyRssMiB.toFixed(0)} | ${r.heapMiB.toFixed(0)} |`);

@@ -33,7 +33,7 @@ function productionObserver(cluster: Cluster): Harness {
   const kc = loadKubeConfig({ file: cluster.kubeconfig });
   const kube = new KubeClient(kc, { logger: silentLogger() });
   const direct = DirectClient.fromKubeConfig(kc, { timeoutMs: 5000 });
-  const observer = new FleetObserver(kc, (p) => kube.request('GET', p), silentLogger(), direct);
+  const observer = new FleetObserver(direct, (p) => kube.request('GET', p), silentLogger());
   return { cluster, observer, direct };
 }
 

@@ -7,7 +7,6 @@ import { Cluster, OLD_VERSION, NEW_VERSION, PROXY_GATE, waitFor, sleep } from '.
 import { loadKubeConfig, KubeClient } from '../src/runtime/kube.ts';
 import { silentLogger } from '../src/runtime/logger.ts';
 import { FleetObserver, type AnalysisSettings } from '../src/observe/fleet.ts';
-import { DirectClient } from '../src/observe/direct-client.ts';
 import {
   PrometheusAnalysis, buildQueries, httpQuery, nameInstances, parseQueryResponse, windowsFromResults,
   type PrometheusSettings, type QueryName, type QueryResults, type VectorSample,
@@ -37,7 +36,7 @@ before(async () => {
   const kube = new KubeClient(kc, { logger: silentLogger() });
   direct = new FleetObserver(kc, (p) => kube.request('GET', p), silentLogger());
   const source = new PrometheusAnalysis({ log: silentLogger() });
-  viaPrometheus = new FleetObserver(kc, (p) => kube.request('GET', p), silentLogger(), DirectClient.fromKubeConfig(kc, { timeoutMs: 5000 }), { analysisSource: source.source });
+  viaPrometheus = new FleetObserver(kc, (p) => kube.request('GET', p), silentLogger(), { analysisSource: source.source });
   await waitFor('cp-1 to proxy the new-only resource to cp-3', 60_000, async () => ((await cluster.request(0, NEW_ONLY)).status === 200 ? true : undefined));
 });
 

@@ -100,7 +100,7 @@ const cachedList = listThroughCaches((path) => kube.request('GET', path), new Ma
   [APISERVICES_PATH, { cache: apiServices, apiVersion: 'apiregistration.k8s.io/v1', kind: 'APIServiceList' }],
   [APISERVER_PODS_PATH, { cache: mirrorPods, apiVersion: 'v1', kind: 'PodList' }],
 ]));
-const observer = new FleetObserver(kc, cachedList, log, undefined, { analysisSource: prometheus.source, leaseCache: leases, endpointCache: endpointSlices });
+const observer = new FleetObserver(kc, cachedList, log, { analysisSource: prometheus.source, leaseCache: leases, endpointCache: endpointSlices });
 const leaderIdentityHolder: { id: string } = { id: '' };
 const upgrades = new Informer<ApiServerUpgrade>({
   kubeConfig: kc, path: `/apis/${GROUP}/${VERSION}/${PLURAL}`, name: 'apiserverupgrades', logger: log, ...runtimeMetrics.informerHooks('apiserverupgrades'),
@@ -204,4 +204,4 @@ endpointSlices.start();
 apiServices.start();
 mirrorPods.start();
 leader.start();
-log.info('apiserver-upgrade-operator started', { identity: leader.identity, healthPort: health.port, metricsPort: health.metricsPort, server: kc.getCurrentCluster()?.server });
+log.info('apiserver-upgrade-operator started', { identity: leader.identity, healthPort: health.port, metricsPort: health.metricsPort, server: kc.server });

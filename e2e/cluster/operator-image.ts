@@ -1,6 +1,6 @@
 // The operator's image without Docker: what the repository's Dockerfile builds (a build stage compiles src/ to
 // dist/ with the project's tsc; then node:<version>-slim, the app's package files, production dependencies and dist/
-// in /app, uid 1000, `node --import ./dist/runtime/lean-client-node.js dist/main.js --in-cluster`), written by
+// in /app, uid 1000, `node dist/main.js --in-cluster`), written by
 // images.ts's buildImage as an OCI tar into the image cache. Node is the binary of the `node` npm package in
 // node_modules, with exactly the shared libraries `ldd` reports for it and the dynamic loader, from this machine.
 // The Dockerfile and operatorImageSpec agree: test/e2e-cluster/dockerfiles.test.ts parses one and compares it with
@@ -23,7 +23,7 @@ export const OPERATOR_CONFIG = {
   /** Besides PATH (the base image's). */
   env: ['NODE_ENV=production'],
   exposedPorts: ['8080/tcp', '8081/tcp'],
-  entrypoint: ['node', '--import', './dist/runtime/lean-client-node.js', 'dist/main.js'],
+  entrypoint: ['node', 'dist/main.js'],
   cmd: ['--in-cluster'],
 } as const;
 

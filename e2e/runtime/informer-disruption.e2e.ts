@@ -2,7 +2,7 @@
 // turn and one is SIGKILLed: it restarts its watch as often as needed and never stops.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { KubeConfig } from '@kubernetes/client-node';
+import { KubeAccess } from '../../src/runtime/kubeconfig.ts';
 import { Cluster, waitFor } from '../cluster/index.ts';
 import { Informer } from '../../src/runtime/informer.ts';
 import type { KubeObject } from '../../src/runtime/object-cache.ts';
@@ -130,8 +130,7 @@ test('a watch silent past maxSilenceMs is resumed (no relist); resync() relists 
 test('a server that refuses streaming lists (WatchList off) is listed instead; the watch and resync() work as before', { timeout: 90_000 }, async () => {
   await cluster.replace(2, { featureGates: { WatchList: false } });
   const labels = { test: 'informer-no-watchlist' };
-  const kc = new KubeConfig();
-  kc.loadFromFile(cluster.server(2).kubeconfig);
+  const kc = KubeAccess.fromFile(cluster.server(2).kubeconfig);
   const informer = new Informer<KubeObject>({
     kubeConfig: kc, path: LEASES, labelSelector: 'test=informer-no-watchlist', name: 'no-watchlist', logger: e2eLogger(), timeoutSeconds: 300,
   });

@@ -1,4 +1,4 @@
-import { KubeConfig } from '@kubernetes/client-node';
+import { KubeAccess } from '../../src/runtime/kubeconfig.ts';
 import type { Cluster } from '../cluster/index.ts';
 import { waitFor } from '../cluster/index.ts';
 import { createLogger, type Logger } from '../../src/runtime/logger.ts';
@@ -8,10 +8,8 @@ export function e2eLogger(): Logger {
   return createLogger(process.env.LOG_LEVEL ?? 'warn');
 }
 
-export function kubeConfigOf(cluster: Cluster): KubeConfig {
-  const kc = new KubeConfig();
-  kc.loadFromFile(cluster.kubeconfig);
-  return kc;
+export function kubeConfigOf(cluster: Cluster): KubeAccess {
+  return KubeAccess.fromFile(cluster.kubeconfig);
 }
 
 export const LEASES = '/apis/coordination.k8s.io/v1/namespaces/default/leases';

@@ -1,8 +1,11 @@
-// Probe: how client-node's Watch reports each kind of failure against the real servers.
+// Probe: how the operator's watch (src/runtime/watch.ts) reports each kind of failure against the real servers.
 // Run: npx node e2e/runtime/watch-probe.ts   (prints one JSON line per observation)
 import { execFileSync } from 'node:child_process';
-import { join } from 'node:path';
-import { KubeConfig, Watch } from '@kubernetes/client-node';
+import { readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { parse as parseYaml } from 'yaml';
+import { KubeAccess } from '../../src/runtime/kubeconfig.ts';
+import { watch } from '../../src/runtime/watch.ts';
 import { Cluster, sleep } from '../cluster/index.ts';
 import { ManagedProcess } from '../cluster/process.ts';
 
@@ -17,22 +20,23 @@ function describe(err: unknown): string {
 const t0 = Date.now();
 const out = (o: Record<string, unknown>): void => { process.stdout.write(JSON.stringify({ t: ((Date.now() - t0) / 1000).toFixed(1), ...o }) + '\n'); };
 
-function observe(kc: KubeConfig, label: string, path: string, query: Record<string, string | number | boolean>, timeoutMs?: number): Observed {
-  const w = new Watch(kc);
-  if (timeoutMs !== undefined) (w as unknown as { requestTimeoutMs: number }).requestTimeoutMs = timeoutMs;
+/** `timeoutMs`: abort the watch after this long (the informer's watchdog does this for silence). */
+function observe(kc: KubeAccess, label: string, path: string, query: Record<string, string | number | boolean>, timeoutMs?: number): Observed {
   const events: string[] = [];
-  let ctl: AbortController | undefined;
+  const ctl = new AbortController();
+  const timer = timeoutMs !== undefined ? setTimeout(() => ctl.abort(), timeoutMs) : undefined;
   const started = Date.now();
-  const done = new Promise<string>((resolve) => {
-    void w.watch(path, query, (type, obj: { code?: number; metadata?: { name?: string } }) => {
-      events.push(type === 'ERROR' ? `ERROR(${obj.code})` : `${type}:${obj.metadata?.name ?? ''}`);
-    }, (err: unknown) => {
-      const d = `${describe(err)} after ${((Date.now() - started) / 1000).toFixed(1)}s`;
-      out({ label, done: d, events: events.slice(-5), nEvents: events.length });
-      resolve(d);
-    }).then((c) => { ctl = c; }, (err: unknown) => { out({ label, rejected: describe(err) }); resolve('rejected'); });
-  });
-  return { label, events, done, abort: () => ctl?.abort() };
+  const settled = (err: unknown): string => {
+    clearTimeout(timer);
+    const d = `${describe(err)} after ${((Date.now() - started) / 1000).toFixed(1)}s`;
+    out({ label, done: d, events: events.slice(-5), nEvents: events.length });
+    return d;
+  };
+  const done = watch(kc, path, query, ({ type, object }) => {
+    const obj = object as { code?: number; metadata?: { name?: string } };
+    events.push(type === 'ERROR' ? `ERROR(${obj.code})` : `${type}:${obj.metadata?.name ?? ''}`);
+  }, ctl.signal).then(() => settled(null), settled);
+  return { label, events, done, abort: () => ctl.abort() };
 }
 
 async function createLease(cluster: Cluster, ns: string, name: string): Promise<void> {
@@ -43,8 +47,7 @@ async function createLease(cluster: Cluster, ns: string, name: string): Promise<
 const cluster = await Cluster.start({ servers: 3, verbose: true });
 let myHaproxy: ManagedProcess | undefined;
 try {
-  const kc = new KubeConfig();
-  kc.loadFromFile(cluster.kubeconfig);
+  const kc = KubeAccess.fromFile(cluster.kubeconfig);
   const path = '/apis/coordination.k8s.io/v1/namespaces/default/leases';
   for (let i = 0; i < 5; i++) await createLease(cluster, 'default', `w${i}`);
   const q = { allowWatchBookmarks: true, timeoutSeconds: 300 };
@@ -54,14 +57,14 @@ try {
   await Promise.race([gone.done, sleep(10_000)]);
   // timeoutSeconds: the server ends the watch cleanly.
   const short = observe(kc, 'timeoutSeconds=3', path, { allowWatchBookmarks: true, timeoutSeconds: 3 });
-  // Idle watch with the default 30 s inactivity timer.
-  const idle = observe(kc, 'idle default 30s', '/apis/coordination.k8s.io/v1/namespaces/kube-public/leases', q);
+  // An idle watch: nothing arrives (bookmarks about once a minute); aborted after 35 s, as a watchdog would.
+  const idle = observe(kc, 'idle, aborted at 35s', '/apis/coordination.k8s.io/v1/namespaces/kube-public/leases', q, 35_000);
   // 404 path.
   const nf = observe(kc, '404 path', '/apis/nope.example.com/v1/things', q);
   // connection refused
-  const kcBad = new KubeConfig();
-  kcBad.loadFromFile(cluster.kubeconfig);
-  (kcBad.getCurrentCluster() as { server: string }).server = 'https://127.0.0.1:59999';
+  const doc = parseYaml(readFileSync(cluster.kubeconfig, 'utf8')) as { clusters: { cluster: { server: string } }[] };
+  for (const c of doc.clusters) c.cluster.server = 'https://127.0.0.1:59999';
+  const kcBad = KubeAccess.fromObject(doc, dirname(cluster.kubeconfig));
   const refused = observe(kcBad, 'refused', path, q);
   await Promise.all([short.done, nf.done, refused.done]);
 
@@ -69,8 +72,7 @@ try {
   const list = JSON.parse((await cluster.request('lb', path)).body) as { metadata: { resourceVersion: string } };
   const rv = list.metadata.resourceVersion;
   const lbWatches = [0, 1, 2, 3, 4, 5].map((i) => observe(kc, `graceful-lb-${i}`, path, { ...q, resourceVersion: rv }, 600_000));
-  const kc0 = new KubeConfig();
-  kc0.loadFromFile(cluster.server(0).kubeconfig);
+  const kc0 = KubeAccess.fromFile(cluster.server(0).kubeconfig);
   const direct0 = observe(kc0, 'graceful-direct-cp1', path, { ...q, resourceVersion: rv }, 600_000);
   await sleep(1000);
   out({ step: 'stop 0' });
@@ -83,8 +85,7 @@ try {
 
   // SIGKILL behind the balancer.
   const killWatches = [0, 1, 2, 3, 4, 5].map((i) => observe(kc, `kill-lb-${i}`, path, { ...q, resourceVersion: rv }, 600_000));
-  const kc1 = new KubeConfig();
-  kc1.loadFromFile(cluster.server(1).kubeconfig);
+  const kc1 = KubeAccess.fromFile(cluster.server(1).kubeconfig);
   const direct1 = observe(kc1, 'kill-direct-cp2', path, { ...q, resourceVersion: rv }, 600_000);
   await sleep(1000);
   out({ step: 'kill 1' });

@@ -53,7 +53,7 @@ export interface OperatorProcess {
 export async function startOperator(cluster: ClusterLike, opts: { healthPort: number; extraArgs?: string[]; env?: Record<string, string> }): Promise<OperatorProcess> {
   const logPath = join(cluster.dir, `operator-${Date.now()}.log`);
   const fd = openSync(logPath, 'a');
-  const child = spawn(process.execPath, ['--import', join(root, 'src', 'runtime', 'lean-client-node.ts'), join(root, 'src', 'main.ts'), '--kubeconfig', cluster.kubeconfig, '--health-port', String(opts.healthPort), '--health-host', '127.0.0.1', '--log-level', 'debug', ...(opts.extraArgs ?? [])], { stdio: ['ignore', fd, fd], env: { ...process.env, ...opts.env } });
+  const child = spawn(process.execPath, [join(root, 'src', 'main.ts'), '--kubeconfig', cluster.kubeconfig, '--health-port', String(opts.healthPort), '--health-host', '127.0.0.1', '--log-level', 'debug', ...(opts.extraArgs ?? [])], { stdio: ['ignore', fd, fd], env: { ...process.env, ...opts.env } });
   closeSync(fd);
   const exits: OperatorProcess['exits'] = [];
   child.on('exit', (code, signal) => exits.push({ code, signal }));

@@ -1,8 +1,6 @@
 // The plugin's I/O: the user's kubeconfig (--kubeconfig, --context, $KUBECONFIG, as kubectl reads them),
 // the ApiServerUpgrade API, its Events, a watch, and the fleet observed exactly as the operator observes it.
-import { existsSync } from 'node:fs';
-import { delimiter } from 'node:path';
-import { KubeConfig } from '@kubernetes/client-node';
+import { KubeAccess } from '../runtime/kubeconfig.ts';
 import type { ApiServerUpgrade, ApiServerUpgradeSpec } from '../api/types.generated.ts';
 import { resolveSpec } from '../api/defaults.ts';
 import { KubeApiError, KubeClient, MERGE_PATCH } from '../runtime/kube.ts';
@@ -42,47 +40,16 @@ export interface UpgradeApi {
 }
 
 /**
- * $KUBECONFIG's files merged as kubectl merges them: missing files are skipped, and for each cluster, user and
- * context name (and the current context) the first file that sets it wins. (client-node's own merge refuses a
- * name that two files share.)
+ * kubectl's precedence: --kubeconfig, else $KUBECONFIG (a list, merged: for each name the first file that sets it
+ * wins), else ~/.kube/config; then --context.
  */
-export function loadKubeconfigList(files: readonly string[]): KubeConfig {
-  const clusters = new Map<string, KubeConfig['clusters'][number]>();
-  const users = new Map<string, KubeConfig['users'][number]>();
-  const contexts = new Map<string, KubeConfig['contexts'][number]>();
-  let current = '';
-  const present = files.filter((f) => existsSync(f));
-  if (present.length === 0) throw new Error(`none of the files in KUBECONFIG exists (${files.join(delimiter)})`);
-  for (const f of present) {
-    const one = new KubeConfig();
-    one.loadFromFile(f);
-    for (const x of one.clusters) if (!clusters.has(x.name)) clusters.set(x.name, x);
-    for (const x of one.users) if (!users.has(x.name)) users.set(x.name, x);
-    for (const x of one.contexts) if (!contexts.has(x.name)) contexts.set(x.name, x);
-    if (!current && one.currentContext) current = one.currentContext;
-  }
-  const kc = new KubeConfig();
-  kc.loadFromOptions({ clusters: [...clusters.values()], users: [...users.values()], contexts: [...contexts.values()], currentContext: current });
-  return kc;
-}
-
-/** kubectl's precedence: --kubeconfig, else $KUBECONFIG (a list, merged), else ~/.kube/config; then --context. */
-export function loadConfig(c: Connection): KubeConfig {
-  let kc = new KubeConfig();
-  const list = (process.env.KUBECONFIG ?? '').split(delimiter).filter(Boolean);
+export function loadConfig(c: Connection): KubeAccess {
   try {
-    if (c.kubeconfig) kc.loadFromFile(c.kubeconfig);
-    else if (list.length > 0) kc = loadKubeconfigList(list);
-    else kc.loadFromDefault();
+    return c.kubeconfig ? KubeAccess.fromFile(c.kubeconfig, c.context) : KubeAccess.fromDefault(c.context);
   } catch (err) {
-    throw new CliError(`cannot load the kubeconfig${c.kubeconfig ? ` ${c.kubeconfig}` : ''}: ${(err as Error).message}`);
+    // The loader's message names the file and the field.
+    throw new CliError(`cannot load the kubeconfig: ${(err as Error).message}`);
   }
-  if (c.context !== undefined) {
-    if (!kc.getContexts().some((x) => x.name === c.context)) throw new CliError(`context "${c.context}" is not in the kubeconfig (contexts: ${kc.getContexts().map((x) => x.name).join(', ') || 'none'})`);
-    kc.setCurrentContext(c.context);
-  }
-  if (!kc.getCurrentCluster()) throw new CliError('the kubeconfig has no current cluster: pass --kubeconfig or --context, or set KUBECONFIG');
-  return kc;
 }
 
 const UPGRADES = '/apis/upgrade.apiserver.dev/v1alpha1/apiserverupgrades';
@@ -96,11 +63,11 @@ function explain(err: unknown): never {
 }
 
 export class KubeUpgradeApi implements UpgradeApi {
-  private readonly kc: KubeConfig;
+  private readonly kc: KubeAccess;
   private readonly kube: KubeClient;
   private readonly log = silentLogger();
 
-  constructor(kc: KubeConfig) {
+  constructor(kc: KubeAccess) {
     this.kc = kc;
     this.kube = new KubeClient(kc, { logger: this.log, retry: { attempts: 3 } });
   }

@@ -8,11 +8,10 @@
  * carries its own IP as a SAN, so verifying against the address works; `serverName` can ask for
  * `kubernetes.default.svc` instead, the name the peer proxy itself verifies.
  */
-import https from 'node:https';
+import type https from 'node:https';
 import type { IncomingMessage } from 'node:http';
-import { pipeline, type Readable } from 'node:stream';
-import { createGunzip } from 'node:zlib';
-import type { KubeConfig } from '@kubernetes/client-node';
+import { CredentialAgent, decoded, errorText, httpsCall, readBody } from '../runtime/https-call.ts';
+import type { Credentials, KubeAccess } from '../runtime/kubeconfig.ts';
 import type { APIGroupDiscoveryList, APIResourceList } from './discovery.ts';
 import { EtagCache } from './etag-cache.ts';
 import { hostOf } from './inventory.ts';
@@ -27,33 +26,8 @@ export const DISCOVERY_ACCEPT_NOPEER = `${DISCOVERY_ACCEPT};profile=nopeer`;
 // Ask for the classic text format, so content negotiation never hands us OpenMetrics or protobuf.
 const METRICS_ACCEPT = 'text/plain;version=0.0.4';
 
-/** TLS material and headers for one request; re-read per request so rotating tokens keep working. */
-export interface Credentials {
-  ca?: Buffer | string;
-  cert?: Buffer | string;
-  key?: Buffer | string;
-  headers: Record<string, string>;
-  /** Only false when the kubeconfig says insecure-skip-tls-verify. */
-  rejectUnauthorized: boolean;
-}
-
+/** The credentials of each request: the kubeconfig's (KubeAccess.credentials), or a test's. */
 export type CredentialSource = () => Promise<Credentials>;
-
-/** Reads CA, client cert/key and auth headers (token, exec plugin, impersonation) from a KubeConfig. */
-export function kubeConfigCredentials(kc: KubeConfig): CredentialSource {
-  return async () => {
-    const opts: https.RequestOptions = {};
-    await kc.applyToHTTPSOptions(opts);
-    const headers: Record<string, string> = {};
-    for (const [name, value] of Object.entries(opts.headers ?? {})) if (typeof value === 'string') headers[name] = value;
-    if (opts.auth) headers.Authorization = `Basic ${Buffer.from(opts.auth).toString('base64')}`;
-    const creds: Credentials = { headers, rejectUnauthorized: opts.rejectUnauthorized !== false };
-    if (opts.ca !== undefined) creds.ca = opts.ca as Buffer | string;
-    if (opts.cert !== undefined) creds.cert = opts.cert as Buffer | string;
-    if (opts.key !== undefined) creds.key = opts.key as Buffer | string;
-    return creds;
-  };
-}
 
 export interface DirectClientOptions {
   /** Whole-request deadline, body included. */
@@ -116,20 +90,20 @@ export class DirectClient {
   private readonly timeoutMs: number;
   private readonly maxBodyBytes: number;
   private readonly serverName: string | undefined;
-  private readonly maxSockets: number;
   private readonly etags = new EtagCache();
-  private agent: { agent: https.Agent; material: Credentials } | undefined;
+  private readonly agent: CredentialAgent;
 
   constructor(credentials: CredentialSource, options: DirectClientOptions = {}) {
     this.credentials = credentials;
     this.timeoutMs = options.timeoutMs ?? 10_000;
     this.maxBodyBytes = options.maxBodyBytes ?? 64 * 1024 * 1024;
     this.serverName = options.serverName;
-    this.maxSockets = options.maxSocketsPerServer ?? 2;
+    this.agent = new CredentialAgent(options.maxSocketsPerServer ?? 2);
   }
 
-  static fromKubeConfig(kc: KubeConfig, options?: DirectClientOptions): DirectClient {
-    return new DirectClient(kubeConfigCredentials(kc), options);
+  /** With the kubeconfig's CA, client certificate and auth headers; the TLS name checked is each server's address. */
+  static fromKubeConfig(access: KubeAccess, options?: DirectClientOptions): DirectClient {
+    return new DirectClient(() => access.credentials(), options);
   }
 
   async getVersion(address: string): Promise<VersionInfo> {
@@ -232,8 +206,7 @@ export class DirectClient {
 
   /** Closes pooled connections. */
   close(): void {
-    this.agent?.agent.destroy();
-    this.agent = undefined;
+    this.agent.destroy();
   }
 
   private async getText(address: string, path: string, accept: string): Promise<string> {
@@ -243,33 +216,8 @@ export class DirectClient {
     return body;
   }
 
-  private agentFor(creds: Credentials): https.Agent {
-    const same = (a: Buffer | string | undefined, b: Buffer | string | undefined) => String(a ?? '') === String(b ?? '');
-    const current = this.agent;
-    if (current && same(current.material.ca, creds.ca) && same(current.material.cert, creds.cert) && same(current.material.key, creds.key) && current.material.rejectUnauthorized === creds.rejectUnauthorized) {
-      return current.agent;
-    }
-    current?.agent.destroy();
-    const agent = new https.Agent({ ca: creds.ca, cert: creds.cert, key: creds.key, rejectUnauthorized: creds.rejectUnauthorized, keepAlive: true, maxSockets: this.maxSockets });
-    this.agent = { agent, material: creds };
-    return agent;
-  }
-
-  /**
-   * One GET. A request that fails with ECONNRESET (or a hang-up before any answer) on a kept-alive socket is
-   * sent once more on a fresh one: the server closed the idle socket (its keep-alive timeout, Go's 90 s or
-   * Node's 5 s) just as we reused it, and the request never reached a handler. GETs only, so repeating is safe.
-   */
+  /** One GET (httpsCall: sent once more when a kept-alive socket had been closed; GETs only, so repeating is safe). */
   private async request(address: string, path: string, headers: Record<string, string>): Promise<IncomingMessage> {
-    try {
-      return await this.requestOnce(address, path, headers);
-    } catch (err) {
-      if (!(err instanceof ReusedSocketClosed)) throw err;
-      return this.requestOnce(address, path, headers);
-    }
-  }
-
-  private async requestOnce(address: string, path: string, headers: Record<string, string>): Promise<IncomingMessage> {
     const creds = await this.credentials();
     const host = hostOf(address);
     const port = Number(address.slice(address.lastIndexOf(':') + 1));
@@ -280,56 +228,16 @@ export class DirectClient {
       path,
       method: 'GET',
       headers: { 'User-Agent': USER_AGENT, 'Accept-Encoding': 'gzip', ...creds.headers, ...headers },
-      agent: this.agentFor(creds),
+      agent: this.agent.for(creds),
       // The deadline covers the body too: aborting destroys the response stream as well.
       signal: AbortSignal.timeout(this.timeoutMs),
     };
     if (this.serverName) options.servername = this.serverName;
-    return new Promise<IncomingMessage>((resolve, reject) => {
-      const req = https.request(options, resolve);
-      req.on('error', (err: NodeJS.ErrnoException) => {
-        if (req.reusedSocket && (err.code === 'ECONNRESET' || err.code === 'EPIPE' || err.message === 'socket hang up')) {
-          reject(new ReusedSocketClosed(`GET https://${address}${path}: ${errorText(err)} on a reused socket`, { cause: err }));
-          return;
-        }
-        const why = err.name === 'AbortError' ? `no answer within ${this.timeoutMs}ms` : errorText(err);
-        reject(new Error(`GET https://${address}${path}: ${why}`, { cause: err }));
-      });
-      req.end();
-    });
-  }
-}
-
-/** A kept-alive socket the server had closed: the request is sent again once (`DirectClient.request`). */
-class ReusedSocketClosed extends Error {}
-
-/**
- * The body as sent: gunzipped as it streams when the server answered `Content-Encoding: gzip`. An error or
- * abort of the response (the request deadline) ends the decompressed stream with that error.
- */
-function decoded(res: IncomingMessage): Readable {
-  if (String(res.headers['content-encoding'] ?? '').toLowerCase() !== 'gzip') return res;
-  const gunzip = createGunzip();
-  pipeline(res, gunzip, () => {});
-  return gunzip;
-}
-
-async function readBody(res: IncomingMessage, maxBytes: number): Promise<string> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  // Bounded after decompression: a small gzipped body cannot expand past maxBytes in memory.
-  for await (const chunk of decoded(res)) {
-    const buf = chunk as Buffer;
-    size += buf.length;
-    if (size > maxBytes) {
-      res.destroy();
-      throw new Error(`response body larger than ${maxBytes} bytes`);
+    try {
+      return await httpsCall(options, undefined, `GET https://${address}${path}`);
+    } catch (err) {
+      if ((err as Error).name === 'AbortError') throw new Error(`GET https://${address}${path}: no answer within ${this.timeoutMs}ms`, { cause: err });
+      throw err;
     }
-    chunks.push(buf);
   }
-  return Buffer.concat(chunks).toString('utf8');
-}
-
-function errorText(err: unknown): string {
-  return err instanceof Error ? err.message : String(err);
 }

@@ -1,4 +1,5 @@
-import type { KubeConfig, V1EndpointSlice, V1EndpointSliceList, V1LeaseList, V1PodList } from '@kubernetes/client-node';
+import type { V1EndpointSlice, V1EndpointSliceList, V1LeaseList, V1PodList } from '@kubernetes/client-node';
+import type { KubeAccess } from '../runtime/kubeconfig.ts';
 import type { Logger } from '../runtime/logger.ts';
 import type { Observation, ObservedPeer, ObservedAnalysis, ObservedStorage, ObservedOwnDiscovery, ObservedOrphans } from '../plan/observation.ts';
 import { DirectClient } from './direct-client.ts';
@@ -132,10 +133,11 @@ export class FleetObserver {
   private readonly leaseCache: FleetObserverOptions['leaseCache'];
   private readonly endpointCache: FleetObserverOptions['endpointCache'];
 
-  constructor(kc: KubeConfig, list: ListFn, log: Logger, direct?: DirectClient, options: FleetObserverOptions = {}) {
+  /** `servers`: the client each server is asked through, or the kubeconfig whose credentials it uses (5 s deadline). */
+  constructor(servers: DirectClient | KubeAccess, list: ListFn, log: Logger, options: FleetObserverOptions = {}) {
     this.list = list;
     this.log = log;
-    this.direct = direct ?? DirectClient.fromKubeConfig(kc, { timeoutMs: 5000 });
+    this.direct = servers instanceof DirectClient ? servers : DirectClient.fromKubeConfig(servers, { timeoutMs: 5000 });
     this.analysisSource = options.analysisSource;
     this.leaseCache = options.leaseCache;
     this.endpointCache = options.endpointCache;

@@ -1,6 +1,7 @@
-import { Watch, type KubeConfig } from './client-node.ts';
 import { Backoff, sleepUnlessAborted, withJitter, type BackoffOptions } from './backoff.ts';
-import { kubeRequest, withUserAgent } from './kube-request.ts';
+import { kubeRequest } from './kube-request.ts';
+import type { KubeAccess } from './kubeconfig.ts';
+import { watch } from './watch.ts';
 import { diffList, objectKey, type KubeObject } from './object-cache.ts';
 import { classifyWatchEnd, type RestartReason, type WatchEnd } from './watch-outcome.ts';
 import type { Logger } from './logger.ts';
@@ -12,7 +13,7 @@ export interface InformerHandlers<T> {
 }
 
 export interface InformerOptions {
-  kubeConfig: KubeConfig;
+  kubeConfig: KubeAccess;
   /** Collection path, e.g. /apis/coordination.k8s.io/v1/namespaces/kube-system/leases. */
   path: string;
   labelSelector?: string;
@@ -67,11 +68,6 @@ export const INITIAL_EVENTS_END = 'k8s.io/initial-events-end';
 interface ListResponse<T> {
   metadata?: { resourceVersion?: string; continue?: string };
   items?: T[];
-}
-
-/** Watch keeps its inactivity timer private; we set it to cover our longest silent period (see docs/runtime.md). */
-interface WatchTimer {
-  requestTimeoutMs: number;
 }
 
 /**
@@ -321,7 +317,7 @@ export class Informer<T extends KubeObject = KubeObject> {
     let lastActivity = started;
     let sawGone = false;
     let errorEvent: { code?: number; message?: string } | undefined;
-    let ctl: AbortController | undefined;
+    const ctl = new AbortController();
     let settled = false;
     // The initial state of a streaming list, until its end bookmark.
     let pending: Map<string, T> | undefined = streamState ? new Map() : undefined;
@@ -334,8 +330,8 @@ export class Informer<T extends KubeObject = KubeObject> {
         this.endWatch = undefined;
         clearInterval(dog);
         this.stopCtl.signal.removeEventListener('abort', onStop);
-        // Aborting makes Watch call done(AbortError), which `settled` ignores.
-        ctl?.abort();
+        // Aborting makes the watch reject with an AbortError, which `settled` ignores.
+        ctl.abort();
         resolve({ end, err, lifetimeMs: Date.now() - started, stateRead: streamState ? pending === undefined : undefined });
       };
       const onStop = (): void => finish('stopped');
@@ -349,52 +345,37 @@ export class Informer<T extends KubeObject = KubeObject> {
       }, Math.min(streamState ? 1000 : 5000, silenceMs));
       dog.unref();
 
-      const w = new Watch(withUserAgent(this.o.kubeConfig));
-      // Watch aborts after 30 s without a byte, but servers send bookmarks only about once a minute:
-      // quiet collections would reconnect every 30 s. Our watchdog owns silence; Watch's timer is the backstop.
-      (w as unknown as WatchTimer).requestTimeoutMs = silenceMs + 10_000;
       // An unset resourceVersion with NotOlderThan is a consistent read: the state is at least as new as the request.
       const query = streamState
         ? { allowWatchBookmarks: true, sendInitialEvents: true, resourceVersionMatch: 'NotOlderThan', timeoutSeconds, labelSelector: this.o.labelSelector, fieldSelector: this.o.fieldSelector }
         : { allowWatchBookmarks: true, timeoutSeconds, resourceVersion: this.rv, labelSelector: this.o.labelSelector, fieldSelector: this.o.fieldSelector };
-      w.watch(
-        this.o.path,
-        query,
-        // client-node types the watched object as any; we only read KubeObject fields and the Status code.
-        (type: string, obj: T & { code?: number; message?: string; metadata?: { annotations?: Record<string, string> } }) => {
-          if (settled) return;
-          lastActivity = Date.now();
-          if (type === 'ERROR') {
-            if (obj.code === 410) sawGone = true;
-            else errorEvent = obj;
-            return;
-          }
-          const rv = obj.metadata?.resourceVersion;
-          if (pending !== undefined) {
-            if (type === 'BOOKMARK') {
-              if (obj.metadata?.annotations?.[INITIAL_EVENTS_END] !== 'true' || !rv) return;
-              const state = [...pending.values()];
-              pending = undefined;
-              this.replaceState(state, rv, 'stream');
-            } else if (type === 'DELETED') pending.delete(objectKey(obj));
-            else pending.set(objectKey(obj), this.held(obj));
-            return;
-          }
-          if (type !== 'BOOKMARK') this.apply(type, this.held(obj));
-          if (rv) this.rv = rv;
-        },
-        (err: unknown) => {
-          if (settled) return;
-          const end = classifyWatchEnd(err, sawGone, errorEvent);
-          finish(end, err ?? (errorEvent ? new Error(`watch ERROR event: ${errorEvent.code} ${errorEvent.message ?? ''}`) : undefined));
-        },
-      ).then(
-        (c) => {
-          ctl = c;
-          if (settled) c.abort();
-        },
-        // watch() itself rejects only before connecting, e.g. when credentials cannot be loaded.
-        (err: unknown) => finish('error', err),
+      const onEvent = ({ type, object }: { type: string; object: Record<string, unknown> }): void => {
+        if (settled) return;
+        lastActivity = Date.now();
+        // The watched kind's object, or a Status for ERROR events; we only read KubeObject fields and the Status code.
+        const obj = object as T & { code?: number; message?: string; metadata?: { annotations?: Record<string, string> } };
+        if (type === 'ERROR') {
+          if (obj.code === 410) sawGone = true;
+          else errorEvent = obj;
+          return;
+        }
+        const rv = obj.metadata?.resourceVersion;
+        if (pending !== undefined) {
+          if (type === 'BOOKMARK') {
+            if (obj.metadata?.annotations?.[INITIAL_EVENTS_END] !== 'true' || !rv) return;
+            const state = [...pending.values()];
+            pending = undefined;
+            this.replaceState(state, rv, 'stream');
+          } else if (type === 'DELETED') pending.delete(objectKey(obj));
+          else pending.set(objectKey(obj), this.held(obj));
+          return;
+        }
+        if (type !== 'BOOKMARK') this.apply(type, this.held(obj));
+        if (rv) this.rv = rv;
+      };
+      watch(this.o.kubeConfig, this.o.path, query, onEvent, ctl.signal).then(
+        () => finish(classifyWatchEnd(undefined, sawGone, errorEvent), errorEvent ? new Error(`watch ERROR event: ${errorEvent.code} ${errorEvent.message ?? ''}`) : undefined),
+        (err: unknown) => finish(classifyWatchEnd(err, sawGone, errorEvent), err),
       );
     });
   }

@@ -1,10 +1,13 @@
 import { readFileSync } from 'node:fs';
-import { HttpMethod, IsomorphicFetchHttpLibrary, RequestContext, type KubeConfig } from './client-node.ts';
+import type https from 'node:https';
+import http, { type IncomingMessage } from 'node:http';
+import { CredentialAgent, httpsCall, readBody } from './https-call.ts';
+import type { KubeAccess } from './kubeconfig.ts';
 
 /**
- * One HTTP request to the API server with the kubeconfig's credentials and TLS, through client-node's
- * own fetch (undici) and dispatcher. We go around the generated API classes on purpose: they pick
- * the patch content type themselves, throw untyped errors and have no per-call timeout.
+ * One HTTP request to the API server with the kubeconfig's credentials and TLS, on node:https with kept-alive
+ * connections. No generated API classes: they pick the patch content type themselves, throw untyped errors and have
+ * no per-call timeout.
  */
 
 export type Verb = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
@@ -46,8 +49,6 @@ export class KubeApiError extends Error {
   }
 }
 
-const http = new IsomorphicFetchHttpLibrary();
-
 /** package.json's version, two levels up from src/runtime/ (and from dist/runtime/ once built); "unknown" if absent. */
 function ownVersion(): string {
   try {
@@ -64,20 +65,6 @@ function ownVersion(): string {
  */
 export const USER_AGENT = `apiserver-upgrade-operator/${ownVersion()}`;
 
-/**
- * The kubeconfig as client-node's `Watch` sees it, with our User-Agent added to the headers its
- * `applySecurityAuthentication` sets: `Watch` builds its own fetch from those headers and has no other way in
- * (without this undici sends `User-Agent: undici`). Every other member is the original's (prototype chain).
- */
-export function withUserAgent(kc: KubeConfig): KubeConfig {
-  const wrapped = Object.create(kc) as KubeConfig;
-  wrapped.applySecurityAuthentication = async (ctx: RequestContext): Promise<void> => {
-    await kc.applySecurityAuthentication(ctx);
-    ctx.setHeaderParam('User-Agent', USER_AGENT);
-  };
-  return wrapped;
-}
-
 /** Retry-After is seconds (the API server never sends an HTTP date). */
 function parseRetryAfter(v: string | undefined): number | undefined {
   if (v === undefined) return undefined;
@@ -85,31 +72,74 @@ function parseRetryAfter(v: string | undefined): number | undefined {
   return Number.isFinite(s) && s >= 0 ? s * 1000 : undefined;
 }
 
-export function buildUrl(kc: KubeConfig, path: string, query: KubeRequestOptions['query'] = {}): string {
-  const cluster = kc.getCurrentCluster();
-  if (!cluster) throw new Error('kubeconfig has no current cluster');
-  const url = new URL(cluster.server.replace(/\/$/, '') + path);
+/** The API server's URL for `path` and `query` (undefined values left out). */
+export function buildUrl(access: KubeAccess, path: string, query: KubeRequestOptions['query'] = {}): URL {
+  const url = new URL(access.server + path);
   for (const [k, v] of Object.entries(query)) if (v !== undefined) url.searchParams.set(k, String(v));
-  return url.toString();
+  return url;
+}
+
+/** Largest answer read into memory: a LIST of every Pod of a big cluster stays well under it. */
+const MAX_BODY_BYTES = 256 * 1024 * 1024;
+
+// One pool of kept-alive connections per kubeconfig (the operator has one; tests make several).
+const agents = new WeakMap<KubeAccess, CredentialAgent>();
+const plainAgent = new http.Agent({ keepAlive: true });
+
+/**
+ * Opens a request to the API server and resolves with the response once its headers are in; the body is the
+ * caller's to read (kubeRequest) or stream (watch.ts). `signal` aborts it, the body included.
+ */
+export async function openKubeRequest(access: KubeAccess, method: Verb, path: string, o: { query?: KubeRequestOptions['query']; headers?: Record<string, string>; body?: string; signal?: AbortSignal }): Promise<IncomingMessage> {
+  const creds = await access.credentials();
+  let agent = agents.get(access);
+  if (!agent) agents.set(access, (agent = new CredentialAgent()));
+  const url = buildUrl(access, path, o.query);
+  const tls = url.protocol === 'https:';
+  const options: https.RequestOptions = {
+    protocol: url.protocol,
+    host: url.hostname.replace(/^\[|\]$/g, ''),
+    port: url.port || (tls ? 443 : 80),
+    path: url.pathname + url.search,
+    method,
+    headers: { 'User-Agent': USER_AGENT, ...creds.headers, ...o.headers },
+    agent: tls ? agent.for(creds) : plainAgent,
+    ...(creds.serverName !== undefined ? { servername: creds.serverName } : {}),
+    ...(o.signal ? { signal: o.signal } : {}),
+  };
+  const res = await httpsCall(options, o.body, `${method} ${path}`);
+  // The credentials were refused: an exec plugin's cached token may have been revoked before its expiry.
+  if (res.statusCode === 401) access.credentialsRejected();
+  return res;
 }
 
 /** Sends the request and returns the parsed JSON body (undefined for an empty body). Throws KubeApiError on non-2xx. */
-export async function kubeRequest<T>(kc: KubeConfig, method: Verb, path: string, opts: KubeRequestOptions = {}): Promise<T> {
-  const ctx = new RequestContext(buildUrl(kc, path, opts.query), HttpMethod[method]);
-  await kc.applySecurityAuthentication(ctx);
-  ctx.setHeaderParam('Accept', 'application/json');
-  ctx.setHeaderParam('User-Agent', USER_AGENT);
-  if (opts.body !== undefined) {
-    ctx.setHeaderParam('Content-Type', opts.contentType ?? 'application/json');
-    ctx.setBody(JSON.stringify(opts.body));
+export async function kubeRequest<T>(access: KubeAccess, method: Verb, path: string, opts: KubeRequestOptions = {}): Promise<T> {
+  const timeoutMs = opts.timeoutMs ?? 15_000;
+  const timeout = AbortSignal.timeout(timeoutMs);
+  const headers: Record<string, string> = { Accept: 'application/json', 'Accept-Encoding': 'gzip' };
+  if (opts.body !== undefined) headers['Content-Type'] = opts.contentType ?? 'application/json';
+  let res: IncomingMessage;
+  let text: string;
+  try {
+    res = await openKubeRequest(access, method, path, {
+      query: opts.query,
+      headers,
+      ...(opts.body !== undefined ? { body: JSON.stringify(opts.body) } : {}),
+      signal: opts.signal ? AbortSignal.any([timeout, opts.signal]) : timeout,
+    });
+    // The body read is covered by the same signal, so a server that stalls mid-body times out too.
+    text = await readBody(res, MAX_BODY_BYTES);
+  } catch (err) {
+    // node:https reports either abort as an AbortError: the deadline is a TimeoutError (transient, retried), the
+    // caller's cancel stays an AbortError (final). See retry.ts isTransient.
+    if (timeout.aborted && !opts.signal?.aborted) throw new DOMException(`${method} ${path}: no answer within ${timeoutMs} ms`, 'TimeoutError');
+    throw err;
   }
-  const timeout = AbortSignal.timeout(opts.timeoutMs ?? 15_000);
-  ctx.setSignal(opts.signal ? AbortSignal.any([timeout, opts.signal]) : timeout);
-  const res = await http.send(ctx).toPromise();
-  // The body read is covered by the same signal, so a server that stalls mid-body times out too.
-  const text = await res.body.text();
-  if (res.httpStatusCode < 200 || res.httpStatusCode >= 300) {
-    throw new KubeApiError(method, path, res.httpStatusCode, text, parseRetryAfter(res.headers['retry-after']));
+  const status = res.statusCode ?? 0;
+  if (status < 200 || status >= 300) {
+    const retryAfter = res.headers['retry-after'];
+    throw new KubeApiError(method, path, status, text, parseRetryAfter(Array.isArray(retryAfter) ? retryAfter[0] : retryAfter));
   }
   return (text === '' ? undefined : JSON.parse(text)) as T;
 }

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { KubeConfig } from './client-node.ts';
+import { KubeAccess } from './kubeconfig.ts';
 import { API_VERSION, GROUP, KIND, PLURAL, VERSION } from '../api/constants.ts';
 import type { ApiServerUpgrade, ApiServerUpgradeStatus } from '../api/types.generated.ts';
 import { KubeApiError, kubeRequest, type KubeRequestOptions, type Verb } from './kube-request.ts';
@@ -16,13 +16,11 @@ export interface KubeConfigSource {
   inCluster?: boolean;
 }
 
-/** From a file, from the pod's service account, or client-node's default chain ($KUBECONFIG, ~/.kube/config, in-cluster). */
-export function loadKubeConfig(src: KubeConfigSource = {}): KubeConfig {
-  const kc = new KubeConfig();
-  if (src.file) kc.loadFromFile(src.file);
-  else if (src.inCluster) kc.loadFromCluster();
-  else kc.loadFromDefault();
-  return kc;
+/** From a file, from the pod's service account, or kubectl's default chain ($KUBECONFIG, ~/.kube/config, then in-cluster). */
+export function loadKubeConfig(src: KubeConfigSource = {}): KubeAccess {
+  if (src.file) return KubeAccess.fromFile(src.file);
+  if (src.inCluster) return KubeAccess.fromCluster();
+  return KubeAccess.fromDefault();
 }
 
 export const MERGE_PATCH = 'application/merge-patch+json';
@@ -62,11 +60,11 @@ export function microTime(d: Date): string {
  * reconcile rides through an apiserver replacement instead of failing on its first request.
  */
 export class KubeClient {
-  readonly kubeConfig: KubeConfig;
+  readonly kubeConfig: KubeAccess;
   private readonly o: KubeClientOptions;
   private readonly log: Logger;
 
-  constructor(kubeConfig: KubeConfig, o: KubeClientOptions) {
+  constructor(kubeConfig: KubeAccess, o: KubeClientOptions) {
     this.kubeConfig = kubeConfig;
     this.o = o;
     this.log = o.logger.child({ component: 'kube' });

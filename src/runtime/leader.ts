@@ -1,6 +1,6 @@
 import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
-import type { KubeConfig } from '@kubernetes/client-node';
+import type { KubeAccess } from './kubeconfig.ts';
 import { sleepUnlessAborted, withJitter } from './backoff.ts';
 import { KubeApiError, kubeRequest } from './kube-request.ts';
 import { microTime } from './kube.ts';
@@ -8,7 +8,7 @@ import { decide, mustStepDown, observe, type LeaseRecord, type Observed } from '
 import type { Logger } from './logger.ts';
 
 export interface LeaderElectionOptions {
-  kubeConfig: KubeConfig;
+  kubeConfig: KubeAccess;
   namespace: string;
   name: string;
   /** Default: hostname_pid_random, unique per process even when pods share a hostname. */

@@ -1,10 +1,10 @@
-import type { KubeConfig } from '@kubernetes/client-node';
+import type { KubeAccess } from './kubeconfig.ts';
 import { Informer } from './informer.ts';
 import type { KubeObject } from './object-cache.ts';
 import type { Logger } from './logger.ts';
 
 export interface ReadCollectionOptions {
-  kubeConfig: KubeConfig;
+  kubeConfig: KubeAccess;
   /** Collection path, e.g. /api/v1/nodes. */
   path: string;
   logger: Logger;

@@ -13,13 +13,12 @@ export function isTransient(err: unknown): boolean {
     return err.statusCode === 429 || err.statusCode >= 500;
   }
   if (!(err instanceof Error)) return false;
-  // undici: TypeError('fetch failed' | 'terminated') with the socket error as cause; our timeouts are
-  // DOMException TimeoutError; any other AbortError is the caller cancelling, which is final.
+  // Our deadlines are TimeoutErrors (kube-request.ts); any other AbortError is the caller cancelling, which is final.
+  // Socket errors carry their code, on the error or on its cause.
   if (err.name === 'TimeoutError') return true;
   if (err.name === 'AbortError') return false;
-  if (err instanceof TypeError && (err.message === 'fetch failed' || err.message === 'terminated')) return true;
   const code = (err as { code?: unknown }).code ?? (err.cause as { code?: unknown } | undefined)?.code;
-  return typeof code === 'string' && /^(ECONN|EPIPE|ETIMEDOUT|EHOSTUNREACH|ENETUNREACH|EAI_AGAIN|UND_ERR|ERR_SSL|ERR_TLS)/.test(code);
+  return typeof code === 'string' && /^(ECONN|EPIPE|ETIMEDOUT|EHOSTUNREACH|ENETUNREACH|EAI_AGAIN|ERR_SSL|ERR_TLS)/.test(code);
 }
 
 export interface RetryOptions {

@@ -1,13 +1,13 @@
 /**
- * Why a watch ended, from what client-node's Watch handed its `done` callback (see docs/runtime.md
- * for what each failure looks like against real servers). Pure, so the table is unit-tested.
+ * Why a watch ended, from how watch.ts settled (see docs/runtime.md for what each failure looks like against real
+ * servers). Pure, so the table is unit-tested.
  */
 export type WatchEnd =
   /** The server closed the stream cleanly (timeoutSeconds reached, or a graceful shutdown finished it). */
   | 'closed'
   /** 410 Gone, as an ERROR event in the stream or as the HTTP status: our resourceVersion is too old. */
   | 'gone'
-  /** client-node's inactivity timer fired (no bytes for requestTimeoutMs). */
+  /** A streaming list's initial state did not end within listTimeoutMs (the informer's deadline). */
   | 'timeout'
   /** Our watchdog found the watch silent for too long and dropped it. */
   | 'watchdog'
@@ -24,11 +24,10 @@ export type RestartReason = WatchEnd | 'list-error' | 'resync';
 export function classifyWatchEnd(err: unknown, sawGone: boolean, errorEvent: { code?: number } | undefined): WatchEnd {
   if (sawGone) return 'gone';
   if (err === null || err === undefined) return errorEvent ? 'http' : 'closed';
-  const e = err as { name?: unknown; statusCode?: unknown; code?: unknown; message?: unknown };
+  const e = err as { statusCode?: unknown; code?: unknown };
   if (e.statusCode === 410) return 'gone';
   if (typeof e.statusCode === 'number') return 'http';
-  if (e.name === 'TimeoutError') return 'timeout';
-  if (e.name === 'TypeError' && (e.message === 'terminated' || e.message === 'fetch failed')) return 'network';
-  if (typeof e.code === 'string' && /^(E[A-Z]+|UND_ERR|ERR_SSL|ERR_TLS)/.test(e.code)) return 'network';
+  // Socket and TLS errors carry a code (ECONNRESET, ECONNREFUSED, ERR_TLS_..., UNABLE_TO_VERIFY_LEAF_SIGNATURE, ...).
+  if (typeof e.code === 'string') return 'network';
   return 'error';
 }

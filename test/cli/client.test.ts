@@ -21,10 +21,10 @@ function kubeconfig(file: string, contexts: string[], current: string): string {
 
 test('--kubeconfig and --context choose the cluster as kubectl does', () => {
   const path = kubeconfig('two.json', ['staging', 'prod'], 'staging');
-  assert.equal(loadConfig({ kubeconfig: path }).getCurrentCluster()?.server, 'https://staging.example:6443');
-  assert.equal(loadConfig({ kubeconfig: path, context: 'prod' }).getCurrentCluster()?.server, 'https://prod.example:6443');
-  assert.throws(() => loadConfig({ kubeconfig: path, context: 'dev' }), (e: unknown) => e instanceof CliError && /context "dev" is not in the kubeconfig \(contexts: staging, prod\)/.test(e.message));
-  assert.throws(() => loadConfig({ kubeconfig: join(dir, 'missing') }), (e: unknown) => e instanceof CliError && /cannot load the kubeconfig .*missing/.test(e.message));
+  assert.equal(loadConfig({ kubeconfig: path }).server, 'https://staging.example:6443');
+  assert.equal(loadConfig({ kubeconfig: path, context: 'prod' }).server, 'https://prod.example:6443');
+  assert.throws(() => loadConfig({ kubeconfig: path, context: 'dev' }), (e: unknown) => e instanceof CliError && /context "dev" is not defined \(contexts: staging, prod\)/.test(e.message));
+  assert.throws(() => loadConfig({ kubeconfig: join(dir, 'missing') }), (e: unknown) => e instanceof CliError && /cannot load the kubeconfig: .*missing: the kubeconfig does not exist/.test(e.message));
 });
 
 test('without --kubeconfig, $KUBECONFIG is read (a list of files, merged), and --context picks from all of them', () => {
@@ -33,13 +33,13 @@ test('without --kubeconfig, $KUBECONFIG is read (a list of files, merged), and -
   const saved = process.env.KUBECONFIG;
   process.env.KUBECONFIG = [a, b].join(delimiter);
   try {
-    assert.equal(loadConfig({}).getCurrentCluster()?.server, 'https://a.example:6443');
-    assert.equal(loadConfig({ context: 'b' }).getCurrentCluster()?.server, 'https://b.example:6443');
+    assert.equal(loadConfig({}).server, 'https://a.example:6443');
+    assert.equal(loadConfig({ context: 'b' }).server, 'https://b.example:6443');
     // A file listed but missing is skipped, as kubectl does; none at all is an error.
     process.env.KUBECONFIG = [join(dir, 'gone.json'), b].join(delimiter);
-    assert.equal(loadConfig({}).getCurrentCluster()?.server, 'https://b.example:6443');
+    assert.equal(loadConfig({}).server, 'https://b.example:6443');
     process.env.KUBECONFIG = join(dir, 'gone.json');
-    assert.throws(() => loadConfig({}), /none of the files in KUBECONFIG exists/);
+    assert.throws(() => loadConfig({}), /none of the kubeconfig files exists/);
   } finally {
     if (saved === undefined) delete process.env.KUBECONFIG;
     else process.env.KUBECONFIG = saved;

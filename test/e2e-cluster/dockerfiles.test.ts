@@ -58,7 +58,7 @@ describe('the operator image: Dockerfile and operatorImageSpec agree', () => {
     // A stand-in for the compiled app: two files, one in a folder.
     mkdirSync(join(dir, 'dist', 'runtime'), { recursive: true });
     writeFileSync(join(dir, 'dist', 'main.js'), 'export {};\n');
-    writeFileSync(join(dir, 'dist', 'runtime', 'lean-client-node.js'), 'export {};\n');
+    writeFileSync(join(dir, 'dist', 'runtime', 'kube.js'), 'export {};\n');
     node = await nodeRuntime();
     spec = operatorImageSpec({ root: REPO_ROOT, node, modules: dir, dist: join(dir, 'dist') });
     const all = stages(read('Dockerfile'));
@@ -116,14 +116,13 @@ describe('the operator image: Dockerfile and operatorImageSpec agree', () => {
     // Computed here as Docker would copy them, not through the builder's walk.
     const expected = [
       ...['package.json', 'package-lock.json'],
-      'dist/main.js', 'dist/runtime/lean-client-node.js',
+      'dist/main.js', 'dist/runtime/kube.js',
       'node_modules/.bin/dep', 'node_modules/dep/bin/dep.js', 'node_modules/dep/index.js',
     ].map((p) => `app/${p}`).sort();
     const app = spec.entries.filter((e) => e.type !== 'dir' && e.path.startsWith('app/')).map((e) => e.path).sort();
     assert.deepEqual(app, expected);
     assert.ok(!spec.entries.some((e) => e.path.startsWith('app/src')), 'no TypeScript in the image');
-    const entry = (spec.entrypoint ?? []).filter((a) => !a.startsWith('-'));
-    assert.deepEqual(entry.slice(1).map((a) => a.replace(/^\.\//, '')).sort(), ['dist/main.js', 'dist/runtime/lean-client-node.js'], 'the entrypoint runs compiled modules');
+    assert.deepEqual(spec.entrypoint, ['node', 'dist/main.js'], 'the entrypoint runs the compiled operator');
     const link = spec.entries.find((e) => e.path === 'app/node_modules/.bin/dep');
     assert.deepEqual(link, { path: 'app/node_modules/.bin/dep', type: 'symlink', target: '../dep/bin/dep.js' });
     const modeOf = (path: string): number | undefined => {

@@ -26,7 +26,7 @@ export function tlsMaterial(n: number): { cert: string; key: string } {
 
 /** A DirectClient that trusts the fixture servers' certificates (and verifies them against 127.0.0.<n>). */
 export function fixtureDirectClient(): DirectClient {
-  const ca = [1, 2, 3].map((n) => tlsMaterial(n).cert).join('');
+  const ca = Buffer.from([1, 2, 3].map((n) => tlsMaterial(n).cert).join(''));
   return new DirectClient(async () => ({ headers: {}, ca, rejectUnauthorized: true }), { timeoutMs: 5000 });
 }
 

@@ -7,7 +7,6 @@
 // discovery, and stores volumeattributesclasses as v1 (v1.35.4 stores v1beta1).
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { KubeConfig } from '@kubernetes/client-node';
 import { FleetObserver, type AnalysisSettings } from '../../src/observe/fleet.ts';
 import { emulationOf } from '../../src/observe/direct-client.ts';
 import { mergeHashes, resourceKinds, resourceSet, storageVersionHash, storageVersionHashes, type APIGroupDiscoveryList, type APIResourceList } from '../../src/observe/discovery.ts';
@@ -96,7 +95,7 @@ describe('FleetObserver with an emulating server (two-phase upgrades, issue 10)'
     servers[1]!.override.set('/version', EMULATING_VERSION);
     servers[1]!.override.set(STORAGE_PATH, emulatingStorageDoc());
     for (const i of which) api.add(servers[i]!);
-    observer = new FleetObserver(new KubeConfig(), api.list, log, fixtureDirectClient());
+    observer = new FleetObserver(fixtureDirectClient(), api.list, log);
   };
   const peer = (o: Observation, hostname: string) => o.peers.find((p) => p.hostname === hostname);
 

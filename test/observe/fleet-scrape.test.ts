@@ -2,7 +2,6 @@
 // (a restart: the gate state may differ); between those it keeps the gate state of the last scrape.
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { KubeConfig } from '@kubernetes/client-node';
 import type { V1EndpointSliceList } from '@kubernetes/client-node';
 import { APISERVICES_PATH, ENDPOINTSLICES_PATH, FleetObserver, type AnalysisSettings } from '../../src/observe/fleet.ts';
 import { silentLogger } from '../../src/runtime/logger.ts';
@@ -21,7 +20,7 @@ describe('FleetObserver /metrics scrapes (issue 12)', () => {
     servers.push(await startFixtureServer('v1.36.3', 1), await startFixtureServer('v1.36.3', 2));
     api = new FakeApi();
     for (const s of servers) api.add(s);
-    observer = new FleetObserver(new KubeConfig(), api.list, silentLogger(), fixtureDirectClient());
+    observer = new FleetObserver(fixtureDirectClient(), api.list, silentLogger());
   });
   after(async () => {
     observer.close();
@@ -56,7 +55,7 @@ describe('FleetObserver /metrics scrapes (issue 12)', () => {
       return api.list<T>(path);
     };
     const cache = { hasSynced: false, list: () => [...api.leases.values()] };
-    const cached = new FleetObserver(new KubeConfig(), list, silentLogger(), fixtureDirectClient(), { leaseCache: cache });
+    const cached = new FleetObserver(fixtureDirectClient(), list, silentLogger(), { leaseCache: cache });
     try {
       await cached.observe(settings(true), NOW);
       assert.equal(lists, 1, 'not synced: listed');
@@ -78,7 +77,7 @@ describe('FleetObserver /metrics scrapes (issue 12)', () => {
     const slices = (await api.list<V1EndpointSliceList>(ENDPOINTSLICES_PATH)).items;
     const leases = { hasSynced: true, list: () => [...api.leases.values()] };
     const endpoints = { hasSynced: false, list: () => slices };
-    const cached = new FleetObserver(new KubeConfig(), list, silentLogger(), fixtureDirectClient(), { leaseCache: leases, endpointCache: endpoints });
+    const cached = new FleetObserver(fixtureDirectClient(), list, silentLogger(), { leaseCache: leases, endpointCache: endpoints });
     try {
       await cached.observe(settings(true), NOW);
       assert.deepEqual(paths, [ENDPOINTSLICES_PATH, APISERVICES_PATH], 'not synced: listed (and the APIServices for the first storage read)');

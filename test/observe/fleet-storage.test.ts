@@ -3,7 +3,6 @@
 // stale identity Leases it counts. Emulating servers: fleet-emulation.test.ts.
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { KubeConfig } from '@kubernetes/client-node';
 import { FleetObserver, APISERVICES_PATH, type AnalysisSettings } from '../../src/observe/fleet.ts';
 import { legacyDiscoveryPaths, mergeHashes, resourceKinds, storageVersionHash, storageVersionHashes, type APIResourceList, type APIServiceLike } from '../../src/observe/discovery.ts';
 import { silentLogger, type Logger } from '../../src/runtime/logger.ts';
@@ -71,7 +70,7 @@ describe('FleetObserver storage hashes (issue 8, defect 2)', () => {
       servers[i]!.requests.length = 0;
       servers[i]!.fail.clear();
     }
-    observer = new FleetObserver(new KubeConfig(), api.list, log, fixtureDirectClient());
+    observer = new FleetObserver(fixtureDirectClient(), api.list, log);
   };
   after(() => observer?.close());
 

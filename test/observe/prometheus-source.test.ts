@@ -3,7 +3,6 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { KubeConfig } from '@kubernetes/client-node';
 import {
   buildQueries,
   httpQuery,
@@ -338,7 +337,7 @@ describe('FleetObserver analysisSource hook', () => {
   it('is asked when the settings carry prometheus, and only then', async () => {
     const asked: string[] = [];
     const canned: ObservedAnalysis = { time: new Date(0).toISOString(), verdict: 'Healthy', signals: { errorRatio: 0 }, breaches: [] };
-    const observer = new FleetObserver(new KubeConfig(), noServers, silentLogger(), direct, {
+    const observer = new FleetObserver(direct, noServers, silentLogger(), {
       analysisSource: async (up, s) => {
         asked.push(`${up.length} ${s.prometheus?.address}`);
         return canned;

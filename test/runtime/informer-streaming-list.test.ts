@@ -6,9 +6,10 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { KubeConfig } from '@kubernetes/client-node';
+import type { KubeAccess } from '../../src/runtime/kubeconfig.ts';
 import { Informer, INITIAL_EVENTS_END } from '../../src/runtime/informer.ts';
 import { silentLogger } from '../../src/runtime/logger.ts';
+import { localAccess } from './local-access.ts';
 
 type Handler = (kind: 'stream' | 'list' | 'watch', res: ServerResponse, n: number) => void;
 
@@ -16,7 +17,7 @@ const lease = (name: string, rv: string): object => ({ metadata: { name, namespa
 const line = (type: string, object: object): string => `${JSON.stringify({ type, object })}\n`;
 const endBookmark = (rv: string): string => line('BOOKMARK', { metadata: { resourceVersion: rv, annotations: { [INITIAL_EVENTS_END]: 'true' } } });
 
-async function withServer(h: Handler, body: (kc: KubeConfig, seen: string[]) => Promise<void>): Promise<void> {
+async function withServer(h: Handler, body: (kc: KubeAccess, seen: string[]) => Promise<void>): Promise<void> {
   const seen: string[] = [];
   const server = createServer((req: IncomingMessage, res) => {
     const q = new URL(req.url ?? '/', 'http://x').searchParams;
@@ -27,11 +28,7 @@ async function withServer(h: Handler, body: (kc: KubeConfig, seen: string[]) => 
     h(kind, res, seen.filter((k) => k === kind).length);
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  const kc = new KubeConfig();
-  kc.loadFromOptions({
-    clusters: [{ name: 'c', server: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, skipTLSVerify: true }],
-    users: [{ name: 'u' }], contexts: [{ name: 'x', cluster: 'c', user: 'u' }], currentContext: 'x',
-  });
+  const kc = localAccess((server.address() as AddressInfo).port);
   try {
     await body(kc, seen);
   } finally {
@@ -56,7 +53,7 @@ async function running(inf: Informer, body: () => Promise<void>): Promise<void> 
   }
 }
 
-const informerOf = (kc: KubeConfig, listTimeoutMs = 30_000): Informer =>
+const informerOf = (kc: KubeAccess, listTimeoutMs = 30_000): Informer =>
   new Informer({ kubeConfig: kc, path: '/apis/coordination.k8s.io/v1/namespaces/kube-system/leases', logger: silentLogger(), timeoutSeconds: 60, listTimeoutMs, backoff: { baseMs: 10, maxMs: 10, jitter: 0 } });
 
 /** The informer, and the names of the objects its add handler got, in order. */

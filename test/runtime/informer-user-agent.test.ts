@@ -1,13 +1,12 @@
-// Every request of the operator names it (issue 12), the informers' LIST and WATCH included: client-node's
-// Watch builds its own fetch, which sent `User-Agent: undici` before withUserAgent.
+// Every request of the operator names it (issue 12), the informers' LIST and WATCH included.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createServer, type IncomingMessage } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { KubeConfig } from '@kubernetes/client-node';
 import { Informer } from '../../src/runtime/informer.ts';
-import { USER_AGENT, withUserAgent } from '../../src/runtime/kube-request.ts';
+import { USER_AGENT } from '../../src/runtime/kube-request.ts';
 import { silentLogger } from '../../src/runtime/logger.ts';
+import { localAccess } from './local-access.ts';
 
 test('the informer\'s streaming list, LIST and WATCH carry the operator\'s User-Agent and the kubeconfig\'s credentials', async () => {
   const seen: { kind: string; agent: string | undefined; auth: string | undefined }[] = [];
@@ -33,13 +32,7 @@ test('the informer\'s streaming list, LIST and WATCH carry the operator\'s User-
     sawWatch();
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  const kc = new KubeConfig();
-  kc.loadFromOptions({
-    clusters: [{ name: 'c', server: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, skipTLSVerify: true }],
-    users: [{ name: 'u', token: 'secret-token' }],
-    contexts: [{ name: 'x', cluster: 'c', user: 'u' }],
-    currentContext: 'x',
-  });
+  const kc = localAccess((server.address() as AddressInfo).port, 'secret-token');
   const inf = new Informer({ kubeConfig: kc, path: '/apis/coordination.k8s.io/v1/namespaces/kube-system/leases', logger: silentLogger(), timeoutSeconds: 60 });
   inf.start();
   try {
@@ -56,13 +49,4 @@ test('the informer\'s streaming list, LIST and WATCH carry the operator\'s User-
     server.closeAllConnections();
     server.close();
   }
-});
-
-test('withUserAgent leaves the kubeconfig itself alone', () => {
-  const kc = new KubeConfig();
-  kc.loadFromOptions({ clusters: [{ name: 'c', server: 'https://h:6443' }], users: [{ name: 'u' }], contexts: [{ name: 'x', cluster: 'c', user: 'u' }], currentContext: 'x' });
-  const w = withUserAgent(kc);
-  assert.equal(w.getCurrentCluster()?.server, 'https://h:6443', 'reads through to the original');
-  assert.notEqual(w.applySecurityAuthentication, kc.applySecurityAuthentication);
-  assert.equal(Object.hasOwn(kc, 'applySecurityAuthentication'), false);
 });

@@ -1,0 +1,60 @@
+/**
+ * One watch request: the stream of `{"type": ..., "object": ...}` lines the API server sends for `?watch=true`,
+ * handed to `onEvent` as they arrive. Settles when the stream ends: resolves when the server closed it cleanly
+ * (timeoutSeconds reached, a graceful shutdown), rejects with a KubeApiError for an HTTP error status, or with the
+ * socket's error (its `code`: ECONNRESET, ...) when the connection broke. Silence is the caller's to police
+ * (the informer's watchdog): a watch may rightly be quiet for minutes.
+ */
+import { readBody } from './https-call.ts';
+import { KubeApiError, openKubeRequest, type KubeRequestOptions } from './kube-request.ts';
+import type { KubeAccess } from './kubeconfig.ts';
+
+export interface WatchEvent {
+  type: string;
+  // The watched kind's object, or a Status for ERROR events; the informer reads only what it needs.
+  object: Record<string, unknown>;
+}
+
+/** Largest single event line: an object is at most etcd's 1.5 MiB request limit, several times over once encoded. */
+const MAX_LINE_BYTES = 16 * 1024 * 1024;
+
+export async function watch(access: KubeAccess, path: string, query: KubeRequestOptions['query'], onEvent: (e: WatchEvent) => void, signal: AbortSignal): Promise<void> {
+  const res = await openKubeRequest(access, 'GET', path, { query: { ...query, watch: true }, headers: { Accept: 'application/json' }, signal });
+  const status = res.statusCode ?? 0;
+  if (status !== 200) throw new KubeApiError('GET', path, status, await readBody(res, 64 * 1024).catch(() => ''), undefined);
+  res.setEncoding('utf8');
+  let partial = '';
+  await new Promise<void>((resolve, reject) => {
+    const fail = (err: Error): void => {
+      res.destroy();
+      reject(err);
+    };
+    res.on('data', (chunk: string) => {
+      const lines = (partial + chunk).split('\n');
+      partial = lines.pop() ?? '';
+      if (partial.length > MAX_LINE_BYTES) return fail(new Error(`GET ${path}: a watch event longer than ${MAX_LINE_BYTES} bytes`));
+      for (const line of lines) {
+        if (line.trim() === '') continue;
+        let e: WatchEvent;
+        try {
+          e = JSON.parse(line) as WatchEvent;
+        } catch {
+          return fail(new Error(`GET ${path}: a watch event that is not JSON: ${line.slice(0, 200)}`));
+        }
+        if (typeof e.type !== 'string' || typeof e.object !== 'object' || e.object === null) return fail(new Error(`GET ${path}: a watch event without type or object: ${line.slice(0, 200)}`));
+        onEvent(e);
+        // A handler may have stopped the watch.
+        if (res.destroyed) return;
+      }
+    });
+    // A connection that breaks mid-stream errors the response (ECONNRESET, "aborted"); a clean close ends it.
+    res.on('error', reject);
+    res.on('end', () => {
+      if (!res.complete) reject(Object.assign(new Error(`GET ${path}: the connection closed mid-stream`), { code: 'ECONNRESET' }));
+      else resolve();
+    });
+    res.on('close', () => {
+      if (!res.complete) reject(Object.assign(new Error(`GET ${path}: the connection closed mid-stream`), { code: 'ECONNRESET' }));
+    });
+  });
+}
