@@ -2,8 +2,8 @@
 // cluster on real kubelets (nodes mode: containerd, kube-proxy, CNI), the operator's image built from this repo
 // without Docker and imported into every node, 2 replicas under exactly the chart's RBAC reaching the API through
 // the `kubernetes` Service as in-cluster config does. An ApiServerUpgrade applied with kubectl runs to Succeeded
-// with the static Pod driver; the leader Pod is deleted mid-upgrade and the other replica finishes; no Job is
-// created twice; `kubectl auth can-i` as the ServiceAccount shows what it may and may not do; the cluster's
+// with the static Pod driver; the leader Pod is deleted mid-upgrade and another replica (the standby or the Pod
+// that replaces the deleted one) finishes; no Job is created twice; `kubectl auth can-i` as the ServiceAccount shows what it may and may not do; the cluster's
 // kube-system/kubeadm-config (as `kubeadm init` writes it) is brought in line by the operator Pod once it Succeeded.
 // The install, the paused upgrade, its review and the resume are docs/quickstart.md's Path A blocks, run as written
 // (only the images, the durations and helm's --wait put in), so the page cannot drift from what ran.
@@ -72,7 +72,7 @@ async function leaderPod(c: NodesCluster): Promise<string | undefined> {
   return holder ? holder.split('_')[0] : undefined;
 }
 
-test('helm install on real kubelets: 2 operator Pods carry a static Pod upgrade to Succeeded through the kubernetes Service; the leader Pod deleted mid-upgrade, the other replica finishes; no Job twice; RBAC as the chart grants it', { timeout: 30 * 60_000 }, async () => {
+test('helm install on real kubelets: 2 operator Pods carry a static Pod upgrade to Succeeded through the kubernetes Service; the leader Pod deleted mid-upgrade, another replica finishes; no Job twice; RBAC as the chart grants it', { timeout: 30 * 60_000 }, async () => {
   const c = await NodesCluster.start({ nodes: 3, verbose: true });
   cluster = c;
   // What kubeadm's mark-control-plane phase does: the label the chart's nodeSelector names, the taint it tolerates.
@@ -151,7 +151,7 @@ test('helm install on real kubelets: 2 operator Pods carry a static Pod upgrade 
   assert.equal((await c.json<JobList>('/apis/batch/v1/namespaces/kube-system/jobs')).items.length, 0, 'paused: nothing touched');
   await runDocBlock(c, 'resume.sh', c.dir, []);
 
-  // Mid-upgrade — once the first node runs the target — the leader Pod goes; the other replica must finish.
+  // Mid-upgrade — once the first node runs the target — the leader Pod goes; another replica (the standby, or the Pod that replaces it) must finish.
   await waitFor('batch 1 upgraded', 10 * 60_000, async () => {
     const u = await getUpgrade(c, UPGRADE);
     if (u?.status?.phase === 'Paused' || u?.status?.phase === 'Failed') throw new Error(`upgrade ${u.status.phase}: ${JSON.stringify(u.status.pause)}`);
@@ -161,12 +161,15 @@ test('helm install on real kubelets: 2 operator Pods carry a static Pod upgrade 
   const standby = pods.map((p) => p.metadata.name).find((n) => n !== leader)!;
   await kubectl(c, ['delete', 'pod', '-n', NS, leader, '--wait=false']);
   const tDelete = Date.now();
-  const next = await waitFor('the standby to lead', 90_000, async () => {
+  const next = await waitFor('another replica to lead', 90_000, async () => {
     const l = await leaderPod(c);
     return l !== undefined && l !== leader ? l : undefined;
   }, 500);
-  process.stderr.write(`[helm] leader ${leader} deleted; ${next} leads after ${((Date.now() - tDelete) / 1000).toFixed(1)} s\n`);
-  assert.equal(next, standby, 'the other replica took over (not the Pod that replaced the deleted one)');
+  process.stderr.write(`[helm] leader ${leader} deleted; ${next} (${next === standby ? 'the standby' : 'the Pod that replaced the deleted one'}) leads after ${((Date.now() - tDelete) / 1000).toFixed(1)} s\n`);
+  // Either candidate may take the released Lease: the standby at its next retry (2-4.4 s), or the Pod that replaced
+  // the deleted one, which tries as soon as it starts (~1 s, the image running compiled JavaScript). Either carries
+  // the upgrade on from its status; what must hold is below: Succeeded, one Job per key, no restart, no refusal.
+  assert.ok((await operatorPods(c)).some((p) => p.metadata.name === next), `the new leader ${next} is one of the chart's Pods`);
 
   const final = await waitFor('Succeeded', 15 * 60_000, async () => {
     const u = await getUpgrade(c, UPGRADE);
@@ -204,7 +207,9 @@ test('helm install on real kubelets: 2 operator Pods carry a static Pod upgrade 
 
   const podsAfter = await operatorPods(c);
   for (const p of podsAfter) assert.equal(p.status?.containerStatuses?.[0]?.restartCount, 0, `${p.metadata.name} never restarted`);
-  assert.ok(podsAfter.some((p) => p.metadata.name === standby), 'the replica that finished is still there');
-  const logs = await kubectl(c, ['logs', '-n', NS, standby, '--tail', '-1']);
-  assert.doesNotMatch(logs, /forbidden|\b403\b/i, 'no call of the operator was refused by the chart\'s RBAC');
+  assert.ok(podsAfter.some((p) => p.metadata.name === next), 'the replica that finished is still there');
+  for (const pod of new Set([next, standby])) {
+    const logs = await kubectl(c, ['logs', '-n', NS, pod, '--tail', '-1']);
+    assert.doesNotMatch(logs, /forbidden|\b403\b/i, `no call of ${pod} was refused by the chart's RBAC`);
+  }
 });
