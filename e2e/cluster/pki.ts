@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { run } from './exec.ts';
@@ -46,7 +47,11 @@ async function signedLeaf(dir: string, name: string, ca: { cert: string; key: st
   const ext = join(dir, `${name}.ext`);
   await writeFile(ext, extensions.join('\n') + '\n');
   await run('openssl', ['req', '-new', ...EC, '-keyout', key, '-out', csr, '-subj', subject]);
-  await run('openssl', ['x509', '-req', '-in', csr, '-CA', ca.cert, '-CAkey', ca.key, '-CAcreateserial', '-out', cert, '-days', String(days), '-extfile', ext]);
+  // A random serial of its own, not -CAcreateserial: leaves signed at the same time (Promise.all) would read and
+  // write the one shared serial file at once, and openssl fails on a half-written one.
+  const serial = randomBytes(16);
+  serial[0] = serial[0]! & 0x7f; // a positive number, as X.509 wants
+  await run('openssl', ['x509', '-req', '-in', csr, '-CA', ca.cert, '-CAkey', ca.key, '-set_serial', `0x${serial.toString('hex')}`, '-out', cert, '-days', String(days), '-extfile', ext]);
   return { cert, key };
 }
 
