@@ -330,7 +330,7 @@ export class Informer<T extends KubeObject = KubeObject> {
         this.endWatch = undefined;
         clearInterval(dog);
         this.stopCtl.signal.removeEventListener('abort', onStop);
-        // Aborting makes the watch reject with an AbortError, which `settled` ignores.
+        // Aborting makes the watch reject (AbortError, or `aborted` once the stream began), which `settled` ignores.
         ctl.abort();
         resolve({ end, err, lifetimeMs: Date.now() - started, stateRead: streamState ? pending === undefined : undefined });
       };
