@@ -147,7 +147,8 @@ test('Pod network: a Pod on its node\'s subnet and a hostNetwork Pod reach the A
       const pod = await c.json<Pod>(`/api/v1/namespaces/${NS}/pods/${name as string}`);
       if (pod.status?.phase === 'Failed' || pod.status?.phase === 'Succeeded') throw new Error(`${name as string} ended: ${JSON.stringify(pod.status)}\n${await podOutput(c, nodeIndex, pod)}`);
       const out = await podOutput(c, nodeIndex, pod);
-      return out.includes('@@done') ? { pod, out } : undefined;
+      // The kubelet reports the Pod's IP in its status a moment after the container runs: wait for both.
+      return out.includes('@@done') && pod.status?.podIP ? { pod, out } : undefined;
     }, 1000);
   }));
   const [inPod, onHost] = results as [{ pod: Pod; out: string }, { pod: Pod; out: string }];

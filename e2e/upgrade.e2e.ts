@@ -101,8 +101,11 @@ test('the operator turns the proxy gate on, then upgrades all three servers; no 
   const evs = JSON.parse((await cluster.request('lb', '/apis/events.k8s.io/v1/namespaces/default/events')).body) as { items: { reason: string; regarding: { name: string } }[] };
   const reasons = new Set(evs.items.filter((e) => e.regarding.name === 'to-v1-36').map((e) => e.reason));
   for (const r of ['Started', 'PreflightPassed', 'ProxyEnabled', 'BatchStarted', 'BatchSucceeded', 'Succeeded']) assert.ok(reasons.has(r), `event ${r} recorded (${[...reasons].join(', ')})`);
-  const metrics = await (await fetch(`http://127.0.0.1:${op.healthPort}/metrics`)).text();
-  assert.match(metrics, /apiserver_upgrade_phase\{upgrade="to-v1-36",phase="Succeeded"\} 1/);
+  // The gauges are set at the end of the reconcile that wrote Succeeded, after its Events (~0.1 s later).
+  const metrics = await waitFor('the phase gauge to say Succeeded', 10_000, async () => {
+    const text = await (await fetch(`http://127.0.0.1:${op.healthPort}/metrics`)).text();
+    return /apiserver_upgrade_phase\{upgrade="to-v1-36",phase="Succeeded"\} 1/.test(text) ? text : undefined;
+  }, 200);
   assert.match(metrics, /apiserver_upgrade_driver_calls_total\{action="Upgrade",outcome="accepted"\} 3/);
 
   // The operator rode through every replacement of the servers it talks to: it never exited.
