@@ -8,7 +8,7 @@
 import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { closeSync, cpSync, existsSync, lstatSync, mkdirSync, openSync, readdirSync, readFileSync, readlinkSync, readSync, realpathSync, renameSync, rmSync, statSync } from 'node:fs';
-import { join, posix, relative } from 'node:path';
+import { dirname, join, posix, relative } from 'node:path';
 import { APP_VERSION, buildImage, imageCache, PATH_ENV, REPO_ROOT, strip, type ImageSpec, type ImageTar, type LayerEntry } from './images.ts';
 
 /** The repository the operator image is published to: the chart's image.repository. */
@@ -172,14 +172,9 @@ const sha256 = (b: Buffer | string): string => createHash('sha256').update(b).di
 export async function prodNodeModules(root = REPO_ROOT): Promise<string> {
   const files = ['package.json', 'package-lock.json'];
   const key = sha256(JSON.stringify([NPM_CI_ARGS, ...files.map((f) => [f, sha256(readFileSync(join(root, f)))])])).slice(0, 16);
-  const base = join(imageCache(), 'npm');
-  const out = join(base, `prod-${key}`);
-  if (existsSync(join(out, 'node_modules'))) return out;
-  mkdirSync(base, { recursive: true });
-  const tmp = `${out}.tmp-${process.pid}`;
-  rmSync(tmp, { recursive: true, force: true });
-  mkdirSync(tmp);
-  try {
+  const out = join(imageCache(), 'npm', `prod-${key}`);
+  return cachedFolder(out, (dir) => existsSync(join(dir, 'node_modules')), async (tmp) => {
+    mkdirSync(tmp);
     for (const f of files) cpSync(join(root, f), join(tmp, f));
     const t0 = Date.now();
     process.stderr.write(`operator image: npm ${NPM_CI_ARGS.join(' ')} into ${out}\n`);
@@ -193,10 +188,24 @@ export async function prodNodeModules(root = REPO_ROOT): Promise<string> {
       }, (err, _stdout, stderr) => (err ? reject(new Error(`npm ${NPM_CI_ARGS.join(' ')} failed in ${tmp}: ${stderr.trim() || err.message}`)) : resolve()));
     });
     if (!existsSync(join(tmp, 'node_modules'))) throw new Error(`npm ${NPM_CI_ARGS.join(' ')} made no node_modules in ${tmp}`);
-    // Another process may have finished first: its folder is as good as ours.
-    if (existsSync(join(out, 'node_modules'))) rmSync(tmp, { recursive: true, force: true });
-    else renameSync(tmp, out);
     process.stderr.write(`operator image: production dependencies in ${((Date.now() - t0) / 1000).toFixed(1)}s\n`);
+  });
+}
+
+/**
+ * `out`, made once: `make` fills a temporary folder beside it, which is then renamed into place. `done` tells a
+ * finished folder. A failed `make` leaves nothing behind.
+ */
+async function cachedFolder(out: string, done: (dir: string) => boolean, make: (tmp: string) => Promise<void>): Promise<string> {
+  if (done(out)) return out;
+  mkdirSync(dirname(out), { recursive: true });
+  const tmp = `${out}.tmp-${process.pid}`;
+  rmSync(tmp, { recursive: true, force: true });
+  try {
+    await make(tmp);
+    // Another process may have finished first: its folder is as good as ours.
+    if (done(out)) rmSync(tmp, { recursive: true, force: true });
+    else renameSync(tmp, out);
     return out;
   } catch (err) {
     rmSync(tmp, { recursive: true, force: true });
@@ -206,19 +215,6 @@ export async function prodNodeModules(root = REPO_ROOT): Promise<string> {
 
 // ---------------------------------------------------------------------------------------------------------
 // The compiled app
-
-/** Every file under `dir`, relative to it, sorted. */
-function filesIn(dir: string): string[] {
-  const out: string[] = [];
-  const walk = (d: string): void => {
-    for (const e of readdirSync(d, { withFileTypes: true })) {
-      if (e.isDirectory()) walk(join(d, e.name));
-      else out.push(relative(dir, join(d, e.name)));
-    }
-  };
-  walk(dir);
-  return out.sort();
-}
 
 /**
  * Compiles the repository's src/ as the build stage does (`node <BUILD_ARGS>`, with the repository's own
@@ -237,28 +233,17 @@ export async function compileApp(root: string, outDir: string): Promise<void> {
  * content of src/, the two tsconfigs and the TypeScript version. Returns the folder.
  */
 export async function compiledApp(root = REPO_ROOT): Promise<string> {
-  const inputs = BUILD_COPIES.flatMap((c) => c.sources.flatMap((s) => (s.endsWith('/') ? filesIn(join(root, s)).map((f) => posix.join(s, f)) : [s])))
+  // The files the build stage copies in (a folder: every file under it), as the image's own walk lists them.
+  const inputs = BUILD_COPIES.flatMap((c) => c.sources.flatMap((s) => (s.endsWith('/') ? treeEntries(join(root, s), s).filter((e) => e.type === 'file').map((e) => e.path) : [s])))
     .concat('node_modules/typescript/package.json');
   const key = sha256(JSON.stringify([BUILD_ARGS, ...inputs.map((f) => [f, sha256(readFileSync(join(root, f)))])])).slice(0, 16);
-  const base = join(imageCache(), 'dist');
-  const out = join(base, key);
-  if (existsSync(join(out, 'main.js'))) return out;
-  mkdirSync(base, { recursive: true });
-  const tmp = `${out}.tmp-${process.pid}`;
-  rmSync(tmp, { recursive: true, force: true });
-  try {
+  const out = join(imageCache(), 'dist', key);
+  return cachedFolder(out, (dir) => existsSync(join(dir, 'main.js')), async (tmp) => {
     const t0 = Date.now();
     process.stderr.write(`operator image: compiling src/ into ${out}\n`);
     await compileApp(root, tmp);
-    // Another process may have finished first: its folder is as good as ours.
-    if (existsSync(join(out, 'main.js'))) rmSync(tmp, { recursive: true, force: true });
-    else renameSync(tmp, out);
     process.stderr.write(`operator image: compiled in ${((Date.now() - t0) / 1000).toFixed(1)}s\n`);
-    return out;
-  } catch (err) {
-    rmSync(tmp, { recursive: true, force: true });
-    throw err;
-  }
+  });
 }
 
 // ---------------------------------------------------------------------------------------------------------

@@ -47,12 +47,10 @@ export async function watch(access: KubeAccess, path: string, query: KubeRequest
         if (res.destroyed) return;
       }
     });
-    // A connection that breaks mid-stream errors the response (ECONNRESET, "aborted"); a clean close ends it.
+    // A connection that breaks mid-stream errors the response (ECONNRESET, "aborted"); a clean close ends it
+    // ('end' comes only after the whole response). A close without either is a break too.
     res.on('error', reject);
-    res.on('end', () => {
-      if (!res.complete) reject(Object.assign(new Error(`GET ${path}: the connection closed mid-stream`), { code: 'ECONNRESET' }));
-      else resolve();
-    });
+    res.on('end', resolve);
     res.on('close', () => {
       if (!res.complete) reject(Object.assign(new Error(`GET ${path}: the connection closed mid-stream`), { code: 'ECONNRESET' }));
     });
