@@ -32,6 +32,8 @@ export const SYSTEM: SystemNeed[] = [
   { command: 'runc', pkg: 'runc', why: 'the OCI runtime under containerd in the nodes mode', for: ['e2e'] },
   { command: 'iptables', pkg: 'iptables', why: 'kube-proxy (iptables mode) and the CNI bridge plugin\'s masquerade program each node\'s network namespace', for: ['e2e'] },
   { command: 'iptables-restore', pkg: 'iptables', why: 'kube-proxy writes its rules with iptables-restore', for: ['e2e'] },
+  { command: 'docker-registry', pkg: 'docker-registry', why: 'the harness registry (distribution 2.8) the nodes pull the chart\'s and kubeadm\'s images from (e2e/cluster/registry.ts)', for: ['e2e'] },
+  { command: 'skopeo', pkg: 'skopeo', why: 'pushes the harness\'s OCI image tars to a registry (e2e/cluster/registry.ts, npm run release)', for: ['e2e'] },
   { command: 'busybox', pkg: 'busybox-static', why: 'the node agent image of the nodes mode is made from a static busybox', for: ['e2e'] },
 ];
 

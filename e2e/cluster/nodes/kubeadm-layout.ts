@@ -177,6 +177,11 @@ export function kubeletConfig(o: { containerdSocket: string; address: string }):
 }
 
 /** containerd 1.6's config for one node: its own root, state, socket and runc root under the node's folder. */
+/**
+ * A node's containerd config. The CRI plugin's registry config_path is the node's certs.d folder (hosts.toml per
+ * registry, containerd >= 1.5): empty, pulls go where the names say; with the harness registry's mirrors written
+ * there (registry.ts writeMirrorHosts), ghcr.io, registry.k8s.io, ... are pulled from it.
+ */
 export function containerdConfig(o: { root: string; pauseImage: string }): string {
   return [
     'version = 2',
@@ -204,11 +209,18 @@ export function containerdConfig(o: { root: string; pauseImage: string }): strin
     '          SystemdCgroup = false',
     '          BinaryName = "/usr/sbin/runc"',
     `          Root = "${o.root}/containerd/runc"`,
+    '    [plugins."io.containerd.grpc.v1.cri".registry]',
+    `      config_path = "${registryConfigPath(o.root)}"`,
     '    [plugins."io.containerd.grpc.v1.cri".cni]',
     `      bin_dir = "${o.root}/cni/bin"`,
     `      conf_dir = "${o.root}/cni/net.d"`,
     '',
   ].join('\n');
+}
+
+/** The node's containerd registry config folder (certs.d: <registry host>/hosts.toml). */
+export function registryConfigPath(root: string): string {
+  return `${root}/containerd/certs.d`;
 }
 
 // ---------------------------------------------------------------------------------------------------------

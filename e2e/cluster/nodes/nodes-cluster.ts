@@ -23,7 +23,8 @@ import { adminRequest, type HttpResult } from '../http.ts';
 import { run, waitFor } from '../exec.ts';
 import { requireCommands } from '../requirements.ts';
 import { agentImage, componentImage, importImages, pauseImage, PAUSE_IMAGE, type ImageTar } from '../images.ts';
-import { apiServerManifest, CNI_STATE_DIR, cniConflist, containerdConfig, controllerManagerManifest, K8S_DIR, KUBELET_DIR, kubeletConfig, kubeProxyConfig, PKI_DIR, podSubnet, schedulerManifest } from './kubeadm-layout.ts';
+import { apiServerManifest, CNI_STATE_DIR, cniConflist, containerdConfig, controllerManagerManifest, K8S_DIR, KUBELET_DIR, kubeletConfig, kubeProxyConfig, PKI_DIR, podSubnet, registryConfigPath, schedulerManifest } from './kubeadm-layout.ts';
+import { pushOciTar, writeMirrorHosts } from '../registry.ts';
 
 /** A private mirror, as air-gapped kubeadm clusters have: an upgrade must keep it (issue 9). */
 export const MIRROR_REPOSITORY = 'registry.auo.test/k8s';
@@ -41,6 +42,12 @@ export interface NodesClusterOptions {
   version?: string;
   featureGates?: Record<string, boolean>;
   verbose?: boolean;
+  /**
+   * The harness registry's address (registry.ts startRegistry().address). Given, the cluster's images are pushed
+   * to it and every node's containerd pulls them (and any ghcr.io or registry.k8s.io image) through hosts.toml
+   * mirrors; absent, they are imported into each node's containerd with `ctr images import`.
+   */
+  registry?: string;
 }
 
 export interface NodeInfo {
@@ -72,6 +79,8 @@ export class NodesCluster {
   readonly lbUrl: string;
   readonly prefix: string;
   readonly images: ImageTar[];
+  /** The registry the nodes pull through, when the cluster was started with one. */
+  readonly registry?: string;
   private readonly slots: NodeSlot[];
   private readonly state: ClusterState;
   private readonly log: (m: string) => void;
@@ -83,7 +92,7 @@ export class NodesCluster {
   /** Seconds each phase of start took, for the docs' measurements. */
   readonly timings: Record<string, number> = {};
 
-  private constructor(init: { runId: string; dir: string; pki: Pki; kubeconfig: string; lbUrl: string; prefix: string; slots: NodeSlot[]; state: ClusterState; images: ImageTar[]; log: (m: string) => void }) {
+  private constructor(init: { runId: string; dir: string; pki: Pki; kubeconfig: string; lbUrl: string; prefix: string; slots: NodeSlot[]; state: ClusterState; images: ImageTar[]; registry?: string; log: (m: string) => void }) {
     this.runId = init.runId;
     this.dir = init.dir;
     this.pki = init.pki;
@@ -93,6 +102,7 @@ export class NodesCluster {
     this.slots = init.slots;
     this.state = init.state;
     this.images = init.images;
+    if (init.registry !== undefined) this.registry = init.registry;
     this.log = init.log;
   }
 
@@ -123,6 +133,10 @@ export class NodesCluster {
       componentImage('kube-controller-manager', version, MIRROR_REPOSITORY), componentImage('kube-scheduler', version, MIRROR_REPOSITORY),
       ...[...new Set([version, NEW_VERSION])].map((v) => componentImage('kube-apiserver', v, MIRROR_REPOSITORY)),
     ]);
+    if (opts.registry !== undefined) {
+      // One at a time: skopeo reads and hashes each tar, and CPU is what this machine lacks.
+      for (const img of images) await pushOciTar(img.path, opts.registry, img.name);
+    }
     const timings: Record<string, number> = { images: (Date.now() - tImages) / 1000 };
 
     const runId = randomBytes(3).toString('hex');
@@ -161,7 +175,7 @@ export class NodesCluster {
         (state.createdHostDirs ??= []).push(p);
       }
       writeState(state);
-      const c = new NodesCluster({ runId, dir, pki, kubeconfig, lbUrl, prefix, slots, state, images, log });
+      const c = new NodesCluster({ runId, dir, pki, kubeconfig, lbUrl, prefix, slots, state, images, ...(opts.registry !== undefined ? { registry: opts.registry } : {}), log });
       Object.assign(c.timings, timings);
       const tStart = Date.now();
       const peerPort = await freePort();
@@ -267,7 +281,8 @@ export class NodesCluster {
       if (containerd.exited) throw new Error(`${name}'s containerd exited (${containerd.exitCode ?? containerd.signal}); see ${containerd.logPath}`);
       return existsSync(socket) ? true : undefined;
     }, 200);
-    await importImages(socket, this.images);
+    // With a registry, the kubelet pulls each image through the mirrors when a Pod needs it.
+    if (this.registry === undefined) await importImages(socket, this.images);
     slot.kubelet = new ManagedProcess('nsenter', ['-t', String(containerd.pid), '-m', '-u', '-n', '--', o.kubeletBin,
       `--config=${KUBELET_DIR}/config.yaml`, `--kubeconfig=${K8S_DIR}/kubelet.conf`, `--hostname-override=${name}`, `--node-ip=${address}`,
       `--root-dir=${KUBELET_DIR}`, `--cert-dir=${KUBELET_DIR}/pki`, '--v=1'], join(this.dir, `${name}.kubelet.log`));
@@ -321,6 +336,7 @@ export class NodesCluster {
       writeKubeconfig(join(etc, 'admin.conf'), o.lbUrl, `${PKI_DIR}/ca.crt`, `${PKI_DIR}/admin.crt`, `${PKI_DIR}/admin.key`),
       writeFile(join(root, 'var/lib/kubelet/config.yaml'), kubeletConfig({ containerdSocket: join(root, 'containerd', 'containerd.sock'), address })),
       writeFile(join(root, 'containerd.toml'), containerdConfig({ root, pauseImage: PAUSE_IMAGE })),
+      ...(this.registry !== undefined ? [writeMirrorHosts(registryConfigPath(root), this.registry)] : []),
       writeFile(join(root, 'cni', 'net.d', '10-auo-pods.conflist'), cniConflist({ subnet: info.podSubnet })),
       // kube-proxy reaches the control-plane endpoint (the balancer), as kubeadm's kube-proxy does.
       writeKubeconfig(join(proxyDir, 'kubeconfig.conf'), o.lbUrl, p.caCert, o.proxyCert.cert, o.proxyCert.key),
