@@ -1,5 +1,6 @@
 // Everything the README's commands need on a fresh machine, in one place:
-//   node scripts/setup.ts test    npm test: Lua 5.1 and 5.4 for the Argo CD health check test
+//   node scripts/setup.ts test    npm test: Lua 5.1 and 5.4 for the Argo CD health check test, actionlint (built) and
+//                                 shellcheck for the release workflow's test
 //   node scripts/setup.ts demo    npm run demo: root, haproxy, openssl, iproute2, util-linux, Go, etcd + both kube-apiservers built
 //   node scripts/setup.ts e2e     npm run e2e: the demo's, plus prometheus/promtool, prometheus-alertmanager/amtool, helm, kubectl,
 //                                 upstream Prometheus (built: Debian's has no kubernetes_sd_configs)
@@ -13,7 +14,7 @@ import { execFileSync } from 'node:child_process';
 import { copyFileSync, mkdirSync, renameSync, symlinkSync, unlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { clusterBinaries, CNI_PLUGINS_VERSION, ensureBinaries, findGo, HELM_VERSION, OLD_VERSION, PROMETHEUS_VERSION, requireGo, builtBinary, type BinarySpec } from '../e2e/cluster/binaries.ts';
+import { clusterBinaries, CNI_PLUGINS_VERSION, ensureBinaries, findGo, HELM_VERSION, OLD_VERSION, PROMETHEUS_VERSION, RELEASE_TOOLS, requireGo, builtBinary, type BinarySpec } from '../e2e/cluster/binaries.ts';
 import { toolCache } from '../e2e/support/tools.ts';
 import { aptCommand, missingSystem, onPath, WHAT, type Profile } from '../e2e/cluster/requirements.ts';
 
@@ -85,6 +86,9 @@ export async function setup(profiles: Profile[]): Promise<void> {
 
   const builds: BinarySpec[] = [];
   if (profiles.includes('demo') || profiles.includes('e2e')) builds.push(...clusterBinaries());
+  // The release workflow's linter (test/release/workflow.test.ts); the release's SBOM writer and krew (e2e/release.e2e.ts).
+  if (profiles.includes('test')) builds.push({ what: 'actionlint', version: RELEASE_TOOLS.actionlint.version });
+  if (profiles.includes('e2e')) builds.push({ what: 'syft', version: RELEASE_TOOLS.syft.version }, { what: 'krew', version: RELEASE_TOOLS.krew.version });
   const wantHelm = profiles.includes('e2e') || profiles.includes('tools');
   if (wantHelm) builds.push({ what: 'helm', version: HELM_VERSION });
   // The nodes mode (e2e/static-pod-nodes.e2e.ts): the kubelet, kube-proxy and the other control-plane components of

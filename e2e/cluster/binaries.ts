@@ -23,7 +23,14 @@ export const CNI_PLUGINS_VERSION = process.env.AUO_CNI_PLUGINS_VERSION ?? 'v1.10
 export const MIN_GO = [1, 26] as const;
 
 /** What build-binaries.sh builds; 'cni-plugins' is a folder (bridge, host-local, loopback, portmap), the rest one binary each. */
-export type BinaryKind = 'kube-apiserver' | 'etcd' | 'kubectl' | 'helm' | 'kubelet' | 'kube-controller-manager' | 'kube-scheduler' | 'kube-proxy' | 'cni-plugins' | 'prometheus';
+export type BinaryKind = 'kube-apiserver' | 'etcd' | 'kubectl' | 'helm' | 'kubelet' | 'kube-controller-manager' | 'kube-scheduler' | 'kube-proxy' | 'cni-plugins' | 'prometheus' | ReleaseTool;
+/** The release's tools (scripts/release.ts): the SBOM writer, krew (the plugin install test), the workflow linter. */
+export type ReleaseTool = 'syft' | 'krew' | 'actionlint';
+export const RELEASE_TOOLS: Record<ReleaseTool, { version: string; module: string }> = {
+  syft: { version: 'v1.57.2', module: 'github.com/anchore/syft' },
+  krew: { version: 'v0.4.3', module: 'sigs.k8s.io/krew' },
+  actionlint: { version: 'v1.7.12', module: 'github.com/rhysd/actionlint' },
+};
 /** The plugins in the cni-plugins folder. */
 export const CNI_PLUGINS = ['bridge', 'host-local', 'loopback', 'portmap'] as const;
 export interface BinarySpec {
@@ -330,7 +337,7 @@ function runBuild(spec: BinarySpec): Promise<string> {
     board.update();
     const tail: string[] = [];
     // The package whose compile line means "linking now" (the plugins link one by one: no such single moment).
-    const mainPkg = spec.what === 'etcd' ? 'go.etcd.io/etcd/server/v3' : spec.what === 'helm' ? 'helm.sh/helm/v3/cmd/helm' : spec.what === 'prometheus' ? 'github.com/prometheus/prometheus/cmd/prometheus' : spec.what === 'cni-plugins' ? undefined : `k8s.io/kubernetes/cmd/${spec.what}`;
+    const mainPkg = spec.what === 'etcd' ? 'go.etcd.io/etcd/server/v3' : spec.what === 'helm' ? 'helm.sh/helm/v3/cmd/helm' : spec.what === 'prometheus' ? 'github.com/prometheus/prometheus/cmd/prometheus' : spec.what === 'cni-plugins' ? undefined : spec.what in RELEASE_TOOLS ? `${RELEASE_TOOLS[spec.what as ReleaseTool].module}/cmd/${spec.what}` : `k8s.io/kubernetes/cmd/${spec.what}`;
     try {
       return await new Promise<string>((resolve, reject) => {
         const child = spawn('bash', [buildScript, spec.what, spec.version], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, PATH: go.envPath } });

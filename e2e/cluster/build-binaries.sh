@@ -7,7 +7,8 @@
 #   etcd                      go.etcd.io/etcd/server/v3 (v3.6.16)
 #   helm                      helm.sh/helm/v3 (v3.22.0)
 #   prometheus                github.com/prometheus/prometheus (v3.16.0 = module v0.316.0), with kubernetes_sd_configs
-# Usage: build-binaries.sh <kube-apiserver|kubectl|kubelet|kube-controller-manager|kube-scheduler|kube-proxy|etcd|helm|cni-plugins|prometheus> <version>
+#   syft, krew, actionlint    the release's: github.com/anchore/syft, sigs.k8s.io/krew, github.com/rhysd/actionlint
+# Usage: build-binaries.sh <kube-apiserver|kubectl|kubelet|kube-controller-manager|kube-scheduler|kube-proxy|etcd|helm|cni-plugins|prometheus|syft|krew|actionlint> <version>
 # Prints the path of the built binary (for cni-plugins: of the folder of plugins) on stdout. Progress goes to stderr: log lines "[build ...]", "go: downloading"
 # lines while modules are fetched, then, for e2e/cluster/binaries.ts to count:
 #   @@waiting            another process holds this binary's build lock (it is building the same thing)
@@ -113,7 +114,22 @@ case "$what" in
     v=github.com/prometheus/common/version
     compile github.com/prometheus/prometheus/cmd/prometheus "-s -w -X $v.Version=${version#v} -X $v.Revision=$modver -X $v.Branch=module -X $v.BuildUser=auo -X $v.BuildDate=19700101-00:00:00"
     ;;
-  *) echo "unknown binary: $what (kube-apiserver|kubectl|kubelet|kube-controller-manager|kube-scheduler|kube-proxy|etcd|helm|cni-plugins|prometheus)" >&2; exit 2 ;;
+  syft|krew|actionlint)
+    # The release's tools (scripts/release.ts, e2e/release.e2e.ts, test/release/workflow.test.ts), each built as
+    # `go install <module>/cmd/<what>@<version>` would: its own go.mod decides every dependency.
+    [[ "$version" =~ ^v[0-9]+\.[0-9]+\.[0-9]+$ ]] || { echo "bad $what version: $version" >&2; exit 2; }
+    case "$what" in
+      syft) mod=github.com/anchore/syft; ldflags="-s -w -X main.version=${version#v}" ;;
+      krew) mod=sigs.k8s.io/krew; ldflags="-s -w -X sigs.k8s.io/krew/internal/version.gitTag=$version -X sigs.k8s.io/krew/internal/version.gitCommit=module" ;;
+      actionlint) mod=github.com/rhysd/actionlint; ldflags="-s -w -X github.com/rhysd/actionlint.version=$version" ;;
+    esac
+    printf 'module auo.local/build\ngo 1.25\n' > go.mod
+    log "resolving $mod/cmd/$what@$version"
+    go get "$mod/cmd/$what@$version" >&2
+    log "compiling"
+    compile "$mod/cmd/$what" "$ldflags"
+    ;;
+  *) echo "unknown binary: $what (kube-apiserver|kubectl|kubelet|kube-controller-manager|kube-scheduler|kube-proxy|etcd|helm|cni-plugins|prometheus|syft|krew|actionlint)" >&2; exit 2 ;;
 esac
 mv "$work/out" "$out"
 log "built $out"

@@ -112,14 +112,22 @@ export async function writeMirrorHosts(certsDir: string, address: string, namesp
 }
 
 /** Pushes an OCI image-layout tar to `<address>/<name>` over plain HTTP with skopeo; returns the reference and the digest the registry stores. */
-export async function pushOciTar(ociTar: string, address: string, name: string, o: { compress?: boolean } = {}): Promise<Pushed> {
+export async function pushOciTar(ociTar: string, address: string, name: string): Promise<Pushed> {
+  return skopeoPush(ociTar, `${checkAddress(address)}/${checkImageName(name)}`, { plainHttp: true });
+}
+
+/**
+ * `skopeo copy oci-archive:<tar> docker://<reference>`. Uncompressed layers as they are (the digest stays the tar's
+ * manifest digest) unless `compress`, as a release does; `plainHttp` for a registry without TLS. Credentials are
+ * skopeo's own (`skopeo login`, REGISTRY_AUTH_FILE).
+ */
+export async function skopeoPush(ociTar: string, reference: string, o: { plainHttp: boolean; compress?: boolean }): Promise<Pushed> {
   requireCommands(['skopeo'], 'pushing an image to a registry');
   if (!existsSync(ociTar)) throw new Error(`no image tar at ${ociTar}`);
-  const reference = `${checkAddress(address)}/${checkImageName(name)}`;
+  checkImageName(reference);
   const digestFile = `${ociTar}.digest-${process.pid}-${randomBytes(3).toString('hex')}`;
   try {
-    // Uncompressed layers as they are (the digest stays the tar's manifest digest) unless asked to compress, as a release does.
-    await run('skopeo', ['copy', '--retry-times', '2', '--dest-tls-verify=false', ...(o.compress ? [] : ['--preserve-digests']), '--digestfile', digestFile, `oci-archive:${ociTar}`, `docker://${reference}`]);
+    await run('skopeo', ['copy', '--retry-times', '2', `--dest-tls-verify=${!o.plainHttp}`, ...(o.compress ? [] : ['--preserve-digests']), '--digestfile', digestFile, `oci-archive:${ociTar}`, `docker://${reference}`]);
     const digest = readFileSync(digestFile, 'utf8').trim();
     if (!/^sha256:[0-9a-f]{64}$/.test(digest)) throw new Error(`skopeo wrote no digest for ${reference} (${JSON.stringify(digest.slice(0, 80))})`);
     return { reference, digest };

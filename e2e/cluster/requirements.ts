@@ -18,6 +18,7 @@ export interface SystemNeed {
 export const SYSTEM: SystemNeed[] = [
   { command: 'lua5.1', pkg: 'lua5.1', why: 'the Argo CD health check test runs in Lua 5.1 (Argo CD\'s dialect)', for: ['test'] },
   { command: 'lua5.4', pkg: 'lua5.4', why: 'the Argo CD health check test also runs in Lua 5.4', for: ['test'] },
+  { command: 'shellcheck', pkg: 'shellcheck', why: 'actionlint checks the release workflow\'s shell steps with it (test/release/workflow.test.ts)', for: ['test'] },
   { command: 'haproxy', pkg: 'haproxy', why: 'the load balancer in front of the kube-apiservers', for: ['demo', 'e2e'] },
   { command: 'openssl', pkg: 'openssl', why: 'the cluster\'s certificates', for: ['demo', 'e2e'] },
   { command: 'ip', pkg: 'iproute2', why: 'the network namespace the servers run in', for: ['demo', 'e2e'] },

@@ -18,14 +18,16 @@ export function archiveName(version: string): string {
   return `kubectl-apiserver_upgrade-v${version}.tar.gz`;
 }
 
-/** Builds the archive into `outDir`; returns its path and sha256. */
-export function buildArchive(root: string, outDir: string, o: { offline?: boolean } = {}): { path: string; sha256: string; version: string } {
+/** Builds the archive into `outDir` (the version package.json's, or a release's, written into the archive's package.json); returns its path and sha256. */
+export function buildArchive(root: string, outDir: string, o: { offline?: boolean; version?: string } = {}): { path: string; sha256: string; version: string } {
   const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { version: string };
+  if (o.version !== undefined) pkg.version = o.version;
   const stage = mkdtempSync(join(tmpdir(), 'auo-krew-'));
   try {
     const dir = join(stage, ARCHIVE_DIR);
     mkdirSync(dir);
     for (const f of ['package.json', 'package-lock.json', '.npmrc']) if (existsSync(join(root, f))) cpSync(join(root, f), join(dir, f));
+    if (o.version !== undefined) writeFileSync(join(dir, 'package.json'), `${JSON.stringify({ ...JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as object, version: o.version }, null, 2)}\n`);
     cpSync(join(root, 'src'), join(dir, 'src'), { recursive: true });
     mkdirSync(join(dir, 'docs'));
     cpSync(join(root, 'docs', 'plugin.md'), join(dir, 'docs', 'plugin.md'));
