@@ -1,6 +1,7 @@
 import type { Pki, ServingCert } from './pki.ts';
 import { PROXY_GATE } from '../../src/api/constants.ts';
-import { parseVersion, proxyGateOnByDefault } from '../../src/plan/version.ts';
+import { parseVersion } from '../../src/plan/version.ts';
+import { proxyGateOnByDefault } from '../../src/plan/version-facts.ts';
 
 export { PROXY_GATE };
 export const SERVICE_CIDR = '10.96.0.0/16';
@@ -11,7 +12,9 @@ export const SECURE_PORT = 6443;
 export function proxyGateEnabled(version: string, featureGates: Record<string, boolean>): boolean {
   const v = parseVersion(version);
   if (!v) throw new Error(`not a Kubernetes version: ${version}`);
-  return featureGates[PROXY_GATE] ?? proxyGateOnByDefault(v);
+  const byDefault = proxyGateOnByDefault(v);
+  if (featureGates[PROXY_GATE] === undefined && byDefault === undefined) throw new Error(`the ${PROXY_GATE} default of ${version} is unknown (src/plan/version-facts.ts): set it in featureGates`);
+  return featureGates[PROXY_GATE] ?? byDefault!;
 }
 
 export interface ApiServerFlagInput {

@@ -5,4 +5,5 @@ export type { UpgradeInput } from './context.ts';
 export { PROXY_GATE } from './context.ts';
 export { idempotencyKey } from './keys.ts';
 export { recordCallOutcome, type CallOutcome } from './call-outcome.ts';
-export { parseVersion, compareVersions, proxyGateOnByDefault, sameRelease, classifyUpgrade } from './version.ts';
+export { parseVersion, compareVersions, sameRelease, classifyUpgrade } from './version.ts';
+export { proxyGateOnByDefault } from './version-facts.ts';

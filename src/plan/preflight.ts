@@ -6,17 +6,16 @@ import type { ObservedStorage } from './observation.ts';
 import { proxyWanted, reportTrust, trustRefusal } from './trust.ts';
 import { freezeCoverage } from './coverage.ts';
 import { reportKubeadmPreflight } from './kubeadm-preflight.ts';
+import { emulationRange, proxyGateFact } from './version-facts.ts';
 
 /** Preflight failures that retrying cannot fix: the plan itself is wrong for this fleet. */
-const FATAL = new Set(['Downgrade', 'SkipsMinor', 'MajorVersionChange', 'PrereleaseTarget', 'InvalidTargetVersion', 'TwoPhaseNeedsMinorUpgrade', 'CannotEmulate']);
+const FATAL = new Set(['Downgrade', 'SkipsMinor', 'MajorVersionChange', 'PrereleaseTarget', 'InvalidTargetVersion', 'TwoPhaseNeedsMinorUpgrade', 'CannotEmulate', 'VersionFactsUnknown']);
 
 /**
- * The oldest target this operator runs a TwoPhase upgrade to. Measured: v1.35.4 accepts
- * --emulated-version=1.32..1.35 and v1.36.3 1.33..1.36 (their --help); compatibility versions went beta in
- * 1.33 and a binary emulates at most three minors back.
+ * The oldest target this operator runs a TwoPhase upgrade to: compatibility versions went beta in 1.33. Which
+ * minors a target emulates is a fact of its release (src/plan/version-facts.ts; v1.35.4's --help says 1.32..1.35).
  */
 const EMULATION_MIN_TARGET_MINOR = 33;
-const EMULATION_MAX_MINORS_BACK = 3;
 
 interface PreflightVerdict {
   ok: boolean;
@@ -51,6 +50,10 @@ export function checkPreflight(ctx: PlanContext): PreflightVerdict {
   const skew = classifyUpgrade(fromVersion, target, { allowPrerelease: ctx.spec.allowPrerelease });
   if (!skew.ok) return { ok: false, reason: skew.reason, message: skew.message };
   if (skew.kind === 'none') return { ok: true, reason: 'AlreadyAtTarget', message: `every server already runs ${target}`, fromVersion, alreadyAtTarget: true };
+  const gateFact = proxyGateFact(target);
+  if (ctx.spec.proxy.revertAfter && ctx.spec.proxy.gate !== 'Unmanaged' && !gateFact.known) {
+    return { ok: false, reason: 'VersionFactsUnknown', message: `proxy.revertAfter turns the ${PROXY_GATE} gate off after the upgrade where ${target} has it off by default, and that default is unknown: ${gateFact.message}. Set proxy.revertAfter false (the gate stays as the upgrade left it), or use an operator release that knows ${minorOf(target)}` };
+  }
   const fromStorage = observedStorage(ctx, fromVersion);
   if (!fromStorage) {
     return {
@@ -89,10 +92,14 @@ function checkTwoPhase(ctx: PlanContext, fromVersion: string, kind: 'patch' | 'm
   if (kind !== 'minor') {
     return { ok: false, reason: 'TwoPhaseNeedsMinorUpgrade', message: `${fromVersion} -> ${target} keeps the minor version: there is no API change to split off; use strategy.phases OnePhase` };
   }
-  const [tMaj, tMin] = (minorOf(target) ?? '0.0').split('.').map(Number) as [number, number];
-  const [, fMin] = (minorOf(fromVersion) ?? '0.0').split('.').map(Number) as [number, number];
-  if ((tMaj === 1 && tMin < EMULATION_MIN_TARGET_MINOR) || tMin - fMin > EMULATION_MAX_MINORS_BACK) {
-    return { ok: false, reason: 'CannotEmulate', message: `${target} cannot run with --emulated-version=${minorOf(fromVersion)} (TwoPhase needs a target of v1.${EMULATION_MIN_TARGET_MINOR} or newer, at most ${EMULATION_MAX_MINORS_BACK} minors ahead)` };
+  const from = minorOf(fromVersion) ?? '0.0';
+  const range = emulationRange(target);
+  const minorNumber = (m: string): number => Number(m.split('.')[1]);
+  if (!range.known) {
+    return { ok: false, reason: 'CannotEmulate', message: `whether ${target} runs with --emulated-version=${from} is unknown, so TwoPhase is refused: ${range.message}` };
+  }
+  if (minorNumber(range.ceiling) < EMULATION_MIN_TARGET_MINOR || minorNumber(from) < minorNumber(range.floor)) {
+    return { ok: false, reason: 'CannotEmulate', message: `${target} cannot run with --emulated-version=${from}: it emulates ${range.floor}..${range.ceiling}, and TwoPhase needs a target of v1.${EMULATION_MIN_TARGET_MINOR} or newer` };
   }
   const own = ctx.obs.discovery?.own?.find((o) => sameRelease(o.version, fromVersion) && (o.emulation ?? minorOf(o.version)) === minorOf(fromVersion));
   if (!own) {

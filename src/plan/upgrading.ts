@@ -7,7 +7,7 @@ import { gatePass } from './gate-pass.ts';
 import { applyBatchSizeEdit, batchDef, batchOf, startedBatches } from './frozen-plan.ts';
 import { emulationCheck } from './two-phase.ts';
 import { finishSucceeded } from './preflight.ts';
-import { proxyGateOnByDefault } from './version.ts';
+import { proxyGateOnByDefault } from './version-facts.ts';
 
 function startBatch(ctx: PlanContext, k: number): void {
   const servers = batchOf(ctx, k);
@@ -219,8 +219,9 @@ function discoveryConverged(ctx: PlanContext): boolean {
 function finishUpgrade(ctx: PlanContext): void {
   const target = ctx.spec.targetVersion;
   // Where the target still has the gate alpha, the operator may turn it back off once no skew remains —
-  // only where the operator turned it on.
-  if (ctx.spec.proxy.revertAfter && !proxyGateOnByDefault(target) && ctx.spec.proxy.gate !== 'Unmanaged') {
+  // only where the operator turned it on. A default the operator does not know is no reason to turn anything
+  // off (preflight refuses revertAfter for such a target: VersionFactsUnknown).
+  if (ctx.spec.proxy.revertAfter && proxyGateOnByDefault(target) === false && ctx.spec.proxy.gate !== 'Unmanaged') {
     if (!gatePass(ctx, 'off', target)) return;
   }
   const members = ctx.status.plan?.members ?? [];

@@ -170,16 +170,6 @@ export function classifyUpgrade(from: string, to: string, opts: { allowPrereleas
 }
 
 /**
- * Whether the Mixed Version Proxy gate (UnknownVersionInteroperabilityProxy) is on by default: alpha (off)
- * through 1.35, beta (on) from 1.36. Decided by the major and minor numbers alone, so every pre-release
- * and vendor build of 1.36 counts as 1.36. A string that is not a Kubernetes version throws a RangeError.
- */
-export function proxyGateOnByDefault(v: string | KubeVersion): boolean {
-  const k = toVersion(v, 'proxyGateOnByDefault');
-  return k.major > 1 || (k.major === 1 && k.minor >= 36);
-}
-
-/**
  * The "major.minor" a server of this version emulates unless told otherwise ("v1.36.3" -> "1.36"), the form
  * `--emulated-version` and `/version`'s emulationMajor/Minor use (KEP-4330). Undefined for a non-version.
  */

@@ -7,7 +7,9 @@ import { coverageReport, COVERAGE_ENTRIES_LIMIT, type ObservedAPIService } from 
 import { resourceSet, type APIGroupDiscoveryList } from '../../src/observe/discovery.ts';
 import { apiServicesFrom } from '../../src/observe/coverage.ts';
 import { minorOf } from '../../src/plan/version.ts';
-import { fixtureVersions, readFixture } from '../observe/fixtures.ts';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { FIXTURES_DIR, fixtureVersions, readFixture } from '../observe/fixtures.ts';
 import { OLD, NEW, Sim, peer } from './fleet.ts';
 
 const versions = fixtureVersions();
@@ -25,6 +27,35 @@ test('the catalog is exactly the captured own discovery of each version, with ki
     assert.deepEqual(Object.keys(entry.resources).sort(), own(v), `regenerate src/plan/coverage-catalog.ts from test/fixtures/${v}`);
     assert.equal(entry.resources['/v1/pods'], 'Pod');
   }
+});
+
+/** scripts/version-facts.ts's read of the sources (test/fixtures/version-facts.json). */
+const sourceFacts = (JSON.parse(readFileSync(join(FIXTURES_DIR, 'version-facts.json'), 'utf8')) as { facts: { version: string; resources: Record<string, string> }[] }).facts;
+
+test('the built-in set read from the sources is what the real servers served, on every version captured both ways', () => {
+  const both = sourceFacts.filter((f) => versions.includes(f.version));
+  assert.ok(both.length >= 2, `versions captured both ways: ${both.map((f) => f.version).join(', ')}`);
+  for (const f of both) assert.deepEqual(Object.keys(f.resources).sort(), own(f.version), `${f.version}: source and server disagree`);
+});
+
+test('every minor the sources were read for has a catalog entry equal to them, kinds included', () => {
+  for (const f of sourceFacts) {
+    const entry = BUILTIN_CATALOG[minorOf(f.version)!];
+    assert.ok(entry, `no catalog entry for ${minorOf(f.version)}: regenerate src/plan/coverage-catalog.ts from test/fixtures/version-facts.json`);
+    assert.deepEqual({ ...entry.resources }, f.resources, `${f.version}: the catalog's ${minorOf(f.version)} differs from the sources`);
+  }
+});
+
+test('v1.36.3 -> v1.37.2 from the catalog read from the sources: four built-in resources added, none removed', () => {
+  const r = coverageReport({ fromVersion: 'v1.36.3', targetVersion: 'v1.37.2', own: [{ server: 'cp-1', version: 'v1.36.3', resources: own(NEW) }], storage: [], observed: { apiServices: [] }, proxyOn: true });
+  assert.equal(r.targetSource, 'Catalog v1.37.2 source');
+  assert.deepEqual(r.entries!.filter((e) => e.kind === 'BuiltInAdded').map((e) => `${e.name} ${e.resourceKind}`), [
+    'certificates.k8s.io/v1/clustertrustbundles ClusterTrustBundle',
+    'certificates.k8s.io/v1/podcertificaterequests PodCertificateRequest',
+    'resource.k8s.io/v1/devicetaintrules DeviceTaintRule',
+    'storagemigration.k8s.io/v1/storageversionmigrations StorageVersionMigration',
+  ]);
+  assert.deepEqual([r.builtInAdded, r.builtInRemoved], [4, 0]);
 });
 
 /** The APIServices of a fresh v1.35 server plus one CRD group and one aggregated API. */
@@ -67,14 +98,14 @@ test('the reverse direction lists them as removed; with the proxy off a client g
 });
 
 test('a target minor without a catalog is unknown, never "no change"; APIServices not listed: their counts are absent', () => {
-  const r = coverageReport({ fromVersion: NEW, targetVersion: 'v1.37.0', own: [{ server: 'cp-1', version: NEW, resources: own(NEW) }], storage: [], observed: { error: 'HTTP 403' }, proxyOn: true });
+  const r = coverageReport({ fromVersion: 'v1.37.2', targetVersion: 'v1.38.0', own: [{ server: 'cp-1', version: 'v1.37.2', resources: own(NEW) }], storage: [], observed: { error: 'HTTP 403' }, proxyOn: true });
   assert.equal(r.targetSource, 'Unknown');
   assert.equal(r.builtInAdded, undefined);
   assert.equal(r.aggregated, undefined);
   assert.deepEqual(r.entries, []);
   assert.match(r.message!, /built-in changes unknown/);
   assert.match(r.message!, /HTTP 403/);
-  assert.match(r.message!, /no captured discovery of 1\.37/);
+  assert.match(r.message!, /no captured discovery of 1\.38/);
 });
 
 test('no own discovery read: the from side falls back to the catalog and says so', () => {

@@ -9,9 +9,9 @@ import {
   compareVersions,
   isPrerelease,
   parseVersion,
-  proxyGateOnByDefault,
   sameRelease,
 } from '../../src/plan/version.ts';
+import { proxyGateOnByDefault } from '../../src/plan/version-facts.ts';
 
 describe('parseVersion', () => {
   const valid: [string, { major: number; minor: number; patch: number; prerelease: (string | number)[]; vendor: string | undefined; build: string[]; release: string }][] = [
@@ -251,7 +251,8 @@ describe('classifyUpgrade', () => {
 });
 
 describe('proxyGateOnByDefault', () => {
-  const cases: [string, boolean][] = [
+  const cases: [string, boolean | undefined][] = [
+    ['v1.27.0', false],
     ['v1.34.9', false],
     ['v1.35.4', false],
     ['v1.35.4+rke2r1', false],
@@ -261,10 +262,13 @@ describe('proxyGateOnByDefault', () => {
     ['v1.36.3', true],
     ['v1.36.3-gke.100', true],
     ['v1.37.0', true],
-    ['v2.0.0', true],
+    ['v1.37.2', true],
+    ['v1.38.0', undefined],
+    ['v1.38.0-alpha.1', undefined],
+    ['v2.0.0', undefined],
   ];
   for (const [v, want] of cases) {
-    it(`${v}: ${want ? 'on' : 'off'}`, () => {
+    it(`${v}: ${want === undefined ? 'unknown' : want ? 'on' : 'off'}`, () => {
       assert.equal(proxyGateOnByDefault(v), want);
       assert.equal(proxyGateOnByDefault(parseVersion(v)!), want, 'parsed argument');
     });
