@@ -1,4 +1,6 @@
-// Which e2e files a tier runs (scripts/e2e.ts). Pure, so test/scripts/e2e-tiers.test.ts checks it.
+// Which e2e files a tier runs, and which binaries only it needs (scripts/e2e.ts). Pure, so
+// test/scripts/e2e-tiers.test.ts checks it.
+import { extendedVersions } from '../e2e/extended/paths.ts';
 
 export const TIERS = ['core', 'extended', 'all'] as const;
 export type Tier = (typeof TIERS)[number];
@@ -39,4 +41,12 @@ export function e2eFiles(all: readonly string[], args: E2eArgs): string[] {
     .filter((f) => args.tier === 'all' || tierOf(f) === args.tier)
     .filter((f) => args.filters.length === 0 || args.filters.some((w) => f.includes(w)))
     .sort();
+}
+
+/**
+ * The kube-apiserver versions a tier needs beyond what `setup.ts e2e` builds (the default old and new): the
+ * extended tier's paths. Built before its files run, so the core tier and CI never build them.
+ */
+export function tierKubeVersions(tier: Tier): string[] {
+  return tier === 'core' ? [] : extendedVersions();
 }

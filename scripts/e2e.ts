@@ -9,7 +9,8 @@
 import { spawnSync } from 'node:child_process';
 import { globSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { e2eFiles, parseE2eArgs } from './e2e-tiers.ts';
+import { e2eFiles, parseE2eArgs, tierKubeVersions } from './e2e-tiers.ts';
+import { ensureBinaries } from '../e2e/cluster/binaries.ts';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 let args;
@@ -28,5 +29,11 @@ process.stderr.write(`[e2e] tier ${args.tier}: ${files.length} files\n`);
 const node = process.execPath;
 const setup = spawnSync(node, ['scripts/setup.ts', 'e2e'], { cwd: root, stdio: 'inherit' });
 if (setup.status !== 0) process.exit(setup.status ?? 1);
+// The extended tier's other versions (e2e/extended/paths.ts), built here once, never by setup or the core tier.
+const extra = tierKubeVersions(args.tier);
+if (extra.length > 0) {
+  process.stderr.write(`[e2e] tier ${args.tier}: kube-apiserver ${extra.join(', ')}\n`);
+  await ensureBinaries(extra.map((version) => ({ what: 'kube-apiserver' as const, version })));
+}
 const run = spawnSync(node, ['--test', '--test-concurrency=1', '--test-reporter=spec', ...files], { cwd: root, stdio: 'inherit' });
 process.exit(run.status ?? 1);

@@ -45,6 +45,8 @@ export interface ClusterOptions {
   runAs?: Record<string, { uid: number; gid: number }>;
   /** Days of validity of each server's serving certificate, by index (default 365): a certificate close to expiry. */
   servingCertDays?: (number | undefined)[];
+  /** Versions the servers may be replaced with besides the default old and new: built and checked before anything starts. */
+  replaceVersions?: string[];
 }
 
 export interface ServerInfo {
@@ -139,7 +141,7 @@ export class Cluster {
     });
     // Build (or find in the cache) every binary this cluster may run first, the versions it can be replaced
     // with included: a cold build never races a start timeout, and a replacement never waits on a build.
-    const versions = [...new Set(configs.map((c) => c.version))];
+    const versions = [...new Set([...configs.map((c) => c.version), ...(opts.replaceVersions ?? [])])];
     const specs = clusterBinaries(versions);
     log(`binaries: etcd ${ETCD_VERSION}, kube-apiserver ${[...new Set(specs.filter((s) => s.what === 'kube-apiserver').map((s) => s.version))].join(', ')}`);
     const paths = await ensureBinaries(specs);

@@ -15,11 +15,14 @@ export interface Rig {
 }
 
 /**
- * What an upgrade scenario needs: 3 servers on the old version with the proxy gate as given, the CRD, the
- * replacement webhook, the operator as its own process through the balancer, and a client asking for NEW_ONLY.
+ * What an upgrade scenario needs: 3 servers on the old version with the proxy gate as given (undefined: the
+ * version's default), the CRD, the replacement webhook, the operator as its own process through the balancer,
+ * and a client asking for NEW_ONLY. `from`, `to` and `probe` change the path (e2e/extended/): the servers start
+ * on `from`, `to`'s binary is built and checked first, and the client asks for `probe`.
  */
-export async function startRig(o: { gate: boolean; healthPort: number; trafficMaxMs?: number; operatorEnv?: Record<string, string> }): Promise<Rig> {
-  const cluster = await Cluster.start({ servers: 3, version: OLD_VERSION, featureGates: { [PROXY_GATE]: o.gate }, verbose: true });
+export async function startRig(o: { gate: boolean | undefined; healthPort: number; trafficMaxMs?: number; operatorEnv?: Record<string, string>; from?: string; to?: string; probe?: string }): Promise<Rig> {
+  const featureGates: Record<string, boolean> = o.gate === undefined ? {} : { [PROXY_GATE]: o.gate };
+  const cluster = await Cluster.start({ servers: 3, version: o.from ?? OLD_VERSION, featureGates, verbose: true, replaceVersions: [o.to ?? NEW_VERSION] });
   const parts: (() => Promise<void>)[] = [() => cluster.teardown()];
   let done = false;
   const teardown = async (): Promise<void> => {
@@ -33,7 +36,7 @@ export async function startRig(o: { gate: boolean; healthPort: number; trafficMa
     parts.push(() => hook.close());
     const op = await startOperator(cluster, { healthPort: o.healthPort, ...(o.operatorEnv ? { env: o.operatorEnv } : {}) });
     parts.push(() => op.stop());
-    const traffic = new TrafficRecorder(cluster, NEW_ONLY, { intervalMs: 100, maxMs: o.trafficMaxMs ?? 10 * 60_000 });
+    const traffic = new TrafficRecorder(cluster, o.probe ?? NEW_ONLY, { intervalMs: 100, maxMs: o.trafficMaxMs ?? 10 * 60_000 });
     parts.push(() => traffic.stop());
     return { cluster, hook, op, traffic, teardown };
   } catch (err) {
@@ -43,16 +46,16 @@ export async function startRig(o: { gate: boolean; healthPort: number; trafficMa
 }
 
 /**
- * An ApiServerUpgrade to NEW_VERSION through the rig's webhook, one server per batch: `spec` adds to or
- * overrides the strategy, proxy and analysis of each scenario.
+ * An ApiServerUpgrade to `target` (NEW_VERSION) through the rig's webhook, one server per batch: `spec` adds to
+ * or overrides the strategy, proxy and analysis of each scenario.
  */
-export function upgradeManifest(name: string, hook: ReplaceWebhook, spec: { strategy?: object; proxy?: object; analysis?: object } = {}): Record<string, unknown> {
+export function upgradeManifest(name: string, hook: ReplaceWebhook, spec: { strategy?: object; proxy?: object; analysis?: object } = {}, target = NEW_VERSION): Record<string, unknown> {
   return {
     apiVersion: 'upgrade.apiserver.dev/v1alpha1',
     kind: 'ApiServerUpgrade',
     metadata: { name },
     spec: {
-      targetVersion: NEW_VERSION,
+      targetVersion: target,
       strategy: { batchSize: 1, soakDuration: '5s', batchTimeout: '3m', ...spec.strategy },
       ...(spec.proxy ? { proxy: spec.proxy } : {}),
       driver: { webhook: { url: hook.url, caBundle: hook.caBundle, timeout: '10s' } },
