@@ -1,7 +1,7 @@
 import type { PlanContext } from './context.ts';
 import type { UpgradePhase } from '../api/types.generated.ts';
 import type { PauseReason } from '../api/vocabulary.ts';
-import { reportRollbackSafety } from './rollback-verdict.ts';
+import { reportRollbackSafety, rollbackVerdict } from './rollback-verdict.ts';
 import { touchedServers } from './rolling-back.ts';
 import { acceptMembership } from './membership.ts';
 
@@ -25,32 +25,78 @@ export function onBreach(ctx: PlanContext, reason: PauseReason, message: string)
  * is missing, and a resume returns to `resumePhase`. Nothing touched: nothing to judge or undo.
  */
 export function startRollback(ctx: PlanContext, message: string, resumePhase: UpgradePhase): void {
-  if (touchedServers(ctx).length > 0) {
-    const safety = reportRollbackSafety(ctx);
-    if (safety.verdict === 'unsafe') {
-      ctx.status.rollbackBlockedBy = [...safety.blocking];
-      pause(ctx, 'RollbackUnsafe', `${message}; rollback refused: ${safety.message}`, resumePhase);
-      return;
-    }
-    if (safety.verdict === 'unknown') {
-      pause(ctx, 'RollbackSafetyUnknown', `${message}; rollback not started: ${safety.message}. Resume continues the upgrade; roll back by hand if the cause is the new version`, resumePhase);
-      return;
-    }
-    if (safety.verdict === 'orphans') {
-      ctx.status.orphanedObjects = safety.orphans.slice(0, 64).map((o) => ({ resource: o.resource, count: o.count, names: o.names.slice(0, 20) }));
-      if (ctx.spec.rollback.orphanedObjects !== 'Proceed') {
-        pause(ctx, 'RollbackOrphans', `${message}; rollback not started: ${safety.message}. Set spec.rollback.orphanedObjects to Proceed to roll back anyway, or resume to continue the upgrade`, resumePhase);
-        return;
-      }
-      ctx.event('Warning', 'OrphanedObjects', safety.message);
-    }
-  }
+  if (touchedServers(ctx).length > 0 && heldBySafety(ctx, message, resumePhase)) return;
   delete ctx.status.pause;
   ctx.setPhase('RollingBack');
   ctx.status.rollbackStartedAt = ctx.now.toISOString();
   ctx.event('Warning', 'RollingBack', `${message}; rolling back to ${ctx.status.fromVersion}`);
   ctx.condition({ type: 'Progressing', status: 'True', reason: 'RollingBack', message: `rolling back to ${ctx.status.fromVersion}: ${message}` });
   ctx.requeue(0);
+}
+
+/**
+ * Applies the rollback verdict to a rollback about to move servers: unsafe or unknown pauses, saying what is
+ * missing; orphans pause unless spec.rollback.orphanedObjects is Proceed. Returns true when it paused.
+ */
+function heldBySafety(ctx: PlanContext, message: string, resumePhase: UpgradePhase, quiet = false): boolean {
+  const safety = reportRollbackSafety(ctx);
+  if (safety.verdict === 'unsafe') {
+    ctx.status.rollbackBlockedBy = [...safety.blocking];
+    pause(ctx, 'RollbackUnsafe', `${message}; rollback refused: ${safety.message}`, resumePhase);
+    return true;
+  }
+  if (safety.verdict === 'unknown') {
+    pause(ctx, 'RollbackSafetyUnknown', `${message}${NOT_STARTED}${safety.message}. The rollback starts by itself once this is known; resume to continue the upgrade instead`, resumePhase);
+    return true;
+  }
+  if (safety.verdict === 'orphans') {
+    ctx.status.orphanedObjects = safety.orphans.slice(0, 64).map((o) => ({ resource: o.resource, count: o.count, names: o.names.slice(0, 20) }));
+    if (ctx.spec.rollback.orphanedObjects !== 'Proceed') {
+      pause(ctx, 'RollbackOrphans', `${message}${NOT_STARTED}${safety.message}. Set spec.rollback.orphanedObjects to Proceed to roll back anyway, or resume to continue the upgrade`, resumePhase);
+      return true;
+    }
+    if (!quiet) ctx.event('Warning', 'OrphanedObjects', safety.message);
+  }
+  return false;
+}
+
+/**
+ * Whether a server may get its first Rollback call. The verdict judged when the rollback started covers the
+ * servers touched then; one touched later — a server that joined on the target and was accepted by a resume,
+ * one seen off the goal only now — was never judged, and a rollback begun with nothing touched judged nothing.
+ * So the verdict is judged again before any server's first Rollback call (from status alone in OnePhase and
+ * phase one, so a verdict that was safe stays safe; from the orphans read now in phase two). A held rollback
+ * pauses; a resume then continues the upgrade where it stood.
+ */
+export function mayRollBack(ctx: PlanContext, hostname: string): boolean {
+  if ((ctx.status.driverCalls ?? []).some((c) => c.server === hostname && c.action === 'Rollback')) return true;
+  const started = (ctx.status.batch?.current ?? 0) > 0 || ctx.spec.proxy.gate === 'Unmanaged';
+  return !heldBySafety(ctx, `rolling back ${hostname}`, started ? 'Upgrading' : 'EnablingProxy', true);
+}
+
+/** Separates a held rollback's cause from what holds it, in a RollbackSafetyUnknown pause's message. */
+const NOT_STARTED = '; rollback not started: ';
+
+/**
+ * A rollback held by RollbackSafetyUnknown fails closed on an unknown, and re-checks it on every step: the shell
+ * re-reads the storage hashes (and, in phase two, the orphans) at each reconcile, a paused one included, and the
+ * target's hashes are recorded as soon as a server running it is read. Once the verdict is known it acts —
+ * rolls back (waiting for the calls in flight first), or pauses RollbackUnsafe / RollbackOrphans naming what it
+ * found — instead of keeping a pause whose message says something is missing that no longer is.
+ * Returns true while the upgrade stays paused.
+ */
+export function recheckRollback(ctx: PlanContext): boolean {
+  const p = ctx.status.pause;
+  // Without a from-version there is nothing a rollback could go back to (runRollingBack's own pause): no verdict acts.
+  if (p?.reason !== 'RollbackSafetyUnknown' || !ctx.status.fromVersion) return true;
+  const verdict = rollbackVerdict(ctx);
+  if (verdict.verdict === 'unknown') return true;
+  const held = p.message ?? '';
+  const at = held.lastIndexOf(NOT_STARTED);
+  const cause = at >= 0 ? held.slice(0, at) : 'a rollback held while its safety was unknown';
+  ctx.event('Normal', 'RollbackSafetyKnown', `rollback safety is known now (${verdict.verdict}): ${verdict.message}`);
+  startRollback(ctx, cause, p.resumePhase ?? 'Upgrading');
+  return ctx.phase === 'Paused';
 }
 
 export function pause(ctx: PlanContext, reason: PauseReason, message: string, resumePhase: UpgradePhase, servers?: string[]): void {

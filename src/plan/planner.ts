@@ -10,7 +10,7 @@ import { runPreflight } from './preflight.ts';
 import { gatePass } from './gate-pass.ts';
 import { runUpgrading } from './upgrading.ts';
 import { runRollingBack } from './rolling-back.ts';
-import { pause, resume, startRollback } from './breach.ts';
+import { pause, recheckRollback, resume, startRollback } from './breach.ts';
 import { advanceCalls, inFlight } from './calls.ts';
 import { touchedServers } from './rolling-back.ts';
 import { membershipChange } from './membership.ts';
@@ -178,6 +178,7 @@ function handlePause(ctx: PlanContext, resumeToken: string | undefined): boolean
     resume(ctx, `resumed by the ${RESUME_ANNOTATION} annotation (${resumeToken})`);
     return false;
   }
+  if (p?.reason === 'RollbackSafetyUnknown') return recheckRollback(ctx);
   return true;
 }
 

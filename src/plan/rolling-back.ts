@@ -1,6 +1,6 @@
 import type { PlanContext } from './context.ts';
 import { callInFlight, callPollMs, driveStep, emulationOf, inFlight, serverAt } from './calls.ts';
-import { onBreach, pause } from './breach.ts';
+import { mayRollBack, onBreach, pause } from './breach.ts';
 import { minorOf, sameRelease } from './version.ts';
 
 /**
@@ -82,6 +82,7 @@ export function runRollingBack(ctx: PlanContext): void {
       ctx.requeue(2_000);
       return;
     }
+    if (!mayRollBack(ctx, h)) return;
     const r = driveStep(ctx, h, -1, 'Rollback', goal.target, gate, { always: true, ...(goal.emulatedVersion ? { emulatedVersion: goal.emulatedVersion } : {}) });
     if (r === 'waiting') {
       ctx.setPeerState(h, 'RollingBack', `rollback to ${goal.describe} requested`);

@@ -59,4 +59,17 @@ export const PINNED: Pinned[] = [
     at(20, { e: 'resume' }),
     at(0, { e: 'fate', f: 'hangDown' }),
   ]),
+  // Issue 26.
+  pin('I9: an abort while batch 1\'s first Upgrade was in flight paused RollbackSafetyUnknown, and stayed so after the target\'s hashes were read: nothing rolled back', { servers: 3, gateOn: true, storageSafe: true, upDelayS: 20 }, [
+    at(0),
+    at(2, { e: 'abort' }),
+    at(30),
+  ]),
+  pin('I4: a server that joined on the target during a rollback begun with nothing touched (an EnableProxy in flight) was rolled back with unsafe storage', { servers: 2, upDelayS: 25 }, [
+    at(0),
+    at(2, { e: 'abort' }),
+    at(2, { e: 'join', at: 'target' }),
+    at(2, { e: 'resume' }),
+  ]),
+  pin('I10: a server that joined on the target during EnablingProxy got EnableProxy with the from-version as its target (a downgrade)', { servers: 2 }, [at(0), at(0, { e: 'join', at: 'target' }), at(0, { e: 'resume' })]),
 ];

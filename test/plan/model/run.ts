@@ -10,12 +10,12 @@
 //        outcome = driver(request)                         (crash point 2+2i: after delivery i, before recording)
 //        persist recordCallOutcome(status, key, outcome, now)
 import type { ApiServerUpgradeSpec, ApiServerUpgradeStatus, DriverCall } from '../../../src/api/types.generated.ts';
-import { plan, RESUME_ANNOTATION, type Plan, type UpgradeInput, type Observation, type DriverRequest } from '../../../src/plan/index.ts';
+import { plan, ABORT_ANNOTATION, RESUME_ANNOTATION, type Plan, type UpgradeInput, type Observation, type DriverRequest } from '../../../src/plan/index.ts';
 import { recordCallOutcome } from '../../../src/plan/call-outcome.ts';
 import type { CallReport } from '../../../src/plan/context.ts';
 import { World, GATE, release, short, stamp } from './world.ts';
 
-export const INVARIANTS = ['I1', 'I2', 'I3', 'I4', 'I5', 'I6', 'I7', 'I8'] as const;
+export const INVARIANTS = ['I1', 'I2', 'I3', 'I4', 'I5', 'I6', 'I7', 'I8', 'I9', 'I10'] as const;
 export type Inv = (typeof INVARIANTS)[number];
 
 export const INVARIANT_TEXT: Record<Inv, string> = {
@@ -27,6 +27,8 @@ export const INVARIANT_TEXT: Record<Inv, string> = {
   I6: 'never silent: Paused has a reason, an active phase requeues; once faults stop the run reaches a terminal phase or a Paused with a reason, and resuming leads on to a terminal phase',
   I7: 'hygiene: proxy.gate Unmanaged never touches the gate; RevertProxy only on servers in plan.gateTurnedOn whose gate a call of this upgrade did turn on; one batch-history record and one BatchSucceeded per batch; a Done, Rejected, Failed, TimedOut or Abandoned call keeps its result, Abandoned only from Requested, Done only once the driver carried out that very call and its server restarted at the goal',
   I8: 'an Accepted call the driver reports failed ends in that step; it ends Failed only from Accepted, on the driver\'s failed report for that very key, unless it is seen landed (observation wins: Done), and is never in flight at the driver; its server gets nothing else sent until a resume or retry (a rollback\'s Rollback call after a failed non-Rollback call excepted)',
+  I9: 'a pause that fails closed on an unknown re-checks it: never Paused RollbackSafetyUnknown (spec.paused false) once both versions\' storage hashes were observed by a persisted plan (the verdict is known)',
+  I10: 'no downgrade: an EnableProxy or RevertProxy call targets the release its server runs, an Upgrade never a release older than it; only a Rollback goes back',
 };
 
 const STOPPING = new Set(['Paused', 'Succeeded', 'RolledBack', 'Failed']);
@@ -73,6 +75,7 @@ export class ModelRun {
   private fromSeen = false;
   private targetSeen = false;
   private resumes = 0;
+  private aborts = 0;
   private batchSucceededEvents = 0;
   /** When the last resume of an automatic pause took effect (the persisted phase left Paused). */
   private lastResumeAt: number | undefined;
@@ -137,6 +140,13 @@ export class ModelRun {
   editSpec(change: Partial<ApiServerUpgradeSpec>): void {
     this.spec = { ...this.spec, ...structuredClone(change) };
     this.upgrade = { ...this.upgrade, generation: this.upgrade.generation + 1 };
+  }
+
+  /** A human sets the abort annotation to a new value. */
+  abort(): string {
+    const value = `abort-${++this.aborts}`;
+    this.upgrade = { ...this.upgrade, annotations: { ...this.upgrade.annotations, [ABORT_ANNOTATION]: value } };
+    return value;
   }
 
   /** A human sets the resume annotation to a new value. */
@@ -254,6 +264,14 @@ export class ModelRun {
       if (!p.status.pause?.reason || cond?.status !== 'True') this.fail('I6', `Paused without a reason (pause ${JSON.stringify(p.status.pause)}, condition Paused ${cond?.status})`);
     }
     if (!STOPPING.has(phase) && phase !== 'Pending' && p.requeueAfterMs === undefined) this.fail('I6', `active phase ${phase} asks for no requeue: nothing would wake it`);
+    // I10: no downgrade, against the truth of what each server runs.
+    for (const c of calls) {
+      const srv = this.world.servers.get(c.server.hostname);
+      if (!srv || c.action === 'Rollback') continue;
+      const goal = release(c.targetVersion);
+      if ((c.action === 'EnableProxy' || c.action === 'RevertProxy') && goal !== srv.version) this.fail('I10', `${describeCall(c)} targets ${goal}, but ${srv.hostname} runs ${srv.version}: a gate call would change its version`);
+      if (c.action === 'Upgrade' && olderRelease(goal, srv.version)) this.fail('I10', `${describeCall(c)} targets ${goal}, older than the ${srv.version} ${srv.hostname} runs`);
+    }
     // I7: call hygiene.
     for (const c of calls) {
       if (this.spec.proxy?.gate === 'Unmanaged') {
@@ -368,6 +386,11 @@ export class ModelRun {
       ];
       if (why.length) this.fail('I4', `Rollback ${c.server} ${short(c.key)} decided although ${why.join(' and ')}`);
     }
+    // I9: a pause on an unknown acts once the unknown is known (the planner records the target's hashes in the
+    // step that first observes them, so a persisted step after both were observed knows the verdict).
+    if (phase === 'Paused' && s.pause?.reason === 'RollbackSafetyUnknown' && this.spec.paused !== true && s.fromVersion !== undefined && this.fromSeen && this.targetSeen && s.stage !== 'API') {
+      this.fail('I9', `Paused RollbackSafetyUnknown although both versions' storage hashes were observed (plan.targetStorage ${s.plan?.targetStorage?.length ?? 0} entries): ${s.pause.message ?? ''}`);
+    }
     // I7: the call lifecycle.
     for (const c of s.driverCalls ?? []) {
       const was = before?.driverCalls?.find((x) => x.key === c.key)?.result;
@@ -414,6 +437,14 @@ export class ModelRun {
   isTerminal(): boolean {
     return TERMINAL.has(this.phase);
   }
+}
+
+/** Whether release a (v1.35.4) is older than release b. */
+function olderRelease(a: string, b: string): boolean {
+  const n = (v: string) => v.replace(/^v/, '').split('.').map(Number);
+  const [x, y] = [n(a), n(b)];
+  for (let i = 0; i < 3; i++) if ((x[i] ?? 0) !== (y[i] ?? 0)) return (x[i] ?? 0) < (y[i] ?? 0);
+  return false;
 }
 
 /** The servers of the batches before batch k: from the frozen plan, or (older statuses) the peer rows. */

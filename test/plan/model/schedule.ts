@@ -36,6 +36,7 @@ export type Event =
   | { e: 'paused'; v: boolean }
   | { e: 'onBreach'; v: 'Pause' | 'Rollback' }
   | { e: 'resume' }
+  | { e: 'abort' }
   | { e: 'join'; at: 'from' | 'target' }
   | { e: 'leave'; i: number }
   | { e: 'breach'; s: number; v: 'Breach' | 'Inconclusive' }
@@ -85,6 +86,7 @@ const eventArb: fc.Arbitrary<Event> = fc.oneof(
   { weight: 1, arbitrary: fc.record({ e: fc.constant('paused' as const), v: fc.boolean() }) },
   { weight: 1, arbitrary: fc.record({ e: fc.constant('onBreach' as const), v: fc.constantFrom('Pause' as const, 'Rollback' as const) }) },
   { weight: 3, arbitrary: fc.record({ e: fc.constant('resume' as const) }) },
+  { weight: 1, arbitrary: fc.record({ e: fc.constant('abort' as const) }) },
   { weight: 1, arbitrary: fc.record({ e: fc.constant('join' as const), at: fc.constantFrom('from' as const, 'from' as const, 'target' as const) }) },
   { weight: 1, arbitrary: fc.record({ e: fc.constant('leave' as const), i: fc.integer({ min: 0, max: 5 }) }) },
   { weight: 4, arbitrary: fc.record({ e: fc.constant('breach' as const), s: fc.constantFrom(10, 30, 60, 120, 300), v: fc.constantFrom('Breach' as const, 'Breach' as const, 'Inconclusive' as const) }) },
@@ -162,6 +164,8 @@ function renderEvent(ev: Event): string {
       return `spec.analysis.onBreach := ${ev.v}`;
     case 'resume':
       return 'resume annotation set to a new value';
+    case 'abort':
+      return 'abort annotation set to a new value';
     case 'join':
       return `a server joins at ${ev.at === 'from' ? 'the from-version' : 'the target version (once the plan is made)'}`;
     case 'leave':
@@ -200,6 +204,9 @@ function apply(run: ModelRun, ev: Event): void {
       break;
     case 'resume':
       run.resume();
+      break;
+    case 'abort':
+      run.abort();
       break;
     case 'join':
       // A node provisioned with the new image joins at the target; before the plan is made that would only

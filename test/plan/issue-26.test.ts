@@ -1,0 +1,133 @@
+// The planner defects of issue 26, each replayed as the sequence of observations that showed it (through the
+// shell protocol: ShellSim plans, persists, delivers and records each call's outcome). Each failed before its fix.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import type { ApiServerUpgradeSpec } from '../../src/api/types.generated.ts';
+import { ABORT_ANNOTATION, type ObservedPeer } from '../../src/plan/index.ts';
+import { peer, spec, OLD, NEW } from './fleet.ts';
+import { ShellSim } from './model/shell-sim.ts';
+
+const phase = (sim: ShellSim): string => sim.status?.phase ?? 'Pending';
+const fleet = (n: number, gate: ObservedPeer['proxyGate'] = 'on'): ObservedPeer[] => Array.from({ length: n }, (_, i) => peer(`cp-${i + 1}`, OLD, gate));
+const versions = (sim: ShellSim): string[] => sim.peers.map((p) => `${p.hostname}@${p.version}`);
+
+function specWith(over: Partial<ApiServerUpgradeSpec> = {}): ApiServerUpgradeSpec {
+  const base = spec();
+  return { ...base, ...over, strategy: { ...base.strategy, ...over.strategy }, analysis: { ...base.analysis, ...over.analysis } };
+}
+
+function abort(sim: ShellSim, token: string): void {
+  sim.upgrade = { ...sim.upgrade, annotations: { ...sim.upgrade.annotations, [ABORT_ANNOTATION]: token } };
+}
+
+test('an abort while batch 1\'s first Upgrade is in flight: paused RollbackSafetyUnknown until cp-1 lands and its hashes are read, then it rolls back by itself', () => {
+  const sim = new ShellSim(fleet(3), specWith({ strategy: { batchSize: 1, soakDuration: '0s', batchTimeout: '10m' } }));
+  sim.autoLand = false;
+  sim.runUntil((s) => s.held.has('cp-1'), 6, 1000);
+  sim.reconcile(1000);
+  assert.equal(sim.status?.driverCalls?.find((c) => c.server === 'cp-1')?.result, 'Accepted');
+  // As on the real servers: the replacement stops cp-1 (its Lease goes), and the abort lands 1.5 s after Accepted.
+  sim.stop('cp-1');
+  abort(sim, 'now');
+  sim.reconcile(1500);
+  assert.equal(phase(sim), 'Paused');
+  assert.equal(sim.status?.pause?.reason, 'RollbackSafetyUnknown');
+  assert.match(sim.status?.pause?.message ?? '', /have not been read from a server running it yet/);
+  assert.equal(sim.condition('RollbackSafe')?.status, 'Unknown');
+  for (let i = 0; i < 3; i++) sim.reconcile(10_000);
+  assert.equal(sim.status?.pause?.reason, 'RollbackSafetyUnknown', 'still unknown: still held');
+  assert.deepEqual(sim.deliveries('Rollback'), []);
+  // cp-1 lands on the target; the next reconcile reads its storage hashes.
+  sim.land('cp-1');
+  sim.reconcile(10_000);
+  assert.ok((sim.status?.plan?.targetStorage?.length ?? 0) > 0, 'the target hashes are recorded');
+  assert.equal(sim.condition('RollbackSafe')?.status, 'True');
+  assert.notEqual(sim.status?.pause?.reason, 'RollbackSafetyUnknown', `a pause on an unknown that is known now must act: ${sim.status?.pause?.message ?? ''}`);
+  assert.equal(phase(sim), 'RollingBack');
+  assert.ok(sim.events.some((e) => e.reason === 'RollbackSafetyKnown'));
+  assert.deepEqual(sim.deliveries('Rollback'), ['Rollback:cp-1']);
+  sim.autoLand = true;
+  assert.equal(sim.runToRest(30, 5000), 'RolledBack');
+  assert.deepEqual(versions(sim), ['cp-1@v1.35.4', 'cp-2@v1.35.4', 'cp-3@v1.35.4']);
+  assert.deepEqual(sim.distinctCalls('Upgrade'), ['Upgrade:cp-1'], 'nothing else was upgraded meanwhile');
+});
+
+test('a RollbackSafetyUnknown pause whose verdict turns out unsafe becomes RollbackUnsafe, naming the resources; nothing is rolled back', () => {
+  const sim = new ShellSim(fleet(2), specWith({ strategy: { batchSize: 1, soakDuration: '0s', batchTimeout: '10m' } }));
+  sim.storageSafe = false;
+  sim.autoLand = false;
+  sim.runUntil((s) => s.held.has('cp-1'), 6, 1000);
+  sim.reconcile(1000);
+  sim.stop('cp-1');
+  abort(sim, 'now');
+  sim.reconcile(1500);
+  assert.equal(sim.status?.pause?.reason, 'RollbackSafetyUnknown');
+  sim.land('cp-1');
+  sim.reconcile(10_000);
+  assert.equal(phase(sim), 'Paused');
+  assert.equal(sim.status?.pause?.reason, 'RollbackUnsafe');
+  assert.match(sim.status?.pause?.message ?? '', /aborted by the .* annotation \(now\); rollback refused: .*widgets/);
+  assert.deepEqual(sim.deliveries('Rollback'), []);
+});
+
+test('a resume of a RollbackSafetyUnknown pause continues the upgrade, even once the verdict is known', () => {
+  const sim = new ShellSim(fleet(2), specWith({ strategy: { batchSize: 1, soakDuration: '0s', batchTimeout: '10m' } }));
+  sim.autoLand = false;
+  sim.runUntil((s) => s.held.has('cp-1'), 6, 1000);
+  sim.reconcile(1000);
+  sim.stop('cp-1');
+  abort(sim, 'now');
+  sim.reconcile(1500);
+  sim.land('cp-1');
+  sim.resume();
+  sim.autoLand = true;
+  sim.reconcile(10_000);
+  assert.equal(phase(sim), 'Upgrading');
+  assert.equal(sim.runToRest(30, 5000), 'Succeeded');
+  assert.deepEqual(sim.deliveries('Rollback'), []);
+});
+
+test('a server that joins on the target during a rollback begun with nothing touched is not rolled back while RollbackSafe is False', () => {
+  // Gate off: EnablingProxy's first call is in flight when the abort comes, so the rollback starts with no
+  // server touched (no verdict judged) and waits for that call.
+  const sim = new ShellSim(fleet(2, 'off'), specWith({ strategy: { batchSize: 1, soakDuration: '0s', batchTimeout: '10m' } }));
+  sim.storageSafe = false;
+  sim.autoLand = false;
+  sim.runUntil((s) => s.held.has('cp-1'), 6, 1000);
+  sim.reconcile(1000);
+  abort(sim, 'now');
+  sim.reconcile(1000);
+  assert.equal(phase(sim), 'RollingBack');
+  sim.peers.push(peer('cp-3', NEW, 'on'));
+  sim.reconcile(1000);
+  assert.equal(sim.status?.pause?.reason, 'MembershipChanged');
+  sim.resume();
+  sim.reconcile(1000);
+  assert.deepEqual(sim.deliveries('Rollback'), [], 'cp-3 writes storage v1.35.4 cannot read: no Rollback');
+  assert.equal(phase(sim), 'Paused');
+  assert.equal(sim.status?.pause?.reason, 'RollbackUnsafe');
+  assert.match(sim.status?.pause?.message ?? '', /rolling back cp-3; rollback refused/);
+  assert.equal(sim.condition('RollbackSafe')?.status, 'False');
+  // A resume continues the upgrade where it stood: the gate pass, then the batches; cp-3 is already there.
+  sim.land('cp-1');
+  sim.autoLand = true;
+  sim.resume();
+  assert.equal(sim.runToRest(60, 5000), 'Succeeded');
+  assert.deepEqual(sim.deliveries('Rollback'), []);
+  assert.ok(sim.peers.every((p) => p.version === NEW));
+});
+
+test('a server that joins on the target during EnablingProxy keeps its version: EnableProxy targets the version it runs', () => {
+  const sim = new ShellSim(fleet(2, 'off'), specWith({ strategy: { batchSize: 1, soakDuration: '0s', batchTimeout: '10m' } }));
+  sim.reconcile(1000);
+  assert.equal(phase(sim), 'EnablingProxy');
+  sim.peers.push(peer('cp-3', NEW, 'off'));
+  sim.reconcile(1000);
+  assert.equal(sim.status?.pause?.reason, 'MembershipChanged');
+  sim.resume();
+  assert.equal(sim.runToRest(60, 5000), 'Succeeded');
+  const gateCalls = sim.delivered.filter((r) => r.action === 'EnableProxy');
+  assert.deepEqual(gateCalls.map((r) => `${r.server.hostname}@${r.targetVersion}`), ['cp-1@v1.35.4', 'cp-2@v1.35.4', 'cp-3@v1.36.3']);
+  assert.deepEqual(sim.distinctCalls('Upgrade'), ['Upgrade:cp-1', 'Upgrade:cp-2']);
+  assert.ok(sim.peers.every((p) => p.version === NEW && p.proxyGate === 'on'));
+});
