@@ -288,6 +288,15 @@ const frozenPlan: Schema = {
       'x-kubernetes-list-type': 'atomic',
       items: storageHash,
     },
+    targetApiStorageServer: stringField('TwoPhase: the server the target version\'s own (not emulating) storage hashes were read from during phase one.', 253),
+    targetApiStorage: {
+      type: 'array',
+      description:
+        'TwoPhase: storage version hashes of the target version without emulation, kept once read from a server seen running it during phase one (a server that joined on the new binary without --emulated-version): a rollback to the old binary must read what it wrote too.',
+      maxItems: 2048,
+      'x-kubernetes-list-type': 'atomic',
+      items: storageHash,
+    },
   },
 };
 

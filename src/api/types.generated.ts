@@ -519,6 +519,17 @@ export interface FrozenPlan {
    * change even when no new server is up.
    */
   targetStorage?: StorageHash[];
+  /**
+   * TwoPhase: the server the target version's own (not emulating) storage hashes were read from during phase
+   * one.
+   */
+  targetApiStorageServer?: string;
+  /**
+   * TwoPhase: storage version hashes of the target version without emulation, kept once read from a server
+   * seen running it during phase one (a server that joined on the new binary without --emulated-version): a
+   * rollback to the old binary must read what it wrote too.
+   */
+  targetApiStorage?: StorageHash[];
 }
 
 /** One batch of the frozen plan. */

@@ -2,7 +2,8 @@ import type { PlanContext } from './context.ts';
 import { callInFlight, failedSinceResume, landedInBatchUnderWay } from './calls.ts';
 import { peerRowFrom } from './peers.ts';
 import { replanRemaining } from './frozen-plan.ts';
-import { sameRelease } from './version.ts';
+import { minorOf, sameRelease } from './version.ts';
+import { unemulatedTargetServers } from './rollback-verdict.ts';
 
 export interface MembershipChange {
   joined: string[];
@@ -33,14 +34,20 @@ export function membershipChange(ctx: PlanContext): MembershipChange | undefined
   // would widen the skew past what the policy allows: the plan cannot cover it.
   const from = ctx.status.fromVersion ?? '';
   const offPolicy = ctx.obs.peers.filter((p) => known.has(p.hostname) && p.version !== undefined && !sameRelease(p.version, from) && !sameRelease(p.version, ctx.spec.targetVersion));
-  if (joined.length === 0 && vanished.length === 0 && offPolicy.length === 0) return undefined;
+  // TwoPhase, phase one: every server runs the from-version or the target emulating it. One on the target's own
+  // API (a node provisioned with the new binary) serves and writes what the old servers cannot read, and phase
+  // one's batch would re-apply the emulation over objects only it serves: the plan cannot cover it either.
+  const unemulated = unemulatedTargetServers(ctx);
+  if (joined.length === 0 && vanished.length === 0 && offPolicy.length === 0 && unemulated.length === 0) return undefined;
+  const emulating = `${ctx.spec.targetVersion} emulating ${minorOf(from)}`;
   const parts = [
     ...(offPolicy.length ? [`${offPolicy.map((p) => `${p.hostname} runs ${p.version}`).join(', ')}: neither ${from} nor ${ctx.spec.targetVersion}; bring it to ${from} or remove it before resuming`] : []),
+    ...(unemulated.length ? [`${unemulated.join(', ')} runs ${ctx.spec.targetVersion} without emulating ${minorOf(from)} during phase one of a TwoPhase upgrade; bring it to ${from} or ${emulating}, or remove it, before resuming`] : []),
     ...(joined.length ? [`joined: ${joined.join(', ')}`] : []),
     ...(vanished.length ? [`gone: ${vanished.join(', ')}`] : []),
     ...(joined.length && missing.length > vanished.length ? [`being replaced and not back: ${missing.filter((h) => !vanished.includes(h)).join(', ')} (a replacement back under a new hostname?)`] : []),
   ];
-  return { joined, vanished, servers: [...joined, ...vanished, ...offPolicy.map((p) => p.hostname)], message: `the fleet changed since the plan was made (${parts.join('; ')}); resume to re-plan from the servers observed now` };
+  return { joined, vanished, servers: [...new Set([...joined, ...vanished, ...offPolicy.map((p) => p.hostname), ...unemulated])], message: `the fleet changed since the plan was made (${parts.join('; ')}); resume to re-plan from the servers observed now` };
 }
 
 /**

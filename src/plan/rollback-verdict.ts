@@ -3,7 +3,8 @@ import type { ObservedOrphans } from './observation.ts';
 import type { PlanContext } from './context.ts';
 import { rollbackSafety, type ServerStorageHashes } from './rollback-safety.ts';
 import { observedStorage, storageList } from './frozen-plan.ts';
-import { minorOf } from './version.ts';
+import { minorOf, sameRelease } from './version.ts';
+import { emulationOf } from './calls.ts';
 
 export type RollbackVerdict =
   | { verdict: 'safe'; message: string }
@@ -26,13 +27,36 @@ export function asServer(server: string, list: readonly StorageHash[]): ServerSt
  */
 export function recordTargetStorage(ctx: PlanContext): void {
   const plan = ctx.status.plan;
-  if (!plan || plan.targetStorage?.length) return;
+  if (!plan) return;
   // TwoPhase: what a rollback to the old binary has to read is what phase one's emulating servers wrote.
   const emulated = plan.phases === 'TwoPhase' ? minorOf(plan.fromVersion ?? '') : undefined;
-  const s = observedStorage(ctx, ctx.spec.targetVersion, emulated);
-  if (!s) return;
-  plan.targetStorage = storageList(s);
-  plan.targetStorageServer = s.server;
+  if (!plan.targetStorage?.length) {
+    const s = observedStorage(ctx, ctx.spec.targetVersion, emulated);
+    if (s) {
+      plan.targetStorage = storageList(s);
+      plan.targetStorageServer = s.server;
+    }
+  }
+  // ...and, should a server run the target without emulation during phase one (one that joined on the new
+  // binary), what it wrote as well: its objects stay in etcd after it leaves.
+  if (emulated !== undefined && !plan.targetApiStorage?.length) {
+    const s = observedStorage(ctx, ctx.spec.targetVersion);
+    if (s && unemulatedTargetServers(ctx).includes(s.server)) {
+      plan.targetApiStorage = storageList(s);
+      plan.targetApiStorageServer = s.server;
+    }
+  }
+}
+
+/**
+ * TwoPhase, phase one: the servers observed on the target without emulating the from-version. Phase one
+ * promises none; one that joined on the new binary writes at the target's own storage versions.
+ */
+export function unemulatedTargetServers(ctx: PlanContext): string[] {
+  const plan = ctx.status.plan;
+  if (plan?.phases !== 'TwoPhase' || ctx.status.stage === 'API') return [];
+  const from = minorOf(plan.fromVersion ?? '');
+  return ctx.obs.peers.filter((p) => p.version !== undefined && sameRelease(p.version, ctx.spec.targetVersion) && emulationOf(p) !== from).map((p) => p.hostname);
 }
 
 /**
@@ -44,12 +68,17 @@ export function rollbackVerdict(ctx: PlanContext): RollbackVerdict {
   const plan = ctx.status.plan;
   const from = plan?.fromStorage ?? [];
   const target = plan?.targetStorage ?? [];
+  // TwoPhase, phase one: a server on the target without emulation wrote at the target's own storage versions.
+  const api = plan?.targetApiStorage ?? [];
+  const unemulated = unemulatedTargetServers(ctx);
   const missing = [
     ...(from.length === 0 ? [`the storage version hashes of ${plan?.fromVersion ?? 'the from-version'} were never recorded`] : []),
     ...(target.length === 0 ? [`the storage version hashes of ${ctx.spec.targetVersion} have not been read from a server running it yet`] : []),
+    ...(api.length === 0 && unemulated.length > 0 ? [`the storage version hashes of ${ctx.spec.targetVersion} without emulation (${unemulated.join(', ')} runs it) have not been read yet`] : []),
   ];
   if (missing.length > 0) return { verdict: 'unknown', message: `rollback safety unknown: ${missing.join('; ')}` };
-  const r = rollbackSafety([asServer(plan?.fromStorageServer ?? 'from', from)], [asServer(plan?.targetStorageServer ?? 'target', target)]);
+  const written = [asServer(plan?.targetStorageServer ?? 'target', target), ...(api.length ? [asServer(plan?.targetApiStorageServer ?? 'target-api', api)] : [])];
+  const r = rollbackSafety([asServer(plan?.fromStorageServer ?? 'from', from)], written);
   if (r.safe) return { verdict: 'safe', message: r.reason };
   return {
     verdict: 'unsafe',

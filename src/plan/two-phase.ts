@@ -1,6 +1,6 @@
 import type { PlanContext } from './context.ts';
 import { rollbackSafety } from './rollback-safety.ts';
-import { observedStorage, storageList } from './frozen-plan.ts';
+import { observedStorage, startedBatches, storageList } from './frozen-plan.ts';
 import { asServer } from './rollback-verdict.ts';
 import { sameRelease } from './version.ts';
 
@@ -18,6 +18,12 @@ export type EmulationVerdict = { kind: 'holds' } | { kind: 'waiting' } | { kind:
 export function emulationCheck(ctx: PlanContext, emulated: string): EmulationVerdict {
   const target = ctx.spec.targetVersion;
   const plan = ctx.status.plan;
+  // The servers whose emulation there is to verify: the members phase one has moved so far. When none is left
+  // (the batch's only server left the fleet and a resume dropped it), nothing runs emulated: there is nothing
+  // to wait for — the next batch's servers are checked when they are back.
+  const members = new Set(plan?.members ?? []);
+  const emulating = startedBatches(ctx).filter((b) => b.emulatedVersion === emulated).flatMap((b) => b.servers).filter((h) => members.has(h));
+  if (emulating.length === 0) return { kind: 'holds' };
   const from = new Set(plan?.fromResources ?? []);
   const own = (ctx.obs.discovery?.own ?? []).filter((o) => sameRelease(o.version, target) && o.emulation === emulated);
   const problems: string[] = [];

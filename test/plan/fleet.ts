@@ -61,7 +61,8 @@ export class Sim {
     for (const a of this.last.actions) {
       if (a.kind !== 'callDriver') continue;
       n++;
-      const p = this.peers.find((x) => x.hostname === a.request.server.hostname)!;
+      const p = this.peers.find((x) => x.hostname === a.request.server.hostname);
+      if (!p) continue; // a server no longer in the fleet: the call is never answered
       p.version = a.request.targetVersion;
       if (a.request.emulatedVersion === undefined) delete p.emulation;
       else p.emulation = a.request.emulatedVersion;

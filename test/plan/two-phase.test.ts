@@ -131,3 +131,52 @@ test('TwoPhase: refused for a patch upgrade (no API change to split off)', () =>
   assert.equal(sim.status?.phase, 'Failed');
   assert.equal(sim.condition('PreflightPassed')?.reason, 'TwoPhaseNeedsMinorUpgrade');
 });
+
+test('TwoPhase: when the only server of the phase-one batch under way leaves, a resume goes on with the next batch (no EmulationIneffective for a server that no longer exists)', () => {
+  const sim = newSim(twoPhase({ strategy: { batchSize: 1, soakDuration: '0s', phases: 'TwoPhase', phaseSoakDuration: '1m', batchTimeout: '1m' } }));
+  sim.step(1000);
+  assert.deepEqual(sim.calls(), ['Upgrade:cp-1']); // recorded; the driver never answers, and cp-1 is decommissioned
+  sim.peers = sim.peers.filter((p) => p.hostname !== 'cp-1');
+  const pauses: string[] = [];
+  for (let i = 0; i < 40 && sim.status?.phase !== 'Succeeded'; i++) {
+    sim.step(20_000);
+    sim.applyDriverCalls();
+    if (sim.status?.phase === 'Paused') {
+      pauses.push(sim.status.pause?.reason ?? '?');
+      sim.upgrade = { ...sim.upgrade, annotations: { 'upgrade.apiserver.dev/resume': `r${i}` } };
+    }
+  }
+  assert.ok(!pauses.includes('EmulationIneffective'), `pauses: ${pauses.join(', ')}`);
+  assert.ok(pauses.length <= 2, `paused for cp-1's call and its leaving, then no more: ${pauses.join(', ')}`);
+  assert.equal(sim.status?.phase, 'Succeeded');
+  assert.deepEqual(sim.status?.plan?.members, ['cp-2', 'cp-3']);
+});
+
+test('TwoPhase: a server that joins on the target without emulation in phase one is not accepted, and what it wrote is judged for a rollback to the old binary after it left', () => {
+  const sim = newSim(twoPhase({ analysis: { failureLimit: 1, onBreach: 'Rollback' } }));
+  run(sim, 3); // cp-1 on the new binary, emulating 1.35
+  assert.equal(sim.peers.find((p) => p.hostname === 'cp-1')?.emulation, '1.35');
+  // A node provisioned with the new image joins: v1.36.3 serving its own API, writing pods at a version v1.35.4 cannot read.
+  sim.peers.push(peer('cp-4', NEW, 'on'));
+  sim.extra.storage = [storage(OLD), emulatedStorage, storage(NEW, 'cp-4', { '/v1/pods': 'NEWPODS' })];
+  sim.step(1000);
+  assert.equal(sim.status?.pause?.reason, 'MembershipChanged');
+  assert.match(sim.status?.pause?.message ?? '', /cp-4 runs v1\.36\.3 without emulating 1\.35 during phase one/);
+  assert.equal(sim.condition('RollbackSafe')?.status, 'False', `cp-4's storage counts for a rollback to the old binary: ${JSON.stringify(sim.status?.plan?.targetApiStorage)} ${sim.condition('RollbackSafe')?.message}`);
+  assert.deepEqual(sim.status?.plan?.targetApiStorage?.map((h) => h.hash), ['NEWPODS']);
+  sim.upgrade = { ...sim.upgrade, annotations: { 'upgrade.apiserver.dev/resume': 'r1' } };
+  sim.step(1000);
+  sim.step(1000);
+  assert.equal(sim.status?.pause?.reason, 'MembershipChanged', 'a resume does not make it part of phase one');
+  assert.deepEqual(sim.calls(), []);
+  // The node is removed again; its pods stay in etcd. A breach with onBreach Rollback must not roll back.
+  sim.peers = sim.peers.filter((p) => p.hostname !== 'cp-4');
+  sim.extra.storage = [storage(OLD), emulatedStorage];
+  sim.upgrade = { ...sim.upgrade, annotations: { 'upgrade.apiserver.dev/resume': 'r2' } };
+  sim.step(1000);
+  sim.extra.analysis = { time: new Date(sim.now.getTime() + 1).toISOString(), verdict: 'Breach', signals: {}, breaches: [{ signal: 'errorRatio' }] };
+  const calls = run(sim, 10);
+  assert.ok(!calls.some((c) => c.startsWith('Rollback:')), calls.join(', '));
+  assert.equal(sim.status?.pause?.reason, 'RollbackUnsafe', JSON.stringify(sim.status?.pause));
+  assert.match(sim.status?.pause?.message ?? '', /\/pods/);
+});
