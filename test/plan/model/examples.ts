@@ -19,6 +19,7 @@ const BASE: Setup = {
   downDelayS: 0,
   upDelayS: 2,
   staleOnStop: false,
+  phases: 'OnePhase',
 };
 
 const at = (dt: number, ev?: Step['ev'], crash = -1): Step => (ev === undefined ? { dt, crash } : { dt, ev, crash });
@@ -72,4 +73,15 @@ export const PINNED: Pinned[] = [
     at(2, { e: 'resume' }),
   ]),
   pin('I10: a server that joined on the target during EnablingProxy got EnableProxy with the from-version as its target (a downgrade)', { servers: 2 }, [at(0), at(0, { e: 'join', at: 'target' }), at(0, { e: 'resume' })]),
+  pin('I6: TwoPhase: the only server of the phase-one batch left; every resume paused EmulationIneffective again, waiting for it', { servers: 2, target: 'v1.36.3', phases: 'TwoPhase', gateOn: true }, [
+    at(0),
+    at(0, { e: 'leave', i: 0 }),
+  ]),
+  pin('I4: TwoPhase: a server that joined on the target without emulation in phase one was accepted; a breach then rolled back to the old binary, judged on the emulating servers\' storage only', { servers: 2, target: 'v1.36.3', phases: 'TwoPhase', gateOn: true, onBreach: 'Rollback', upDelayS: 5 }, [
+    at(0),
+    at(2, { e: 'join', at: 'target' }),
+    at(2, { e: 'resume' }),
+    at(2, { e: 'breach', s: 60, v: 'Breach' }),
+    at(10),
+  ]),
 ];

@@ -13,7 +13,7 @@ import type { ApiServerUpgradeSpec, ApiServerUpgradeStatus, DriverCall } from '.
 import { plan, ABORT_ANNOTATION, RESUME_ANNOTATION, type Plan, type UpgradeInput, type Observation, type DriverRequest } from '../../../src/plan/index.ts';
 import { recordCallOutcome } from '../../../src/plan/call-outcome.ts';
 import type { CallReport } from '../../../src/plan/context.ts';
-import { World, GATE, release, short, stamp } from './world.ts';
+import { World, GATE, minor, release, short, stamp } from './world.ts';
 
 export const INVARIANTS = ['I1', 'I2', 'I3', 'I4', 'I5', 'I6', 'I7', 'I8', 'I9', 'I10'] as const;
 export type Inv = (typeof INVARIANTS)[number];
@@ -56,6 +56,8 @@ export interface RunSetup {
   staleOnStop: boolean;
   spec: ApiServerUpgradeSpec;
   batchTimeoutMs: number;
+  /** spec.strategy.phases TwoPhase: the world emulates, and the observer reads own discovery and orphans. */
+  twoPhase: boolean;
 }
 
 export const START = Date.parse('2026-11-29T10:00:00Z');
@@ -108,6 +110,7 @@ export class ModelRun {
         lateMs: setup.batchTimeoutMs + 30_000,
         staleOnStop: setup.staleOnStop,
         analysisIntervalMs: 10_000,
+        twoPhase: setup.twoPhase,
       },
       setup.servers,
       setup.gateOn,
@@ -165,6 +168,16 @@ export class ModelRun {
         } else {
           this.world.repair(s.hostname);
           this.note(`~ the human restarts ${s.hostname} (named by the pause, stopped, the last server)`);
+        }
+      }
+    }
+    // TwoPhase, phase one: a server the pause names for running the target without emulation, they remove.
+    if (pause?.reason === 'MembershipChanged' && this.setup.twoPhase && this.persisted?.stage !== 'API') {
+      for (const s of [...this.world.servers.values()]) {
+        if (!s.running || s.version !== release(this.setup.targetVersion) || s.emulation !== undefined || !(pause.servers ?? []).includes(s.hostname)) continue;
+        if (this.world.servers.size > 1) {
+          this.world.removeServer(s.hostname);
+          this.note(`~ the human removes ${s.hostname} (named by the pause: the target without emulation in phase one)`);
         }
       }
     }
@@ -343,9 +356,12 @@ export class ModelRun {
     const from = release(this.setup.fromVersion);
     // I2: the end states are true.
     if ((phase === 'Succeeded' || phase === 'RolledBack') && before?.phase !== phase) {
-      const want = phase === 'Succeeded' ? target : from;
-      const wrong = [...this.world.servers.values()].filter((x) => !x.running || x.version !== want);
-      if (wrong.length) this.fail('I2', `${phase}, yet ${wrong.map((x) => `${x.hostname} ${x.running ? `runs ${x.version}` : 'is stopped'}`).join(', ')} (want ${want})`);
+      // A phase-two rollback of a TwoPhase upgrade ends on the target binary emulating the from-version.
+      const apiBack = phase === 'RolledBack' && s.stage === 'API';
+      const want = phase === 'Succeeded' || apiBack ? target : from;
+      const emulation = apiBack ? minor(from) : undefined;
+      const wrong = [...this.world.servers.values()].filter((x) => !x.running || x.version !== want || x.emulation !== emulation);
+      if (wrong.length) this.fail('I2', `${phase}, yet ${wrong.map((x) => `${x.hostname} ${x.running ? `runs ${x.version}${x.emulation ? ` emulating ${x.emulation}` : ''}` : 'is stopped'}`).join(', ')} (want ${want}${emulation ? ` emulating ${emulation}` : ''})`);
       const pending = this.world.pendingOps().filter((o) => {
         if (o.action === 'Upgrade' || o.action === 'Rollback') return true;
         return s.driverCalls?.find((c) => c.key === o.key)?.result !== 'TimedOut';
@@ -379,8 +395,12 @@ export class ModelRun {
     }
     // I4: rollback only when known safe.
     for (const c of fresh.filter((x) => x.action === 'Rollback')) {
+      // TwoPhase: a rollback re-applying the emulation (phase two) keeps the binary: it reads all it stored. One to
+      // the old binary (phase one) reads what the emulating servers wrote; only a server that ran the target
+      // without emulation wrote what it may not.
+      const unreadable = this.setup.twoPhase ? c.emulatedVersion === undefined && this.world.unemulatedWrote : true;
       const why = [
-        ...(this.setup.storageSafe ? [] : ['the target version writes storage the from-version cannot read']),
+        ...(this.setup.storageSafe || !unreadable ? [] : [this.setup.twoPhase ? 'a server ran the target without emulation and wrote storage the from-version cannot read' : 'the target version writes storage the from-version cannot read']),
         ...(this.fromSeen ? [] : ['the from-version storage was never observed']),
         ...(this.targetSeen ? [] : ['the target-version storage was never observed']),
       ];

@@ -27,6 +27,8 @@ export interface Setup {
   downDelayS: number;
   upDelayS: number;
   staleOnStop: boolean;
+  /** spec.strategy.phases (TwoPhase needs a minor upgrade: with the patch target, preflight refuses it). */
+  phases: 'OnePhase' | 'TwoPhase';
 }
 
 export type Event =
@@ -77,6 +79,7 @@ export const setupArb: fc.Arbitrary<Setup> = fc.record({
   downDelayS: fc.integer({ min: 0, max: 6 }),
   upDelayS: fc.integer({ min: 2, max: 25 }),
   staleOnStop: fc.boolean(),
+  phases: fc.constantFrom('OnePhase' as const, 'OnePhase' as const, 'TwoPhase' as const),
 });
 
 const eventArb: fc.Arbitrary<Event> = fc.oneof(
@@ -112,7 +115,7 @@ export function specOf(s: Setup): ApiServerUpgradeSpec {
     targetVersion: s.target,
     paused: s.pausedAtCreation,
     driver: { webhook: { url: 'https://hook.example/replace' } },
-    strategy: { batchSize: s.batchSize, soakDuration: s.soak, batchTimeout: s.batchTimeout },
+    strategy: { batchSize: s.batchSize, soakDuration: s.soak, batchTimeout: s.batchTimeout, ...(s.phases === 'TwoPhase' ? { phases: 'TwoPhase', phaseSoakDuration: '15s' } : {}) },
     proxy: { gate: s.gate, revertAfter: s.revertAfter },
     analysis: { interval: '10s', failureLimit: s.failureLimit, onBreach: s.onBreach, thresholds: { discoveryConvergence: '1m' } },
   };
@@ -131,6 +134,7 @@ function runSetup(s: Setup): RunSetup {
     staleOnStop: s.staleOnStop,
     spec: specOf(s),
     batchTimeoutMs: s.batchTimeout === '1m' ? 60_000 : 180_000,
+    twoPhase: s.phases === 'TwoPhase',
   };
 }
 
@@ -140,7 +144,7 @@ export function renderSchedule(sc: Schedule): string {
   const head =
     `setup: ${s.servers} servers on ${OLD}${s.suffix} gate ${s.gateOn ? 'on' : 'off'} -> ${s.target}; batchSize ${s.batchSize}, soak ${s.soak}, batchTimeout ${s.batchTimeout}, ` +
     `failureLimit ${s.failureLimit}, onBreach ${s.onBreach}, proxy.gate ${s.gate}${s.revertAfter ? ' revertAfter' : ''}, storage ${s.storageSafe ? 'safe' : 'UNSAFE'} to roll back, ` +
-    `${s.pausedAtCreation ? 'created paused, ' : ''}ops stop after ${s.downDelayS}s and return ${s.upDelayS}s later${s.staleOnStop ? ' (stops leave stale leases)' : ''}`;
+    `${s.phases === 'TwoPhase' ? 'TwoPhase, ' : ''}${s.pausedAtCreation ? 'created paused, ' : ''}ops stop after ${s.downDelayS}s and return ${s.upDelayS}s later${s.staleOnStop ? ' (stops leave stale leases)' : ''}`;
   const lines = sc.steps.map((st, i) => `  ${String(i + 1).padStart(2)}. wait ${st.dt}s${st.ev ? `, ${renderEvent(st.ev)}` : ''}, reconcile${st.crash >= 0 ? ` crashing ${renderCrash(st.crash)}` : ''}`);
   return [head, ...lines, '  then: faults stop (calm) and the run must come to rest'].join('\n');
 }
@@ -212,6 +216,7 @@ function apply(run: ModelRun, ev: Event): void {
       // A node provisioned with the new image joins at the target; before the plan is made that would only
       // be a mixed fleet for preflight to wait on, so it joins at the from-version then.
       if (w.servers.size < 7) w.addServer(ev.at === 'target' && run.persisted?.plan?.batches ? release(run.setup.targetVersion) : OLD, ev.at === 'target');
+      w.noteWriters();
       break;
     case 'leave': {
       const s = byPos(ev.i);

@@ -22,6 +22,11 @@ export function stamp(ms: number): string {
   return s < 600 ? `+${s}s` : `+${Math.floor(s / 60)}m${String(s % 60).padStart(2, '0')}s`;
 }
 
+/** `1.35` of `v1.35.4`. */
+export function minor(v: string): string {
+  return v.replace(/^v/, '').split('.').slice(0, 2).join('.');
+}
+
 /** The release a reported version stands for: build metadata (`+rke2r1`) dropped. */
 export function release(v: string): string {
   return v.replace(/\+.*$/, '');
@@ -65,6 +70,8 @@ export interface Server {
   /** The release the binary is (no build metadata). */
   version: string;
   gate: boolean;
+  /** The minor it emulates (`--emulated-version`), undefined: its own. */
+  emulation?: string;
   /** False while an operation has it stopped (its identity Lease is gone, or stale when stops are ungraceful). */
   running: boolean;
   holder: string;
@@ -77,6 +84,8 @@ export interface Op {
   action: DriverRequest['action'];
   target: string;
   gate: boolean | undefined;
+  /** The `--emulated-version` the op starts its server with; undefined: none. */
+  emulatedVersion?: string;
   acceptedAt: number;
   downAt: number;
   upAt: number;
@@ -105,6 +114,8 @@ export interface WorldParams {
   /** A stopped server leaves a stale Lease behind (an ungraceful stop) instead of deleting it. */
   staleOnStop: boolean;
   analysisIntervalMs: number;
+  /** The observer reads the servers' own discovery and the orphans (as it does for a TwoPhase upgrade). */
+  twoPhase?: boolean;
 }
 
 /** The storage version hashes the simulated versions write (see rollback-safety.ts). */
@@ -154,6 +165,8 @@ export class World {
   deliveries: { at: number; request: DriverRequest; outcome: CallOutcome; fault: DeliveryFault | undefined }[] = [];
   /** Hostnames whose proxy gate an op turned on (it was off before): the only ones a revert may turn off. */
   turnedOn = new Set<string>();
+  /** A server ran the target version without emulation while the target was a minor ahead: it wrote at the target's storage versions. */
+  unemulatedWrote = false;
   /** What happened to the servers, for the trace (drained by the shell). */
   log: string[] = [];
   readonly start: number;
@@ -213,6 +226,12 @@ export class World {
     return t;
   }
 
+  /** Notes a server that runs the target a minor ahead without emulation (it writes at the target's storage versions). */
+  noteWriters(): void {
+    if (minor(this.p.targetVersion) === minor(this.p.fromVersion)) return;
+    for (const s of this.servers.values()) if (s.running && s.version === release(this.p.targetVersion) && s.emulation === undefined) this.unemulatedWrote = true;
+  }
+
   /** Lets time pass: ops stop and bring back servers in time order. */
   advance(ms: number): void {
     const end = this.now + Math.max(0, ms);
@@ -228,6 +247,7 @@ export class World {
     }
     this.now = end;
     for (const s of this.servers.values()) if (s.running) s.lastRenew = this.now;
+    this.noteWriters();
   }
 
   private step(op: Op): void {
@@ -257,6 +277,7 @@ export class World {
       this.servers.delete(s.hostname);
       const base = s.hostname.replace(/-r\d+$/, '');
       const n = this.addServer(release(op.target), op.gate ?? s.gate, `${base}-r${this.nextIndex}`);
+      n.emulation = op.emulatedVersion;
       if (n.gate && (this.turnedOn.has(s.hostname) || (op.gate === true && !s.gate))) this.turnedOn.add(n.hostname);
       this.note(`${s.hostname} came back as ${n.hostname} at ${n.version} gate ${n.gate ? 'on' : 'off'} (${op.action} ${short(op.key)})`);
       return;
@@ -266,6 +287,7 @@ export class World {
     s.lastRenew = this.now;
     if (!failed) {
       s.version = release(op.target);
+      s.emulation = op.emulatedVersion;
       if (op.gate === true && !s.gate) this.turnedOn.add(s.hostname);
       if (op.gate !== undefined) s.gate = op.gate;
     }
@@ -312,6 +334,7 @@ export class World {
       action: req.action,
       target: req.targetVersion,
       gate: g,
+      ...(req.emulatedVersion === undefined ? {} : { emulatedVersion: req.emulatedVersion }),
       acceptedAt: this.now,
       downAt,
       upAt,
@@ -350,9 +373,17 @@ export class World {
     return `${s.version}${this.p.suffix}`;
   }
 
-  storageOf(version: string): Record<string, string> {
-    if (release(version) === release(this.p.fromVersion)) return storageHashes('base');
+  /** A server on the target emulating the from-version writes what the from-version does (phase one's promise). */
+  storageOf(version: string, emulation?: string): Record<string, string> {
+    if (release(version) === release(this.p.fromVersion) || (emulation !== undefined && emulation === minor(this.p.fromVersion))) return storageHashes('base');
     return storageHashes(this.p.storageSafe ? 'safe' : 'unsafe');
+  }
+
+  /** The group/version/resources a server serves itself: the from-version's, or the target's own (one more). */
+  resourcesOf(s: Server): string[] {
+    const old = ['/v1/pods', 'apps/v1/deployments', 'example.dev/v1beta1/widgets'];
+    const own = release(s.version) === release(this.p.fromVersion) || s.emulation === minor(this.p.fromVersion);
+    return own ? old : [...old, 'newgroup.dev/v1/things'];
   }
 
   /** The latest analysis check at or before now: one per interval. */
@@ -377,17 +408,20 @@ export class World {
       const address = `10.0.0.${s.index}:6443`;
       if (s.running) {
         const ready = !this.blips.has(s.hostname);
-        peers.push({ identity, hostname: s.hostname, address, version: this.reported(s), ready, proxyGate: s.gate ? 'on' : 'off', holderIdentity: s.holder, lastRenew: new Date(s.lastRenew).toISOString(), stale: false });
+        peers.push({ identity, hostname: s.hostname, address, version: this.reported(s), ready, proxyGate: s.gate ? 'on' : 'off', holderIdentity: s.holder, lastRenew: new Date(s.lastRenew).toISOString(), stale: false, ...(s.emulation === undefined ? {} : { emulation: s.emulation }) });
         if (ready) up.push(s);
       } else if (this.p.staleOnStop) {
         peers.push({ identity, hostname: s.hostname, address, ready: false, proxyGate: 'unknown', holderIdentity: s.holder, lastRenew: new Date(s.lastRenew).toISOString(), stale: true });
       }
     }
     this.blips.clear();
+    const own = this.p.twoPhase ? { own: up.map((s) => ({ server: s.hostname, version: this.reported(s), ...(s.emulation === undefined ? {} : { emulation: s.emulation }), resources: this.resourcesOf(s) })) } : {};
     const obs: Observation = {
       peers,
-      discovery: this.now < this.stuckUntil ? { converged: false, message: 'cp-1 peer-aggregated /apis misses newgroup.dev/v1/things' } : { converged: true, message: 'converged' },
+      discovery: this.now < this.stuckUntil ? { converged: false, message: 'cp-1 peer-aggregated /apis misses newgroup.dev/v1/things', ...own } : { converged: true, message: 'converged', ...own },
       analysis: this.analysis(),
+      // Nobody creates objects of the target-only resource here: a phase-two rollback orphans nothing.
+      ...(this.p.twoPhase ? { orphans: [] } : {}),
     };
     if (this.flakyStorage > 0) {
       this.flakyStorage--;
@@ -395,8 +429,8 @@ export class World {
       const storage: ObservedStorage[] = [];
       for (const s of up) {
         const version = this.reported(s);
-        if (storage.some((x) => x.version === version)) continue;
-        storage.push({ version, server: s.hostname, hashes: { ...this.storageOf(s.version) }, kinds: {} });
+        if (storage.some((x) => x.version === version && x.emulation === s.emulation)) continue;
+        storage.push({ version, ...(s.emulation === undefined ? {} : { emulation: s.emulation }), server: s.hostname, hashes: { ...this.storageOf(s.version, s.emulation) }, kinds: {} });
       }
       obs.storage = storage;
     }
