@@ -20,16 +20,25 @@ function abort(sim: ShellSim, token: string): void {
   sim.upgrade = { ...sim.upgrade, annotations: { ...sim.upgrade.annotations, [ABORT_ANNOTATION]: token } };
 }
 
-test('an abort while batch 1\'s first Upgrade is in flight: paused RollbackSafetyUnknown until cp-1 lands and its hashes are read, then it rolls back by itself', () => {
-  const sim = new ShellSim(fleet(3), specWith({ strategy: { batchSize: 1, soakDuration: '0s', batchTimeout: '10m' } }));
+/**
+ * As on the real servers: batch 1's Upgrade of cp-1 is Accepted, the replacement stops cp-1 (its Lease goes), and
+ * the abort lands 1.5 s later, before any server of the target was read.
+ */
+function abortedWhileUpgradeInFlight(servers: number, storageSafe = true): ShellSim {
+  const sim = new ShellSim(fleet(servers), specWith({ strategy: { batchSize: 1, soakDuration: '0s', batchTimeout: '10m' } }));
+  sim.storageSafe = storageSafe;
   sim.autoLand = false;
   sim.runUntil((s) => s.held.has('cp-1'), 6, 1000);
   sim.reconcile(1000);
   assert.equal(sim.status?.driverCalls?.find((c) => c.server === 'cp-1')?.result, 'Accepted');
-  // As on the real servers: the replacement stops cp-1 (its Lease goes), and the abort lands 1.5 s after Accepted.
   sim.stop('cp-1');
   abort(sim, 'now');
   sim.reconcile(1500);
+  return sim;
+}
+
+test('an abort while batch 1\'s first Upgrade is in flight: paused RollbackSafetyUnknown until cp-1 lands and its hashes are read, then it rolls back by itself', () => {
+  const sim = abortedWhileUpgradeInFlight(3);
   assert.equal(phase(sim), 'Paused');
   assert.equal(sim.status?.pause?.reason, 'RollbackSafetyUnknown');
   assert.match(sim.status?.pause?.message ?? '', /have not been read from a server running it yet/);
@@ -53,14 +62,7 @@ test('an abort while batch 1\'s first Upgrade is in flight: paused RollbackSafet
 });
 
 test('a RollbackSafetyUnknown pause whose verdict turns out unsafe becomes RollbackUnsafe, naming the resources; nothing is rolled back', () => {
-  const sim = new ShellSim(fleet(2), specWith({ strategy: { batchSize: 1, soakDuration: '0s', batchTimeout: '10m' } }));
-  sim.storageSafe = false;
-  sim.autoLand = false;
-  sim.runUntil((s) => s.held.has('cp-1'), 6, 1000);
-  sim.reconcile(1000);
-  sim.stop('cp-1');
-  abort(sim, 'now');
-  sim.reconcile(1500);
+  const sim = abortedWhileUpgradeInFlight(2, false);
   assert.equal(sim.status?.pause?.reason, 'RollbackSafetyUnknown');
   sim.land('cp-1');
   sim.reconcile(10_000);
@@ -71,13 +73,7 @@ test('a RollbackSafetyUnknown pause whose verdict turns out unsafe becomes Rollb
 });
 
 test('a resume of a RollbackSafetyUnknown pause continues the upgrade, even once the verdict is known', () => {
-  const sim = new ShellSim(fleet(2), specWith({ strategy: { batchSize: 1, soakDuration: '0s', batchTimeout: '10m' } }));
-  sim.autoLand = false;
-  sim.runUntil((s) => s.held.has('cp-1'), 6, 1000);
-  sim.reconcile(1000);
-  sim.stop('cp-1');
-  abort(sim, 'now');
-  sim.reconcile(1500);
+  const sim = abortedWhileUpgradeInFlight(2);
   sim.land('cp-1');
   sim.resume();
   sim.autoLand = true;
