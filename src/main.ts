@@ -18,6 +18,7 @@ import { UpgradeReconciler } from './controller/reconciler.ts';
 import { OperatorMetrics } from './controller/metrics.ts';
 import { driverFor } from './controller/driver-factory.ts';
 import { PolicyFile } from './controller/policy-file.ts';
+import { badImage } from './drivers/static-pod-input.ts';
 import { GROUP, PLURAL, VERSION } from './api/constants.ts';
 import { objectKey, type KubeObject } from './runtime/object-cache.ts';
 import { updateNeedsReconcile } from './plan/admission.ts';
@@ -49,6 +50,10 @@ const OPTIONS = {
   // The operator's policy (docs/policy.md): the images, webhook URLs and token destinations a spec may name.
   // Empty: none, and every spec is allowed (a warning says so); the chart always sets one.
   'policy-file': { type: 'string', default: '' },
+  // The operator's own image, which also runs the static Pod driver's node agent (node dist/agent/main.js) when
+  // a spec names no spec.driver.staticPod.agentImage. The chart sets it to image.repository:tag. Empty: such a
+  // spec's calls are refused, naming this flag.
+  'agent-image': { type: 'string', default: process.env.AGENT_IMAGE ?? '' },
   // Prints the options and exits 0: every module (and production dependency) was loaded by then, so an image
   // that runs `--help` runs the operator's code (e2e/images.e2e.ts).
   help: { type: 'boolean', short: 'h', default: false },
@@ -66,6 +71,11 @@ const log = createLogger(values['log-level']);
 const policyFile = values['policy-file'] ? PolicyFile.open(values['policy-file'], log.child({ component: 'policy' })) : undefined;
 if (!policyFile) {
   log.warn('no --policy-file: every ApiServerUpgrade is allowed any apiserver and agent image, webhook URL and token Secret; whoever may create or patch one decides what this operator runs and where it sends tokens (docs/policy.md)');
+}
+const agentImageProblem = values['agent-image'] ? badImage(values['agent-image']) : undefined;
+if (agentImageProblem) {
+  log.error(`--agent-image ${JSON.stringify(values['agent-image'])} ${agentImageProblem}`);
+  process.exit(2);
 }
 const kc = loadKubeConfig(values['in-cluster'] ? { inCluster: true } : values.kubeconfig ? { file: values.kubeconfig } : {});
 const registry = new Registry();
@@ -110,7 +120,7 @@ const reconciler = new UpgradeReconciler({
   // Each reconcile reads its upgrade (and the others, for one-at-a-time) from the informer: no GET, no LIST.
   // The informer is resynced when its cache is found behind the API (src/runtime/upgrade-cache.ts says when).
   upgrades: new CachedUpgrades(upgrades, kube, { onStale: (why) => upgrades.resync(why) }),
-  driverFor: (spec, name) => driverFor(spec, kube, name),
+  driverFor: (spec, name) => driverFor(spec, kube, name, values['agent-image']),
   ...(policyFile ? { policy: () => policyFile.current() } : {}),
   // Preflight reads each server's flags, certificate and peer address, and the APIServices (docs/trust.md).
   preflightFacts: true,

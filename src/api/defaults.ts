@@ -137,7 +137,8 @@ function resolveDriver(s: ApiServerUpgradeSpec, batchTimeoutMs: number): Resolve
       manifestPath: required('manifestPath'),
       backupDir: required('backupDir'),
       peerCAFile: required('peerCAFile'),
-      agentImage: required('agentImage'),
+      // Empty: the operator's own image runs the agent (its --agent-image).
+      agentImage: p.agentImage ?? '',
       namespace: required('namespace'),
       readyTimeout: required('readyTimeout'),
       readyTimeoutMs,

@@ -1,5 +1,5 @@
 import type { Schema, ValidationRule } from './schema-types.ts';
-import { DURATION_PATTERN, VERSION_PATTERN } from './patterns.ts';
+import { DURATION_PATTERN, NODE_PATH_MAX_LENGTH, NODE_PATH_PATTERN, VERSION_PATTERN } from './patterns.ts';
 import { parseDuration } from './duration.ts';
 
 /**
@@ -58,14 +58,17 @@ export function timeField(description: string): Schema {
   return { type: 'string', format: 'date-time', description };
 }
 
-/** An absolute path on a control-plane node. */
+/**
+ * An absolute path on a control-plane node, of a safe character set (NODE_PATH_PATTERN: no `.` or `..` segment,
+ * no space, quote, newline or shell or YAML special): it becomes a hostPath and reaches the node agent.
+ */
 export function absolutePathField(description: string, dflt: string): Schema {
   return {
     type: 'string',
-    description,
+    description: `${description} An absolute path of [A-Za-z0-9._-] segments, none of them . or ..`,
     default: dflt,
-    maxLength: 1024,
-    'x-kubernetes-validations': [{ rule: `self.startsWith('/')`, message: 'must be an absolute path' }],
+    maxLength: NODE_PATH_MAX_LENGTH,
+    pattern: NODE_PATH_PATTERN,
   };
 }
 

@@ -1,5 +1,5 @@
 import type { Schema } from './schema-types.ts';
-import { DURATION_PATTERN, PERCENT_PATTERN } from './patterns.ts';
+import { DURATION_PATTERN, IMAGE_REF_MAX_LENGTH, IMAGE_REF_PATTERN, PERCENT_PATTERN } from './patterns.ts';
 import { absolutePathField, durationField, secretKeyRefField, stringField, versionField } from './schema-builders.ts';
 
 /**
@@ -146,7 +146,6 @@ const staticPod: Schema = {
   type: 'object',
   description:
     'Replace a server on a kubeadm control-plane node: a Job pinned to the node pre-pulls the target image, rewrites the kube-apiserver static Pod manifest (keeping a backup), waits for the new server\'s /readyz and restores the backup when it does not get ready in time; the kubelet restarts the server.',
-  required: ['agentImage'],
   properties: {
     image: stringField(
       'kube-apiserver image repository; the tag is the target version. Empty (the default): keep the repository the node runs (registry and path, read from the mirror Pod kube-system/kube-apiserver-<node>), so a cluster on a private mirror stays on it.',
@@ -166,7 +165,11 @@ const staticPod: Schema = {
       'CA file (path on the node) passed as --peer-ca-file when the operator turns the proxy gate on.',
       '/etc/kubernetes/pki/ca.crt',
     ),
-    agentImage: stringField('Image of the node agent Job that rewrites the manifest (busybox: sh, sed, wget with TLS, timeout).', 512, { minLength: 1 }),
+    agentImage: stringField(
+      'Image of the node agent Job that rewrites the manifest; it must hold node and the operator\'s compiled agent at /app/dist/agent/main.js. Unset (the default): the operator\'s own image (its --agent-image, which the chart sets), so there is no other image to publish, pull or trust.',
+      IMAGE_REF_MAX_LENGTH,
+      { pattern: IMAGE_REF_PATTERN },
+    ),
     namespace: stringField('Namespace of the agent Jobs.', 63, { default: 'kube-system', minLength: 1 }),
     readyTimeout: durationField(
       'How long the agent waits, after it replaced the manifest, for the new server to answer /readyz 200 on its own address; when it does not, the agent restores the backup on the node and the call fails. Must be shorter than strategy.batchTimeout.',

@@ -181,21 +181,26 @@ export interface StaticPodDriver {
    */
   image?: string;
   /**
-   * Path of the static Pod manifest on the node. Default: `"/etc/kubernetes/manifests/kube-apiserver.yaml"`.
+   * Path of the static Pod manifest on the node. An absolute path of [A-Za-z0-9._-] segments, none of them .
+   * or .. Default: `"/etc/kubernetes/manifests/kube-apiserver.yaml"`.
    */
   manifestPath?: string;
   /**
-   * Directory on the node where the previous manifest is kept for rollback. Default:
-   * `"/etc/kubernetes/apiserver-upgrade-backup"`.
+   * Directory on the node where the previous manifest is kept for rollback. An absolute path of
+   * [A-Za-z0-9._-] segments, none of them . or .. Default: `"/etc/kubernetes/apiserver-upgrade-backup"`.
    */
   backupDir?: string;
   /**
-   * CA file (path on the node) passed as --peer-ca-file when the operator turns the proxy gate on. Default:
-   * `"/etc/kubernetes/pki/ca.crt"`.
+   * CA file (path on the node) passed as --peer-ca-file when the operator turns the proxy gate on. An
+   * absolute path of [A-Za-z0-9._-] segments, none of them . or .. Default: `"/etc/kubernetes/pki/ca.crt"`.
    */
   peerCAFile?: string;
-  /** Image of the node agent Job that rewrites the manifest (busybox: sh, sed, wget with TLS, timeout). */
-  agentImage: string;
+  /**
+   * Image of the node agent Job that rewrites the manifest; it must hold node and the operator's compiled
+   * agent at /app/dist/agent/main.js. Unset (the default): the operator's own image (its --agent-image, which
+   * the chart sets), so there is no other image to publish, pull or trust.
+   */
+  agentImage?: string;
   /** Namespace of the agent Jobs. Default: `"kube-system"`. */
   namespace?: string;
   /**

@@ -118,7 +118,7 @@ function howToResume(name: string, reason: string, specPaused: boolean): string 
 function describeDriver(spec: ResolvedSpec | undefined): string | undefined {
   if (!spec) return undefined;
   if (spec.driver.kind === 'webhook') return `webhook ${spec.driver.webhook.url} (timeout ${formatDuration(spec.driver.webhook.timeoutMs)})`;
-  return `staticPod ${spec.driver.staticPod.image || 'keeping the running repository'} (agent ${spec.driver.staticPod.agentImage}, Jobs in ${spec.driver.staticPod.namespace})`;
+  return `staticPod ${spec.driver.staticPod.image || 'keeping the running repository'} (agent ${spec.driver.staticPod.agentImage || 'in the operator\'s image'}, Jobs in ${spec.driver.staticPod.namespace})`;
 }
 
 export function buildGetView(u: ApiServerUpgrade, events: readonly KubeEvent[], eventLimit = 10, eventsError?: string): GetView {

@@ -33,7 +33,7 @@ export interface CallView {
   featureGates: Record<string, boolean>;
   idempotencyKey: string;
   /** What the driver would receive: the webhook's POST, or the static Pod driver's agent Job. */
-  payload: { webhook: { method: 'POST'; url: string; headers: Record<string, string>; body: unknown } } | { staticPod: { job: Record<string, unknown> } };
+  payload: { webhook: { method: 'POST'; url: string; headers: Record<string, string>; body: unknown } } | { staticPod: { job: Record<string, unknown> } | { refused: string } };
 }
 
 export interface PlanView {
@@ -96,7 +96,12 @@ export function callView(r: DriverRequest, spec: ResolvedSpec, upgradeName: stri
     if (w.authSecretRef) headers.Authorization = `Bearer <token from Secret ${w.authSecretRef.namespace}/${w.authSecretRef.name}, key ${w.authSecretRef.key ?? 'token'}>`;
     payload = { webhook: { method: 'POST', url: w.url, headers, body: webhookPayload(r) } };
   } else {
-    payload = { staticPod: { job: agentJob(spec.driver.staticPod, r, upgradeName, plannedImage(spec.driver.staticPod, r)) } };
+    try {
+      payload = { staticPod: { job: agentJob(spec.driver.staticPod, r, upgradeName, plannedImage(spec.driver.staticPod, r), { preview: true }) } };
+    } catch (err) {
+      // The driver would refuse this call before any Job (a value that must not reach the node agent).
+      payload = { staticPod: { refused: (err as Error).message } };
+    }
   }
   return {
     batch: r.batch, action: r.action, server: r.server.hostname, target: r.targetVersion, ...(r.emulatedVersion === undefined ? {} : { emulatedVersion: r.emulatedVersion }),
@@ -219,6 +224,8 @@ export function renderPlan(v: PlanView): string {
         s += `\n  batch ${batchLabel(c.batch)}, first call (${c.action} ${c.server}): POST ${w.url}\n`;
         s += indent(Object.entries(w.headers).map(([k, val]) => `${k}: ${val}`).join('\n'), '    ') + '\n';
         s += indent(JSON.stringify(w.body, null, 2), '    ') + '\n';
+      } else if ('refused' in c.payload.staticPod) {
+        s += `\n  batch ${batchLabel(c.batch)}, first call (${c.action} ${c.server}): refused before any Job: ${c.payload.staticPod.refused}\n`;
       } else {
         const job = c.payload.staticPod.job as { metadata?: { name?: string; namespace?: string } };
         s += `\n  batch ${batchLabel(c.batch)}, first call (${c.action} ${c.server}): Job ${job.metadata?.namespace ?? ''}/${job.metadata?.name ?? ''} (the whole Job: -o yaml)\n`;

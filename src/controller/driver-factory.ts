@@ -4,8 +4,12 @@ import type { Driver } from '../drivers/driver.ts';
 import { WebhookDriver } from '../drivers/webhook.ts';
 import { StaticPodDriver } from '../drivers/static-pod.ts';
 
-/** Builds the driver the spec names; the webhook's bearer token is read from its Secret on each build. */
-export async function driverFor(spec: ResolvedSpec, kube: KubeClient, upgradeName: string): Promise<Driver> {
+/**
+ * Builds the driver the spec names; the webhook's bearer token is read from its Secret on each build.
+ * `agentImage`: the operator's own image (--agent-image), which runs the static Pod driver's node agent when
+ * the spec names no agentImage.
+ */
+export async function driverFor(spec: ResolvedSpec, kube: KubeClient, upgradeName: string, agentImage?: string): Promise<Driver> {
   if (spec.driver.kind === 'webhook') {
     const w = spec.driver.webhook;
     let token: string | undefined;
@@ -18,5 +22,5 @@ export async function driverFor(spec: ResolvedSpec, kube: KubeClient, upgradeNam
     }
     return new WebhookDriver({ url: w.url, timeoutMs: w.timeoutMs, ...(w.caBundle ? { caBundle: w.caBundle } : {}), ...(token ? { token } : {}) });
   }
-  return new StaticPodDriver(spec.driver.staticPod, kube, upgradeName);
+  return new StaticPodDriver(spec.driver.staticPod, kube, upgradeName, agentImage);
 }

@@ -4,24 +4,26 @@ import type { ResolvedStaticPod } from '../api/defaults.ts';
 import type { DriverRequest } from '../plan/actions.ts';
 import { PROXY_GATE } from '../api/constants.ts';
 import { parseImageRef } from '../plan/policy.ts';
+import { parseIpPort } from '../api/ip-port.ts';
+import { shownValue } from '../api/shown.ts';
 import { KubeApiError, isTransient, type KubeClient } from '../runtime/kube.ts';
 import type { Driver, DriverOutcome, DriverReport, ReportRequest } from './driver.ts';
 import { JOB_NAME_LABEL, jobReport } from './job-report.ts';
-import { AGENT_SCRIPT } from './static-pod-script.ts';
+import { agentInputProblem, badImage } from './static-pod-input.ts';
 
 /** The annotation that names the idempotency key a Job was created for; a 409 is ours only when it matches. */
 export const KEY_ANNOTATION = 'upgrade.apiserver.dev/idempotency-key';
 /** The annotation that names the emulated version a Job sets, when it sets one. */
 export const EMULATED_VERSION_ANNOTATION = 'upgrade.apiserver.dev/emulated-version';
 
-/** What `--emulated-version` takes from the operator: major.minor ("1.35"). */
-const EMULATED_VERSION = /^\d+\.\d+$/;
-
-/** Why a request's emulatedVersion cannot go into a manifest, or undefined when it can (or is absent). */
-export function badEmulatedVersion(r: Pick<DriverRequest, 'emulatedVersion'>): string | undefined {
-  if (r.emulatedVersion === undefined || EMULATED_VERSION.test(r.emulatedVersion)) return undefined;
-  return `emulatedVersion ${JSON.stringify(r.emulatedVersion)} is not major.minor (e.g. "1.35")`;
-}
+/**
+ * The node agent's command in its image (the operator's own, or spec.driver.staticPod.agentImage): the compiled
+ * src/agent/main.ts, with no arguments: everything it takes is in its environment, checked on both sides.
+ * Part of the Job's contract (docs/drivers.md): the chart's admission policy allows exactly this command.
+ */
+export const AGENT_COMMAND: readonly string[] = ['node', '/app/dist/agent/main.js'];
+/** The agent container's name. */
+export const AGENT_CONTAINER = 'agent';
 
 const NAME_MAX = 63;
 /** Hex digits of sha256(idempotency key) in a Job name: 64 bits, so distinct keys do not meet in practice. */
@@ -50,9 +52,6 @@ export const MIRROR_POD_PREFIX = 'kube-apiserver-';
 export const PULL_CONTAINER = 'pull-kube-apiserver';
 /** The Job's deadline beyond the agent's ready timeout: the pull of the target image and the kubelet's own delays. */
 export const PULL_ALLOWANCE_SECONDS = 300;
-
-/** Characters the agent script accepts in an image reference (it goes into a sed expression). */
-const IMAGE_CHARS = /^[A-Za-z0-9._/:@-]+$/;
 
 /** An image reference split as written (no normalisation: `busybox` stays `busybox`). */
 export function splitImage(ref: string): { repository: string; tag?: string; digest?: string } {
@@ -98,22 +97,37 @@ export function targetImage(specImage: string, running: string | undefined, vers
   } catch (err) {
     return { error: `the target image ${JSON.stringify(image)} is not an image reference: ${(err as Error).message}` };
   }
-  if (!IMAGE_CHARS.test(image)) return { error: `the target image ${JSON.stringify(image)} has characters the agent does not accept` };
+  const bad = badImage(image);
+  if (bad) return { error: `the target image ${JSON.stringify(image)} ${bad}` };
   return { image, note };
 }
 
-/** `ip:port`, `[v6]:port` or a bare host (port 6443) into the IP (no brackets) and the port. */
-export function splitAddress(address: string): { ip: string; port: string } {
-  const a = address.trim();
-  const v6 = /^\[([^\]]+)\](?::(\d+))?$/.exec(a);
-  if (v6) return { ip: v6[1]!, port: v6[2] ?? '6443' };
-  const colons = a.split(':').length - 1;
-  if (colons === 1) {
-    const [ip = '', port = ''] = a.split(':');
-    return { ip, port: port || '6443' };
-  }
-  // No port, or a bare IPv6 address.
-  return { ip: a, port: '6443' };
+/** A node name as a message shows it: as it is when it is a label value's characters, else quoted and escaped. */
+function nodeShown(hostname: string): string {
+  return /^[A-Za-z0-9._-]{1,253}$/.test(hostname) ? hostname : shownValue(hostname);
+}
+
+/** Thrown by agentJob for a value that must not reach the agent; the message names the field. */
+export class AgentInputError extends Error {
+  override readonly name = 'AgentInputError';
+}
+
+/** The agent Job's image: spec.driver.staticPod.agentImage, or (empty) the operator's own image. */
+export function agentImageOf(spec: Pick<ResolvedStaticPod, 'agentImage'>, operatorImage: string | undefined): { value: string; field: string } | undefined {
+  if (spec.agentImage !== '') return { value: spec.agentImage, field: 'spec.driver.staticPod.agentImage' };
+  if (operatorImage !== undefined && operatorImage !== '') return { value: operatorImage, field: 'the operator\'s --agent-image (its own image)' };
+  return undefined;
+}
+
+/** How agentJob is asked for a Job. */
+export interface AgentJobOptions {
+  /** The operator's own image (--agent-image): the agent's image when the spec names none. */
+  operatorImage?: string;
+  /**
+   * A Job shown, never created (`kubectl apiserver-upgrade plan`): the images may be placeholders (the
+   * repository is read from the mirror Pod at call time) and are not checked; everything else is.
+   */
+  preview?: boolean;
 }
 
 /**
@@ -123,14 +137,26 @@ export function splitAddress(address: string): { ip: string; port: string } {
  * with the server still up), then the agent rewrites the static Pod manifest atomically, waits for the new
  * server's /readyz and restores the backup when it does not get ready within readyTimeout. The Job's name is
  * derived from the idempotency key (jobName), so a repeated call finds the Job it already created (409, and
- * the Job's key annotation matches) and creates nothing. `image` is the full target reference: targetImage's
- * (checked there; the script refuses a malformed one too), or plannedImage's placeholder in a dry run.
+ * the Job's key annotation matches) and creates nothing. `image` is the full target reference: targetImage's,
+ * or plannedImage's placeholder in a preview. Throws AgentInputError (naming the field) for any value that must
+ * not reach the agent (static-pod-input.ts); the agent checks its environment again on the node.
+ *
+ * The Job's shape is a contract the chart's admission policy checks: container `agent` running AGENT_COMMAND
+ * with only the env below, as root; hostPath volumes `manifests` (the manifest's folder, Directory) and `backup`
+ * (backupDir, DirectoryOrCreate); init container `pull-kube-apiserver` running `kube-apiserver --version` of
+ * the target image; hostNetwork, nodeName, no service account token, restartPolicy Never.
  */
-export function agentJob(spec: ResolvedStaticPod, r: DriverRequest, upgradeName: string, image: string): Record<string, unknown> {
-  const bad = badEmulatedVersion(r);
-  if (bad) throw new Error(bad);
+export function agentJob(spec: ResolvedStaticPod, r: DriverRequest, upgradeName: string, image: string, opts: AgentJobOptions = {}): Record<string, unknown> {
+  const agent = agentImageOf(spec, opts.operatorImage);
+  const agentImage = agent?.value ?? (opts.preview ? '<the operator\'s image>' : '');
+  if (agent === undefined && !opts.preview) throw new AgentInputError('spec.driver.staticPod.agentImage is empty and the operator has no --agent-image (its own image) to run the agent with');
+  const problem = agentInputProblem({
+    spec, request: r,
+    ...(opts.preview ? {} : { image: { value: image, field: 'the target image' }, ...(agent ? { agentImage: agent } : {}) }),
+  });
+  if (problem) throw new AgentInputError(problem);
   const gate = r.featureGates[PROXY_GATE];
-  const { ip, port } = splitAddress(r.server.address ?? '');
+  const { ip, port } = parseIpPort(r.server.address ?? '')!;
   const manifestDir = dirname(spec.manifestPath);
   const readySeconds = Math.max(1, Math.ceil(spec.readyTimeoutMs / 1000));
   const env: Record<string, string> = {
@@ -141,9 +167,9 @@ export function agentJob(spec: ResolvedStaticPod, r: DriverRequest, upgradeName:
     VERSION: r.targetVersion,
     PEER_CA: spec.peerCAFile,
     PEER_IP: ip,
-    PEER_PORT: port,
+    PEER_PORT: String(port),
     GATE: gate === undefined ? '' : String(gate),
-    // Empty: the script removes any --emulated-version the manifest has.
+    // Empty: the agent removes any --emulated-version the manifest has.
     EMULATED_VERSION: r.emulatedVersion ?? '',
     READY_TIMEOUT: String(readySeconds),
   };
@@ -189,9 +215,9 @@ export function agentJob(spec: ResolvedStaticPod, r: DriverRequest, upgradeName:
             terminationMessagePolicy: 'FallbackToLogsOnError',
           }],
           containers: [{
-            name: 'agent',
-            image: spec.agentImage,
-            command: ['/bin/sh', '-c', AGENT_SCRIPT],
+            name: AGENT_CONTAINER,
+            image: agentImage,
+            command: [...AGENT_COMMAND],
             env: Object.entries(env).map(([name, value]) => ({ name, value })),
             securityContext: { runAsUser: 0 },
             terminationMessagePolicy: 'FallbackToLogsOnError',
@@ -244,11 +270,14 @@ export class StaticPodDriver implements Driver {
   private readonly spec: ResolvedStaticPod;
   private readonly kube: JobClient;
   private readonly upgradeName: string;
+  private readonly operatorImage: string | undefined;
 
-  constructor(spec: ResolvedStaticPod, kube: JobClient, upgradeName: string) {
+  /** `operatorImage`: the operator's own image (--agent-image), the agent's when the spec names none. */
+  constructor(spec: ResolvedStaticPod, kube: JobClient, upgradeName: string, operatorImage?: string) {
     this.spec = spec;
     this.kube = kube;
     this.upgradeName = upgradeName;
+    this.operatorImage = operatorImage;
   }
 
   private jobsPath(): string {
@@ -284,11 +313,12 @@ export class StaticPodDriver implements Driver {
     const started = performance.now();
     const after = (): string => `after ${Math.round(performance.now() - started)} ms`;
     let name = '';
-    const bad = badEmulatedVersion(r);
-    if (bad) return { kind: 'rejected', message: `building the agent Job for node ${r.server.hostname}: ${bad}` };
-    if (splitAddress(r.server.address ?? '').ip === '') {
-      return { kind: 'rejected', message: `building the agent Job for node ${r.server.hostname}: the server has no address, so the agent could not check the new server's /readyz (nor revert)` };
-    }
+    // Everything that reaches the agent but the target image (known after the mirror Pod is read), before anything else.
+    const agent = agentImageOf(this.spec, this.operatorImage);
+    const problem = agent === undefined
+      ? 'spec.driver.staticPod.agentImage is empty and the operator has no --agent-image (its own image) to run the agent with'
+      : agentInputProblem({ spec: this.spec, request: r, agentImage: agent });
+    if (problem) return { kind: 'rejected', message: `building the agent Job for node ${nodeShown(r.server.hostname)}: ${problem}` };
     try {
       let running: string | undefined;
       if (this.spec.image === '') {
@@ -297,8 +327,8 @@ export class StaticPodDriver implements Driver {
         running = got;
       }
       const target = targetImage(this.spec.image, running, r.targetVersion);
-      if ('error' in target) return { kind: 'rejected', message: `building the agent Job for node ${r.server.hostname}: ${target.error}` };
-      const job = agentJob(this.spec, r, this.upgradeName, target.image);
+      if ('error' in target) return { kind: 'rejected', message: `building the agent Job for node ${nodeShown(r.server.hostname)}: ${target.error}` };
+      const job = agentJob(this.spec, r, this.upgradeName, target.image, { ...(this.operatorImage ? { operatorImage: this.operatorImage } : {}) });
       name = (job.metadata as { name: string }).name;
       const jobs = this.jobsPath();
       try {
@@ -326,9 +356,9 @@ export class StaticPodDriver implements Driver {
         message: `Job ${this.spec.namespace}/${name} already exists and is not this call's: its ${KEY_ANNOTATION} is ${theirs === undefined ? 'missing' : `"${theirs}"`}, this call's key is "${r.idempotencyKey}" (a name collision with a foreign Job); delete or rename that Job, then resume`,
       };
     } catch (err) {
-      const what = name ? `creating Job ${this.spec.namespace}/${name} on node ${r.server.hostname}` : `building the agent Job for node ${r.server.hostname}`;
+      const what = name ? `creating Job ${this.spec.namespace}/${name} on node ${r.server.hostname}` : `building the agent Job for node ${nodeShown(r.server.hostname)}`;
       const msg = err instanceof Error ? err.message : String(err);
-      if (permanent(err)) return { kind: 'rejected', message: `${what}: ${msg}` };
+      if (permanent(err) || err instanceof AgentInputError) return { kind: 'rejected', message: `${what}: ${msg}` };
       const hint = isTransient(err) ? '' : ' (unexpected error; treated as transient)';
       return { kind: 'transient', message: `${what} failed ${after()}: ${msg}${hint}` };
     }

@@ -4,7 +4,9 @@
  *
  * How a server's address is found, in order (the first that applies wins):
  *  1. `leaseAnnotation` — the lease's `kubernetes.io/peer-advertise-address` (ip:port). Servers
- *     write it only when the peer flags are set, i.e. with the proxy gate on.
+ *     write it only when the peer flags are set, i.e. with the proxy gate on. Anything but an IP literal
+ *     with an optional port 1-65535 is ignored (the row says so): the address reaches the static Pod
+ *     driver's node agent, and whoever may write Leases is not trusted with more than an address.
  *  2. `hostnameHint` — an address the fetcher learnt by other means for the lease's hostname
  *     (DNS, static configuration, a driver's own records); passed in as `hostnameAddresses`.
  *  3. `endpointSlice` — the lease's hostname is itself an IP that the EndpointSlice lists, or,
@@ -20,6 +22,8 @@
  * with `now`: it is the server's clock, and skew between the two made healthy servers look stale.
  */
 import type { GateState } from './signals.ts';
+import { parseIpPort } from '../api/ip-port.ts';
+import { shownValue } from '../api/shown.ts';
 
 export const IDENTITY_LABEL = 'apiserver.kubernetes.io/identity';
 export const IDENTITY_LABEL_VALUE = 'kube-apiserver';
@@ -132,7 +136,10 @@ interface Resolved {
   lease: IdentityLeaseLike;
   address: string;
   source: AddressSource;
+  /** The lease's peer address annotation when it was not an IP[:port], and so ignored. */
+  ignoredAnnotation?: string;
 }
+
 
 /** Resolves every identity lease's address by the rules in the file comment. */
 export function resolveAddresses(
@@ -145,15 +152,16 @@ export function resolveAddresses(
   const claimed = new Set<string>();
   const claim = (address: string) => claimed.add(hostOf(address));
 
-  const resolved: Resolved[] = leases.filter(isIdentityLease).map((lease) => {
+  const resolved: Resolved[] = leases.filter(isIdentityLease).map((lease): Resolved => {
     const annotated = lease.metadata?.annotations?.[PEER_ADDRESS_ANNOTATION];
-    if (annotated) return { lease, address: annotated, source: 'leaseAnnotation' as AddressSource };
+    if (annotated && parseIpPort(annotated) !== undefined) return { lease, address: annotated, source: 'leaseAnnotation' };
+    const ignored = annotated ? { ignoredAnnotation: annotated } : {};
     const hostname = lease.metadata?.labels?.[HOSTNAME_LABEL] ?? '';
     const hinted = hostnameAddresses.get(hostname);
-    if (hinted) return { lease, address: hinted, source: 'hostnameHint' as AddressSource };
+    if (hinted) return { lease, address: hinted, source: 'hostnameHint', ...ignored };
     const byHostname = IP_LIKE.test(hostname) ? endpointByHost.get(hostname) : undefined;
-    if (byHostname) return { lease, address: byHostname, source: 'endpointSlice' as AddressSource };
-    return { lease, address: '', source: 'none' as AddressSource };
+    if (byHostname) return { lease, address: byHostname, source: 'endpointSlice', ...ignored };
+    return { lease, address: '', source: 'none', ...ignored };
   });
   for (const r of resolved) if (r.address) claim(r.address);
 
@@ -207,7 +215,7 @@ export function buildInventory(input: InventoryInput): Inventory {
   const endpointHosts = new Set(input.endpoints.flatMap((e) => e.addresses));
   const { resolved, unclaimed } = resolveAddresses(input.leases, input.endpoints, input.hostnameAddresses);
 
-  const rows: InventoryRow[] = resolved.map(({ lease, address, source }) => {
+  const rows: InventoryRow[] = resolved.map(({ lease, address, source, ignoredAnnotation }) => {
     const identity = lease.metadata?.name ?? '';
     const hostname = lease.metadata?.labels?.[HOSTNAME_LABEL] ?? '';
     const holderIdentity = lease.spec?.holderIdentity;
@@ -227,7 +235,8 @@ export function buildInventory(input: InventoryInput): Inventory {
     if (renew.ms === undefined) problems.push('identity lease has no renewTime');
     else if (stale) problems.push(`identity lease unchanged for ${Math.round(unchangedMs / 1000)}s by the operator's clock (renewTime ${renew.iso}): the server is gone or hung; peers routing to it get 503`);
 
-    if (source === 'none') problems.push(`no address: the lease has no ${PEER_ADDRESS_ANNOTATION} annotation and the EndpointSlice fallback was ambiguous`);
+    if (ignoredAnnotation !== undefined) problems.push(`the lease's ${PEER_ADDRESS_ANNOTATION} ${shownValue(ignoredAnnotation)} is not an IP address with an optional port 1-65535: ignored`);
+    if (source === 'none') problems.push(`no address: the lease has no ${PEER_ADDRESS_ANNOTATION} annotation${ignoredAnnotation !== undefined ? ' that is an address' : ''} and the EndpointSlice fallback was ambiguous`);
     else if (!endpointHosts.has(hostOf(address))) problems.push(`address ${address} is not in the default/kubernetes EndpointSlice`);
 
     const proxyGate = probe?.proxyGate ?? 'unknown';

@@ -357,7 +357,8 @@ export function checkSpec(policy: Policy, spec: ResolvedSpec): PolicyViolation[]
     // changes, to the spec's targetVersion: nothing the spec's author chose reaches the node's image.
     const image = p.image === '' ? undefined : checkImage('spec.driver.staticPod.image', p.image, policy.apiserverImages, 'apiserverImages', true);
     if (image) out.push(image);
-    const agent = checkImage('spec.driver.staticPod.agentImage', p.agentImage, policy.agentImages, 'agentImages', false);
+    // Empty: the operator's own image runs the agent, which its installer chose, not the spec's author.
+    const agent = p.agentImage === '' ? undefined : checkImage('spec.driver.staticPod.agentImage', p.agentImage, policy.agentImages, 'agentImages', false);
     if (agent) out.push(agent);
     return out;
   }

@@ -85,7 +85,7 @@ test('resolveSpec throws SpecError instead of crashing on a spec the API server 
     { ...minimal, strategy: { soakDuration: '10x' } },
     { ...minimal, analysis: { failureLimit: 0 } },
     { ...minimal, analysis: { source: 'Prometheus' } },
-    { targetVersion: 'v1.36.3', driver: { staticPod: {} } },
+    { targetVersion: 'v1.36.3', driver: { staticPod: { readyTimeout: '3x' } } },
   ];
   for (const spec of bad) {
     // The point is to feed malformed specs, as an old or hand-edited object could be.

@@ -8,7 +8,7 @@ import type { ApiServerUpgradeSpec } from '../../src/api/types.generated.ts';
 import { invalidSpecs, manifest, validSpec } from './invalid-specs.ts';
 
 // Messages the OpenAPI validator of the API server produces (k8s.io/apiextensions-apiserver).
-const OPENAPI_MESSAGES = ['Required value', 'should be less than or equal to', 'should be greater than or equal to', 'Unsupported value'];
+const OPENAPI_MESSAGES = ['Required value', 'should be less than or equal to', 'should be greater than or equal to', 'Unsupported value', 'should match'];
 
 function allRuleMessages(s: Schema): string[] {
   return [

@@ -97,8 +97,18 @@ export const invalidSpecs: readonly InvalidSpecCase[] = [
   c('static-pod-image-tag', 'spec.driver.staticPod.image', 'cel', 'image must be a repository without tag or digest', (s) => {
     s.driver = { staticPod: { image: 'registry.k8s.io/kube-apiserver:v1.36.3', agentImage: 'example.com/agent:v1' } };
   }),
-  c('static-pod-relative-manifest', 'spec.driver.staticPod.manifestPath', 'cel', 'must be an absolute path', (s) => {
+  c('static-pod-relative-manifest', 'spec.driver.staticPod.manifestPath', 'openapi', 'should match', (s) => {
     s.driver = { staticPod: { manifestPath: 'manifests/kube-apiserver.yaml', agentImage: 'example.com/agent:v1' } };
+  }),
+  // Issue 21: a newline in peerCAFile once added `- --authorization-mode=AlwaysAllow` to every kube-apiserver.
+  c('static-pod-peer-ca-newline-injection', 'spec.driver.staticPod.peerCAFile', 'openapi', 'should match', (s) => {
+    s.driver = { staticPod: { peerCAFile: '/etc/kubernetes/pki/ca.crt\n    - --authorization-mode=AlwaysAllow' } };
+  }),
+  c('static-pod-backup-dir-dot-dot', 'spec.driver.staticPod.backupDir', 'openapi', 'should match', (s) => {
+    s.driver = { staticPod: { backupDir: '/etc/kubernetes/../../root/.ssh' } };
+  }),
+  c('static-pod-agent-image-shell', 'spec.driver.staticPod.agentImage', 'openapi', 'should match', (s) => {
+    s.driver = { staticPod: { agentImage: 'busybox; sh -c id' } };
   }),
   c('static-pod-ready-timeout-not-below-batch-timeout', 'spec.driver.staticPod.readyTimeout', 'cel', 'driver.staticPod.readyTimeout must be shorter than strategy.batchTimeout', (s) => {
     s.driver = { staticPod: { agentImage: 'example.com/agent:v1', readyTimeout: '10m' } };

@@ -34,7 +34,7 @@ test('webhook driver: each call carries exactly the body the driver would POST, 
 test('static Pod driver: each call carries the agent Job the driver would create', () => {
   const v = buildPlanView(input(spec({ driver: { staticPod: { agentImage: 'busybox:1.36' } } })));
   const c = v.projection!.calls[3]!;
-  assert.ok('staticPod' in c.payload);
+  assert.ok('staticPod' in c.payload && 'job' in c.payload.staticPod);
   const job = c.payload.staticPod.job as { kind: string; metadata: { name: string; namespace: string } };
   assert.equal(job.kind, 'Job');
   assert.equal(job.metadata.namespace, 'kube-system');

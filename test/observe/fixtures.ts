@@ -10,7 +10,8 @@ export const FIXTURES_DIR = join(import.meta.dirname, '..', 'fixtures');
 export function fixtureVersions(): string[] {
   if (!existsSync(FIXTURES_DIR)) return [];
   return readdirSync(FIXTURES_DIR, { withFileTypes: true })
-    .filter((d) => d.isDirectory())
+    // Only version folders: test/fixtures/kubeadm holds manifests, not captures.
+    .filter((d) => d.isDirectory() && /^v\d+\.\d+\.\d+/.test(d.name))
     .map((d) => d.name)
     .sort();
 }
