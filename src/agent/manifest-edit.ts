@@ -7,7 +7,7 @@
 // Fail closed: the result is parsed again, as YAML 1.2 (this package's default) and as YAML 1.1 (the kubelet's
 // Go YAML reads 1.1 booleans, octals and sexagesimals), and must equal the original document with exactly this
 // call's image and command, or nothing is written.
-import { Document, isMap, isScalar, isSeq, parseAllDocuments, parseDocument, Scalar, type YAMLMap, type YAMLSeq } from 'yaml';
+import { isMap, isScalar, isSeq, parseAllDocuments, parseDocument, Scalar, type Document, type YAMLMap, type YAMLSeq } from 'yaml';
 import { isDeepStrictEqual } from 'node:util';
 import { arrayFlags, editFlags, type FlagEdit, type FlagList } from './flags.ts';
 

@@ -37,7 +37,7 @@ function pod(phase: string, init: Record<string, unknown>, agent: Record<string,
     spec: {
       nodeName: 'cp-1',
       initContainers: [{ name: 'pull-kube-apiserver', image: TARGET, command: ['kube-apiserver', '--version'] }],
-      containers: [{ name: 'agent', image: 'busybox:1.36', command: ['/bin/sh', '-c', '...'] }],
+      containers: [{ name: 'agent', image: 'busybox:1.36', command: ['node', '/app/dist/agent/main.js'] }],
     },
     status: {
       phase,

@@ -232,3 +232,25 @@ describe('lease staleness on the operator\'s clock (issue 8, defect 15)', () => 
     assert.deepEqual(Object.keys(next.sightings), ['apiserver-z']);
   });
 });
+
+describe('the peer address annotation is hostile input (issue 21)', () => {
+  it('an annotation that is not IP[:port] is ignored, said so in the row, and the other rules apply', () => {
+    const bad = '10.77.0.11:6443\n    - --authorization-mode=AlwaysAllow';
+    const inv = buildInventory({
+      leases: [lease('apiserver-a', '10.77.0.11', { address: bad }), lease('apiserver-b', 'cp2', { address: 'cp2.example.com:6443' }), lease('apiserver-c', 'cp3', { address: '[fd00::13]:6443' })],
+      endpoints: ENDPOINTS,
+      probes: probes({}),
+      now: NOW,
+    });
+    const [a, b, c] = inv.servers.filter((r) => r.identity);
+    // a: its hostname is an IP the EndpointSlice lists, so that rule gives its address.
+    assert.deepEqual([a!.address, a!.addressSource], ['10.77.0.11:6443', 'endpointSlice']);
+    assert.ok(a!.problems.some((p) => p.startsWith('the lease\'s kubernetes.io/peer-advertise-address "10.77.0.11:6443\\n    - --authorization-mode=AlwaysAllow" is not an IP address with an optional port 1-65535: ignored')), a!.problems.join('; '));
+    // b: a host name is no address either; nothing else places it.
+    assert.equal(b!.address === 'cp2.example.com:6443', false);
+    assert.ok(b!.problems.some((p) => p.includes('"cp2.example.com:6443" is not an IP address')), b!.problems.join('; '));
+    // c: a valid IPv6 annotation is taken.
+    assert.deepEqual([c!.address, c!.addressSource], ['[fd00::13]:6443', 'leaseAnnotation']);
+    assert.ok(!addressesToProbe({ leases: [lease('apiserver-a', 'x', { address: bad })], endpoints: [] }).includes(bad), 'never probed');
+  });
+});

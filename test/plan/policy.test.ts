@@ -49,6 +49,12 @@ test('policy: an empty document allows nothing of any kind; every list is option
   assert.equal(full.webhooks.length, 1);
 });
 
+test('policy: without spec.driver.staticPod.agentImage the operator\'s own image runs the agent, which no spec chose: nothing to judge', () => {
+  const p = policy({ apiserverImages: [{ repository: 'registry.k8s.io/kube-apiserver' }], agentImages: [] });
+  assert.equal(allowed(p, staticPod('')), true);
+  assert.equal(allowed(p, staticPod('busybox:1.36')), false, 'an image the spec names is judged');
+});
+
 test('policy: a malformed entry is an error naming it, never ignored', () => {
   const cases: [unknown, RegExp][] = [
     ['webhooks: []', /must be a mapping/],
