@@ -20,6 +20,8 @@ import { parsePromStream } from './prom-text.ts';
 import type { ParsedMetrics, WantedFamilies } from './prom-text.ts';
 import { FAMILIES, proxyGateState } from './signals.ts';
 import { USER_AGENT } from '../runtime/kube-request.ts';
+import { bigBodySlots, capExceeded, DISCOVERY_MAX_BYTES, METRICS_MAX_BYTES, METRICS_MAX_KEPT_BYTES, METRICS_MAX_KEPT_SAMPLES, METRICS_MAX_LINE_BYTES, parseBoundedJson, SMALL_BODY_MAX_BYTES, type Slots } from '../runtime/body-limits.ts';
+import type { PromLimits } from './prom-text.ts';
 
 export const DISCOVERY_ACCEPT = 'application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList';
 export const DISCOVERY_ACCEPT_NOPEER = `${DISCOVERY_ACCEPT};profile=nopeer`;
@@ -32,8 +34,12 @@ export type CredentialSource = () => Promise<Credentials>;
 export interface DirectClientOptions {
   /** Whole-request deadline, body included. */
   timeoutMs?: number;
-  /** Largest body read into memory (discovery, /version); /metrics is streamed and not bounded by it. */
+  /** Largest discovery document (aggregated or legacy) read into memory; default DISCOVERY_MAX_BYTES. */
   maxBodyBytes?: number;
+  /** The caps of one /metrics page; default the operator's (src/runtime/body-limits.ts). */
+  metricsLimits?: PromLimits;
+  /** Big bodies read and parsed at once (discovery, /metrics); default the process-wide `bigBodySlots`. */
+  slots?: Slots;
   /** TLS name to verify instead of the address's IP, e.g. `kubernetes.default.svc`. */
   serverName?: string;
   /**
@@ -89,6 +95,8 @@ export class DirectClient {
   private readonly credentials: CredentialSource;
   private readonly timeoutMs: number;
   private readonly maxBodyBytes: number;
+  private readonly metricsLimits: PromLimits;
+  private readonly slots: Slots;
   private readonly serverName: string | undefined;
   private readonly etags = new EtagCache();
   private readonly agent: CredentialAgent;
@@ -96,7 +104,9 @@ export class DirectClient {
   constructor(credentials: CredentialSource, options: DirectClientOptions = {}) {
     this.credentials = credentials;
     this.timeoutMs = options.timeoutMs ?? 10_000;
-    this.maxBodyBytes = options.maxBodyBytes ?? 64 * 1024 * 1024;
+    this.maxBodyBytes = options.maxBodyBytes ?? DISCOVERY_MAX_BYTES;
+    this.metricsLimits = options.metricsLimits ?? { maxBytes: METRICS_MAX_BYTES, maxLineBytes: METRICS_MAX_LINE_BYTES, maxKeptSamples: METRICS_MAX_KEPT_SAMPLES, maxKeptBytes: METRICS_MAX_KEPT_BYTES };
+    this.slots = options.slots ?? bigBodySlots;
     this.serverName = options.serverName;
     this.agent = new CredentialAgent(options.maxSocketsPerServer ?? 2);
   }
@@ -107,7 +117,7 @@ export class DirectClient {
   }
 
   async getVersion(address: string): Promise<VersionInfo> {
-    const info = JSON.parse(await this.getText(address, '/version', 'application/json')) as VersionInfo;
+    const info = parseBoundedJson<VersionInfo>(await this.getText(address, '/version', 'application/json', SMALL_BODY_MAX_BYTES), 64, `https://${address}/version`);
     if (typeof info.gitVersion !== 'string') throw new Error(`https://${address}/version: no gitVersion`);
     return info;
   }
@@ -115,22 +125,34 @@ export class DirectClient {
   /** `/readyz`: a 500 with the failing checks is an answer (not ready), not an error. */
   async readyz(address: string): Promise<{ ready: boolean; status: number; body: string }> {
     const res = await this.request(address, '/readyz', { Accept: 'text/plain' });
-    const body = await readBody(res, this.maxBodyBytes);
+    const body = await readBody(res, SMALL_BODY_MAX_BYTES, `https://${address}/readyz`);
     return { ready: res.statusCode === 200, status: res.statusCode ?? 0, body };
   }
 
   /** Any GET, its status and (bounded) body: a non-200 is an answer, not an error (e.g. `/readyz/etcd`). */
   async get(address: string, path: string, accept = 'text/plain'): Promise<{ status: number; body: string }> {
     const res = await this.request(address, path, { Accept: accept });
-    const body = await readBody(res, Math.min(this.maxBodyBytes, 1024 * 1024));
+    const body = await readBody(res, SMALL_BODY_MAX_BYTES, `https://${address}${path}`);
     return { status: res.statusCode ?? 0, body };
   }
 
   /** Streams `/metrics` (gzipped when the server agrees, ~10x fewer bytes) through the decompressor into the parser, keeping only the wanted families. */
   async metrics(address: string, wanted: WantedFamilies): Promise<ParsedMetrics> {
-    const res = await this.request(address, '/metrics', { Accept: METRICS_ACCEPT });
-    if (res.statusCode !== 200) throw new DirectHttpError(address, '/metrics', res.statusCode ?? 0, await readBody(res, 4096).catch(() => ''));
-    return parsePromStream(decoded(res), wanted);
+    // Asked and parsed inside a slot (its kept samples are a big body; the deadline starts once the slot is
+    // held); the page is streamed, never held whole.
+    return this.slots.run(async () => {
+      const res = await this.request(address, '/metrics', { Accept: METRICS_ACCEPT });
+      if (res.statusCode !== 200) throw new DirectHttpError(address, '/metrics', res.statusCode ?? 0, await readBody(res, 4096).catch(() => ''));
+      const body = decoded(res);
+      try {
+        return await parsePromStream(body, wanted, this.metricsLimits);
+      } finally {
+        if (!res.complete) {
+          body.destroy();
+          res.destroy();
+        }
+      }
+    });
   }
 
   /**
@@ -149,27 +171,37 @@ export class DirectClient {
     const cached = this.etags.get(key);
     const headers: Record<string, string> = { Accept: accept };
     if (cached) headers['If-None-Match'] = cached.etag;
-    const res = await this.request(address, path, headers);
-    let body: string;
-    if (res.statusCode === 304 && cached) {
-      res.resume();
-      body = cached.body;
-    } else if (res.statusCode === 200) {
-      body = await readBody(res, this.maxBodyBytes);
-      const etag = res.headers.etag;
-      if (etag) this.etags.set(key, etag, body);
-      else this.etags.delete(key);
-    } else {
-      throw new DirectHttpError(address, path, res.statusCode ?? 0, await readBody(res, 4096).catch(() => ''));
-    }
-    const doc = JSON.parse(body) as APIGroupDiscoveryList;
-    if (doc.kind !== 'APIGroupDiscoveryList') throw new Error(`https://${address}${path}: expected APIGroupDiscoveryList, got ${String(doc.kind)}`);
+    const where = `https://${address}${path}`;
+    // Asked, read and parsed inside a slot: at most BIG_BODY_SLOTS documents are in memory at once, process-wide.
+    const doc = await this.slots.run(async () => {
+      const res = await this.request(address, path, headers);
+      let body: string;
+      if (res.statusCode === 304 && cached) {
+        res.resume();
+        body = cached.body;
+      } else if (res.statusCode === 200) {
+        body = await readBody(res, this.maxBodyBytes, where);
+        const etag = res.headers.etag;
+        if (etag) this.etags.set(key, etag, body);
+        else this.etags.delete(key);
+      } else {
+        throw new DirectHttpError(address, path, res.statusCode ?? 0, await readBody(res, 4096).catch(() => ''));
+      }
+      return parseBoundedJson<APIGroupDiscoveryList>(body, undefined, where);
+    });
+    if (doc.kind !== 'APIGroupDiscoveryList') throw new Error(`${where}: expected APIGroupDiscoveryList, got ${String(doc.kind)}`);
     return doc;
   }
 
   /** Legacy discovery of one group/version (`/api/v1`, `/apis/<g>/<v>`), for storageVersionHash. */
   async resourceList(address: string, path: string): Promise<APIResourceList> {
-    return JSON.parse(await this.getText(address, path, 'application/json')) as APIResourceList;
+    const where = `https://${address}${path}`;
+    return this.slots.run(async () => {
+      const res = await this.request(address, path, { Accept: 'application/json' });
+      const body = await readBody(res, this.maxBodyBytes, where);
+      if (res.statusCode !== 200) throw new DirectHttpError(address, path, res.statusCode ?? 0, body);
+      return parseBoundedJson<APIResourceList>(body, undefined, where);
+    });
   }
 
   /** Version, readiness and proxy gate of one address; partial failures land in `error`. */
@@ -181,7 +213,7 @@ export class DirectClient {
    * The probe plus the parsed `/metrics` families asked for, from one scrape: the fleet observer reads the
    * gate and the analysis signals from the same page instead of fetching 1.4 MB twice per server.
    */
-  async probeWithMetrics(address: string, wanted: WantedFamilies | undefined): Promise<{ probe: ProbeResult; metrics?: ParsedMetrics }> {
+  async probeWithMetrics(address: string, wanted: WantedFamilies | undefined): Promise<{ probe: ProbeResult; metrics?: ParsedMetrics; capped?: { body: string; message: string }[] }> {
     const [version, ready, metrics] = await Promise.allSettled([
       this.getVersion(address),
       this.readyz(address),
@@ -201,7 +233,11 @@ export class DirectClient {
       if (metrics.value) result.proxyGate = proxyGateState(metrics.value);
     } else errors.push(`metrics: ${errorText(metrics.reason)}`);
     if (errors.length > 0) result.error = errors.join('; ');
-    return { probe: result, ...(metrics.status === 'fulfilled' && metrics.value ? { metrics: metrics.value } : {}) };
+    const capped = ([['version', version], ['readyz', ready], ['metrics', metrics]] as const).flatMap(([body, r]) => {
+      const c = r.status === 'rejected' ? capExceeded(r.reason) : undefined;
+      return c ? [{ body, message: c.message }] : [];
+    });
+    return { probe: result, ...(metrics.status === 'fulfilled' && metrics.value ? { metrics: metrics.value } : {}), ...(capped.length > 0 ? { capped } : {}) };
   }
 
   /** Closes pooled connections. */
@@ -209,9 +245,9 @@ export class DirectClient {
     this.agent.destroy();
   }
 
-  private async getText(address: string, path: string, accept: string): Promise<string> {
+  private async getText(address: string, path: string, accept: string, maxBytes: number): Promise<string> {
     const res = await this.request(address, path, { Accept: accept });
-    const body = await readBody(res, this.maxBodyBytes);
+    const body = await readBody(res, maxBytes, `https://${address}${path}`);
     if (res.statusCode !== 200) throw new DirectHttpError(address, path, res.statusCode ?? 0, body);
     return body;
   }

@@ -1,7 +1,10 @@
 /**
  * Remembers the last body seen per URL with its ETag, so a discovery poll can send If-None-Match
- * and reuse the body on 304. Bounded: the least recently used entry goes first.
+ * and reuse the body on 304. Bounded in entries and in characters (ETAG_CACHE_BYTES: the bodies are a hostile
+ * server's to size): the least recently used entry goes first, and a body larger than the whole bound is not kept.
  */
+import { ETAG_CACHE_BYTES } from '../runtime/body-limits.ts';
+
 export interface CachedBody {
   etag: string;
   body: string;
@@ -11,10 +14,13 @@ export class EtagCache {
   private readonly entries = new Map<string, CachedBody>();
   private maxEntries: number;
   private readonly minEntries: number;
+  private readonly maxChars: number;
+  private chars = 0;
 
-  constructor(maxEntries = 256) {
+  constructor(maxEntries = 256, maxChars = ETAG_CACHE_BYTES) {
     this.maxEntries = maxEntries;
     this.minEntries = maxEntries;
+    this.maxChars = maxChars;
   }
 
   /** A new bound, never below the one given at construction; shrinking drops the least recently used. */
@@ -34,21 +40,31 @@ export class EtagCache {
   }
 
   set(key: string, etag: string, body: string): void {
-    this.entries.delete(key);
+    this.delete(key);
+    if (body.length + etag.length > this.maxChars) return;
     this.entries.set(key, { etag, body });
+    this.chars += body.length + etag.length;
     this.evict();
   }
 
   private evict(): void {
-    while (this.entries.size > this.maxEntries) {
+    while (this.entries.size > this.maxEntries || this.chars > this.maxChars) {
       const oldest = this.entries.keys().next();
       if (oldest.done) break;
-      this.entries.delete(oldest.value);
+      this.delete(oldest.value);
     }
   }
 
   delete(key: string): void {
+    const e = this.entries.get(key);
+    if (!e) return;
     this.entries.delete(key);
+    this.chars -= e.body.length + e.etag.length;
+  }
+
+  /** Characters of the bodies and ETags kept. */
+  get keptChars(): number {
+    return this.chars;
   }
 
   get size(): number {

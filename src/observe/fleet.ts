@@ -1,7 +1,8 @@
 import type { V1EndpointSlice, V1EndpointSliceList, V1LeaseList, V1PodList } from '@kubernetes/client-node';
 import type { KubeAccess } from '../runtime/kubeconfig.ts';
 import type { Logger } from '../runtime/logger.ts';
-import type { Observation, ObservedPeer, ObservedAnalysis, ObservedStorage, ObservedOwnDiscovery, ObservedOrphans } from '../plan/observation.ts';
+import type { Observation, ObservedPeer, ObservedAnalysis, ObservedStorage, ObservedOwnDiscovery, ObservedOrphans, ObservedBodyCap } from '../plan/observation.ts';
+import { capExceeded } from '../runtime/body-limits.ts';
 import { DirectClient } from './direct-client.ts';
 import { buildInventory, addressesToProbe, type Inventory, type IdentityLeaseLike, type EndpointAddresses, type ProbeResult, IDENTITY_LABEL, IDENTITY_LABEL_VALUE, HOSTNAME_LABEL, PEER_ADDRESS_ANNOTATION } from './inventory.ts';
 import { mapLimitSettled } from './map-limit.ts';
@@ -209,7 +210,13 @@ export class FleetObserver {
     if (forAnalysis) this.seriesPool.rotate();
     const probed = await mapLimitSettled(addresses, CONCURRENCY, async (a) => {
       const r = await this.direct.probeWithMetrics(a, wanted(a));
-      return { probe: r.probe, metrics: r.metrics && (forAnalysis ? compactScrape(r.metrics, this.seriesPool) : true) };
+      return { probe: r.probe, metrics: r.metrics && (forAnalysis ? compactScrape(r.metrics, this.seriesPool) : true), capped: r.capped };
+    });
+    // Answers over a cap, by address until the inventory names their servers.
+    const cappedAt: { address: string; body: string; message: string }[] = [];
+    addresses.forEach((a, i) => {
+      const r = probed[i]!;
+      if (r.status === 'fulfilled') for (const c of r.value.capped ?? []) cappedAt.push({ address: a, ...c });
     });
     const probes = new Map<string, ProbeResult>();
     const pages = new Map<string, CompactScrape>();
@@ -243,23 +250,26 @@ export class FleetObserver {
     }));
     const up = peers.filter((p) => p.ready && !p.stale && p.address && p.version);
     const stalePeers = peers.filter((p) => p.stale).length;
-    const discovered = this.discovery(up);
+    const nameOf = new Map(this.inventory.servers.filter((s) => s.address).map((s) => [s.address!, s.hostname || s.address!]));
+    const bodyCaps: ObservedBodyCap[] = cappedAt.map((c) => ({ server: nameOf.get(c.address) ?? c.address, body: c.body, message: c.message }));
+    const discovered = this.discovery(up, bodyCaps);
     const [discovery, orphans, analysis, storage] = await Promise.all([
       discovered.then((d) => d?.discovery),
       settings.orphansOf ? discovered.then((d) => this.orphans(d?.discovery?.own ?? [], d?.unlistable ?? new Set(), settings.orphansOf!)) : Promise.resolve(undefined),
       settings.prometheus && this.analysisSource
         ? this.analysisSource(up, settings, now).then((a) => a && withStalePeers(a, stalePeers))
         : Promise.resolve(this.analysis(up, pages, settings, now, stalePeers)),
-      this.storage(peers, up),
+      this.storage(peers, up, bodyCaps),
     ]);
-    return { peers, ...(discovery ? { discovery } : {}), ...(orphans ? { orphans } : {}), ...(analysis ? { analysis } : {}), storage };
+    if (bodyCaps.length > 0) this.log.warn('answers over their caps: those servers breach until they answer within them', { bodyCaps });
+    return { peers, ...(bodyCaps.length > 0 ? { bodyCaps } : {}), ...(discovery ? { discovery } : {}), ...(orphans ? { orphans } : {}), ...(analysis ? { analysis } : {}), storage };
   }
 
   /**
    * Convergence and each server's own set, plus the resources some server's own discovery lists without the
    * `list` verb (left out of the orphan lists).
    */
-  private async discovery(up: ObservedPeer[]): Promise<{ discovery: NonNullable<Observation['discovery']>; unlistable: ReadonlySet<string> } | undefined> {
+  private async discovery(up: ObservedPeer[], caps: ObservedBodyCap[]): Promise<{ discovery: NonNullable<Observation['discovery']>; unlistable: ReadonlySet<string> } | undefined> {
     if (up.length === 0) return undefined;
     const unlistable = new Set<string>();
     const servers: ServerDiscovery[] = await Promise.all(up.map(async (p) => {
@@ -269,6 +279,7 @@ export class FleetObserver {
           if (!peer) for (const k of unlistableResources(apis, api)) unlistable.add(k);
           return resourceSet(apis, api);
         } catch (err) {
+          noteCap(caps, p.hostname, 'discovery', err);
           this.log.debug('discovery fetch failed', { server: p.hostname, peer, error: String(err) });
           return undefined;
         }
@@ -374,7 +385,7 @@ export class FleetObserver {
    * server stores them, not kube-apiserver. The APIServices are listed once per observation that reads; when
    * they cannot be listed, nothing is read (no entry for a version without a kept read) and a log line says why.
    */
-  private async storage(peers: readonly ObservedPeer[], up: readonly ObservedPeer[]): Promise<ObservedStorage[]> {
+  private async storage(peers: readonly ObservedPeer[], up: readonly ObservedPeer[], caps: ObservedBodyCap[]): Promise<ObservedStorage[]> {
     for (const [hostname, read] of this.storageReads) {
       const p = peers.find((x) => x.hostname === hostname);
       if (!p || cohortKey(p) !== cohortKey(read.storage) || (p.holderIdentity ?? '') !== read.holderIdentity) this.storageReads.delete(hostname);
@@ -396,7 +407,7 @@ export class FleetObserver {
       if (!skip) continue;
       const attempt = this.storageAttempts.get(key) ?? 0;
       const p = cohort[attempt % cohort.length]!;
-      const storage = await this.readStorage(p, skip);
+      const storage = await this.readStorage(p, skip, caps);
       if (storage) {
         this.storageReads.set(p.hostname, { holderIdentity: p.holderIdentity ?? '', storage });
         this.storageAttempts.delete(key);
@@ -423,7 +434,7 @@ export class FleetObserver {
    * Every legacy discovery document the server lists for itself except the aggregated ones (`skip`), or
    * undefined when any one of them failed.
    */
-  private async readStorage(p: ObservedPeer, skip: ReadonlySet<string>): Promise<ObservedStorage | undefined> {
+  private async readStorage(p: ObservedPeer, skip: ReadonlySet<string>, caps: ObservedBodyCap[]): Promise<ObservedStorage | undefined> {
     const address = p.address!;
     try {
       const [own, core] = await Promise.all([this.direct.discovery(address, { peer: false, core: false }), this.direct.discovery(address, { peer: false, core: true })]);
@@ -434,6 +445,7 @@ export class FleetObserver {
       const lists = await mapLimitSettled(paths, CONCURRENCY, async (path) => checkedResourceList(path, await this.direct.resourceList(address, path)));
       const failed = paths.flatMap((path, i) => {
         const r = lists[i]!;
+        if (r.status === 'rejected') noteCap(caps, p.hostname, 'storage', r.reason);
         return r.status === 'rejected' ? [`${path}: ${r.reason instanceof Error ? r.reason.message : String(r.reason)}`] : [];
       });
       if (failed.length > 0) {
@@ -449,6 +461,7 @@ export class FleetObserver {
         kinds: Object.fromEntries(mergeHashes(docs.map(resourceKinds))),
       };
     } catch (err) {
+      noteCap(caps, p.hostname, 'storage', err);
       this.log.info('storage hash fetch failed; read again at the next observation', { server: p.hostname, version: p.version, error: String(err) });
       return undefined;
     }
@@ -480,4 +493,10 @@ function checkedResourceList(path: string, doc: APIResourceList): APIResourceLis
 /** The Prometheus source's analysis with the observer's count of stale identity Leases. */
 function withStalePeers(a: ObservedAnalysis, stalePeers: number): ObservedAnalysis {
   return { ...a, signals: { ...a.signals, stalePeers } };
+}
+
+/** Records an error that is a cap exceeded in this observation's `bodyCaps`. */
+function noteCap(caps: ObservedBodyCap[], server: string, body: string, err: unknown): void {
+  const c = capExceeded(err);
+  if (c) caps.push({ server, body, message: c.message });
 }

@@ -10,6 +10,22 @@
 
 import { isAscii } from 'node:buffer';
 import { TextDecoder } from 'node:util';
+import { BodyCapExceeded } from '../runtime/body-limits.ts';
+
+/**
+ * Caps of one page (src/runtime/body-limits.ts gives the operator's): counted as the text arrives, so a page over
+ * one throws a BodyCapExceeded before it fills memory. Absent: unbounded (tests, fixtures).
+ */
+export interface PromLimits {
+  /** Bytes (or characters, for text chunks) of the whole page. */
+  maxBytes?: number;
+  /** One line, counted while it is still unfinished: a line split over many chunks is refused before it is joined. */
+  maxLineBytes?: number;
+  /** Samples kept (of the wanted families). */
+  maxKeptSamples?: number;
+  /** Characters of the kept sample lines (their label values stay in memory). */
+  maxKeptBytes?: number;
+}
 
 export type MetricType = 'counter' | 'gauge' | 'histogram' | 'summary' | 'untyped' | 'gaugehistogram' | 'info' | 'stateset' | 'unknown';
 
@@ -191,8 +207,6 @@ export class PromTextParser {
   private readonly labelNameWords: number[][] = [];
   /** The bytes of the text being parsed when they are all ASCII (index i of the text is byte i), else undefined. */
   private view: DataView | undefined;
-  /** The bytes of an unfinished last line, decoded once its newline arrives. */
-  private pendingBytes: Uint8Array | undefined;
   /**
    * The first backslash at or after the last position asked for, in the text being parsed (Infinity: none
    * left); -1 when not looked for yet in this text. Lets a line ask "any escape before my end?" without
@@ -200,8 +214,31 @@ export class PromTextParser {
    */
   private backslash = -1;
 
-  constructor(wanted: WantedFamilies) {
+  private readonly limits: PromLimits;
+  private fed = 0;
+  private kept = 0;
+  private keptBytes = 0;
+  /** The bytes of an unfinished last line, in pieces, and their length: joined once, when its newline arrives. */
+  private pendingParts: Uint8Array[] = [];
+  private pendingLength = 0;
+
+  constructor(wanted: WantedFamilies, limits: PromLimits = {}) {
     this.wanted = wanted;
+    this.limits = limits;
+  }
+
+  /** The unfinished line's bytes, joined (linear: each piece is copied once). */
+  private takePendingBytes(): Uint8Array | undefined {
+    if (this.pendingParts.length === 0) return undefined;
+    const out = this.pendingParts.length === 1 ? this.pendingParts[0]! : concatAll(this.pendingParts, this.pendingLength);
+    this.pendingParts = [];
+    this.pendingLength = 0;
+    return out;
+  }
+
+  private checkLine(length: number): void {
+    const max = this.limits.maxLineBytes;
+    if (max !== undefined && length > max) throw new BodyCapExceeded('lineBytes', max, 'metrics page');
   }
 
   /**
@@ -213,26 +250,32 @@ export class PromTextParser {
    * streaming decoder gives the same text however its input is cut.
    */
   feed(chunk: string | Uint8Array): void {
+    this.fed += chunk.length;
+    if (this.limits.maxBytes !== undefined && this.fed > this.limits.maxBytes) throw new BodyCapExceeded('bytes', this.limits.maxBytes, 'metrics page');
     if (typeof chunk === 'string') {
-      if (this.pendingBytes !== undefined) {
-        this.pending += this.decode(this.pendingBytes);
-        this.pendingBytes = undefined;
-      }
+      const bytes = this.takePendingBytes();
+      if (bytes !== undefined) this.pending += this.decode(bytes);
       this.view = undefined;
       this.text(chunk);
       return;
     }
     const firstNl = chunk.indexOf(10);
     if (firstNl === -1) {
-      this.pendingBytes = this.pendingBytes === undefined ? chunk.slice() : concatBytes(this.pendingBytes, chunk);
+      this.checkLine(this.pending.length + this.pendingLength + chunk.length);
+      this.pendingParts.push(chunk.slice());
+      this.pendingLength += chunk.length;
       return;
     }
     let from = 0;
-    if (this.pendingBytes !== undefined || this.pending.length > 0) {
+    if (this.pendingParts.length > 0 || this.pending.length > 0) {
+      this.checkLine(this.pending.length + this.pendingLength + firstNl);
       // Decoded with its newline, which ends any unfinished sequence before it, as it would in one piece.
       const head = chunk.subarray(0, firstNl + 1);
-      const text = this.pending + this.decode(this.pendingBytes === undefined ? head : concatBytes(this.pendingBytes, head));
-      this.pendingBytes = undefined;
+      if (this.pendingParts.length > 0) {
+        this.pendingParts.push(head);
+        this.pendingLength += head.length;
+      }
+      const text = this.pending + this.decode(this.takePendingBytes() ?? head);
       this.pending = '';
       this.line(text.slice(0, -1));
       from = firstNl + 1;
@@ -244,7 +287,11 @@ export class PromTextParser {
       this.text(this.decode(run));
       this.view = undefined;
     }
-    if (lastNl + 1 < chunk.length) this.pendingBytes = chunk.slice(lastNl + 1);
+    if (lastNl + 1 < chunk.length) {
+      this.checkLine(chunk.length - lastNl - 1);
+      this.pendingParts.push(chunk.slice(lastNl + 1));
+      this.pendingLength = chunk.length - lastNl - 1;
+    }
   }
 
   private decode(bytes: Uint8Array): string {
@@ -257,6 +304,7 @@ export class PromTextParser {
     if (text.length === 0) return;
     let nl = text.indexOf('\n');
     if (nl === -1) {
+      this.checkLine(this.pending.length + text.length);
       this.pending += text;
       return;
     }
@@ -275,15 +323,14 @@ export class PromTextParser {
       this.lineAt(text, start, nl);
       start = nl + 1;
     }
+    this.checkLine(text.length - start);
     this.pending = text.slice(start);
   }
 
   /** Flushes a last line that had no trailing newline. */
   end(): ParsedMetrics {
-    if (this.pendingBytes !== undefined) {
-      this.pending += this.decode(this.pendingBytes);
-      this.pendingBytes = undefined;
-    }
+    const bytes = this.takePendingBytes();
+    if (bytes !== undefined) this.pending += this.decode(bytes);
     if (this.decoder) this.pending += this.decoder.decode();
     if (this.pending.length > 0) {
       this.line(this.pending);
@@ -318,6 +365,7 @@ export class PromTextParser {
   /** The line `text.slice(start, end)`, parsed in place. */
   private lineAt(text: string, start: number, end: number): void {
     this.lineNo++;
+    this.checkLine(end - start);
     this.lineStart = start;
     if (this.eof) return;
     if (end > start && text.charCodeAt(end - 1) === 13) end--;
@@ -498,6 +546,10 @@ export class PromTextParser {
 
     const sample: Sample = { name, labels, value };
     if (timestamp !== undefined) sample.timestamp = timestamp;
+    const { maxKeptSamples, maxKeptBytes } = this.limits;
+    if (maxKeptSamples !== undefined && ++this.kept > maxKeptSamples) throw new BodyCapExceeded('keptSamples', maxKeptSamples, 'metrics page');
+    this.keptBytes += end - from;
+    if (maxKeptBytes !== undefined && this.keptBytes > maxKeptBytes) throw new BodyCapExceeded('keptBytes', maxKeptBytes, 'metrics page');
     family.samples.push(sample);
   }
 
@@ -581,10 +633,13 @@ export class PromTextParser {
   }
 }
 
-function concatBytes(a: Uint8Array, b: Uint8Array): Uint8Array {
-  const out = new Uint8Array(a.length + b.length);
-  out.set(a, 0);
-  out.set(b, a.length);
+function concatAll(parts: readonly Uint8Array[], length: number): Uint8Array {
+  const out = new Uint8Array(length);
+  let at = 0;
+  for (const p of parts) {
+    out.set(p, at);
+    at += p.length;
+  }
   return out;
 }
 
@@ -619,8 +674,8 @@ export function parsePromText(text: string, wanted: WantedFamilies): ParsedMetri
 }
 
 /** Parses a page as it arrives: an HTTP response body, a web ReadableStream, any async chunk source. */
-export async function parsePromStream(source: ChunkSource, wanted: WantedFamilies): Promise<ParsedMetrics> {
-  const parser = new PromTextParser(wanted);
+export async function parsePromStream(source: ChunkSource, wanted: WantedFamilies, limits?: PromLimits): Promise<ParsedMetrics> {
+  const parser = new PromTextParser(wanted, limits);
   // Node's web ReadableStream is async-iterable too, so one loop serves both kinds of source.
   for await (const chunk of source) parser.feed(chunk);
   return parser.end();

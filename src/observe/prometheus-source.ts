@@ -16,6 +16,9 @@ import http from 'node:http';
 import https from 'node:https';
 import type { Logger } from '../runtime/logger.ts';
 import { USER_AGENT } from '../runtime/kube-request.ts';
+import { readBody } from '../runtime/https-call.ts';
+import { bigBodySlots, checkJsonContainers, PROMETHEUS_MAX_BYTES, type Slots } from '../runtime/body-limits.ts';
+import { prometheusAddressProblem } from '../plan/prometheus-address.ts';
 import type { ObservedAnalysis, ObservedPeer } from '../plan/observation.ts';
 import type { CounterDelta, HistogramDelta } from './deltas.ts';
 import { hostOf } from './inventory.ts';
@@ -259,31 +262,41 @@ export function nameInstances(
 /** Runs one instant query and answers the raw response body; throws on transport errors only. */
 export type QueryFn = (settings: PrometheusSettings, query: string, timeSeconds: number) => Promise<string>;
 
-/** GET `<address>/api/v1/query` with node:http(s), verifying https against `caBundle` when given. */
-export function httpQuery(timeoutMs = 10_000): QueryFn {
+/**
+ * GET `<address>/api/v1/query` with node:http(s), verifying https against `caBundle` when given. The address is
+ * checked first (prometheusAddressProblem); the answer is read inside one of the process-wide big-body slots, at
+ * most `maxBytes` of it (gunzipped as it streams), and its JSON structure is bounded before anyone parses it.
+ */
+export function httpQuery(timeoutMs = 10_000, o: { maxBytes?: number; slots?: Slots } = {}): QueryFn {
+  const maxBytes = o.maxBytes ?? PROMETHEUS_MAX_BYTES;
+  const slots = o.slots ?? bigBodySlots;
   return (settings, query, timeSeconds) => {
+    const problem = prometheusAddressProblem(settings.address);
+    if (problem !== undefined) return Promise.reject(new Error(`spec.analysis.prometheus.address: ${problem}`));
     const base = settings.address.replace(/\/+$/, '');
     const url = new URL(`${base}/api/v1/query`);
     url.searchParams.set('query', query);
     url.searchParams.set('time', timeSeconds.toFixed(3));
     const isHttps = url.protocol === 'https:';
-    if (!isHttps && url.protocol !== 'http:') return Promise.reject(new Error(`prometheus address ${settings.address} is not http(s)`));
+    const where = `GET ${url.origin}${url.pathname}`;
     const ca = settings.caBundle ? Buffer.from(settings.caBundle, 'base64').toString('utf8') : undefined;
-    return new Promise<string>((resolve, reject) => {
-      const onResponse = (res: http.IncomingMessage) => {
-        const chunks: Buffer[] = [];
-        res.on('data', (c: Buffer) => chunks.push(c));
-        res.on('error', reject);
-        res.on('end', () => {
-          const body = Buffer.concat(chunks).toString('utf8');
-          // The API answers errors (400 bad query, 422 execution, 503 timeout) with a JSON body naming them.
-          if (res.statusCode === 200 || body.startsWith('{')) resolve(body);
-          else reject(new Error(`GET ${url.origin}${url.pathname}: HTTP ${res.statusCode}: ${body.slice(0, 200)}`));
-        });
-      };
-      const options = { signal: AbortSignal.timeout(timeoutMs), headers: { Accept: 'application/json', 'User-Agent': USER_AGENT } };
-      const req = isHttps ? https.get(url, { ...options, ...(ca ? { ca } : {}) }, onResponse) : http.get(url, options, onResponse);
-      req.on('error', (err) => reject(new Error(`GET ${url.origin}${url.pathname}: ${err.name === 'AbortError' ? `no answer within ${timeoutMs}ms` : err.message}`, { cause: err })));
+    return slots.run(async () => {
+      const res = await new Promise<http.IncomingMessage>((resolve, reject) => {
+        const options = { signal: AbortSignal.timeout(timeoutMs), headers: { Accept: 'application/json', 'Accept-Encoding': 'gzip', 'User-Agent': USER_AGENT } };
+        const req = isHttps ? https.get(url, { ...options, ...(ca ? { ca } : {}) }, resolve) : http.get(url, options, resolve);
+        req.on('error', (err) => reject(new Error(`${where}: ${err.name === 'AbortError' ? `no answer within ${timeoutMs}ms` : err.message}`, { cause: err })));
+      });
+      let body: string;
+      try {
+        body = await readBody(res, maxBytes, `${where}: the answer`);
+      } catch (err) {
+        if ((err as Error).name === 'AbortError') throw new Error(`${where}: no whole answer within ${timeoutMs}ms`, { cause: err });
+        throw err;
+      }
+      // The API answers errors (400 bad query, 422 execution, 503 timeout) with a JSON body naming them.
+      if (res.statusCode !== 200 && !body.startsWith('{')) throw new Error(`${where}: HTTP ${res.statusCode}: ${body.slice(0, 200)}`);
+      checkJsonContainers(body, undefined, `${where}: the answer`);
+      return body;
     });
   };
 }

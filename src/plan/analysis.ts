@@ -4,11 +4,12 @@ import { onBreach } from './breach.ts';
 import { callInFlight, FAILED_ATTEMPT } from './calls.ts';
 import type { CallResult } from '../api/vocabulary.ts';
 import { isUp } from './peers.ts';
+import { BODY_CAP_SIGNAL, bodyCapBreaches } from './body-caps.ts';
 
 /** `proxyErrorRatio@cp-2 0.4 > 0.01; ...`, for pause messages and events. */
 export function describeBreaches(breaches: readonly Breach[]): string {
   // Named signals (an APIService, a webhook) carry the name in their message: say it.
-  const named = new Set(['unavailableAPIServices', 'webhookErrorRatio']);
+  const named = new Set(['unavailableAPIServices', 'webhookErrorRatio', BODY_CAP_SIGNAL]);
   return breaches.map((b) => `${b.signal}${b.server ? `@${b.server}` : ''} ${b.observed ?? '?'} > ${b.threshold ?? '?'}${named.has(b.signal) && b.message ? ` (${b.message})` : ''}`).join('; ');
 }
 
@@ -59,7 +60,8 @@ export function applyAnalysis(ctx: PlanContext): boolean {
     check = { time: ctx.now.toISOString(), verdict: 'Inconclusive', signals: {}, breaches: [], synthetic: true };
   }
   if (!check) return false;
-  const down = unhealthyMembers(ctx);
+  // A server whose answers exceed a cap is unknown, and unknown is unsafe: a breach (src/plan/body-caps.ts).
+  const down = [...unhealthyMembers(ctx), ...bodyCapBreaches(ctx.obs.bodyCaps)];
   if (down.length > 0) {
     check.verdict = 'Breach';
     check.breaches = [...(check.breaches ?? []), ...down].slice(0, 64);

@@ -63,8 +63,20 @@ export interface ObservedOrphans {
   names: string[];
 }
 
+/** A server's answer that exceeded a cap (src/runtime/body-limits.ts); src/plan/body-caps.ts says what it means. */
+export interface ObservedBodyCap {
+  /** Hostname of the server (its address when no identity Lease names it). */
+  server: string;
+  /** Which answer: `discovery`, `metrics`, `storage` (legacy discovery), `version`, `readyz`. */
+  body: string;
+  /** The cap and its value, e.g. "https://10.0.0.9:6443/apis: larger than 4194304 bytes". */
+  message: string;
+}
+
 export interface Observation {
   peers: ObservedPeer[];
+  /** Answers of this observation that exceeded a cap, per server; absent or empty: none. */
+  bodyCaps?: ObservedBodyCap[];
   discovery?: { converged: boolean; message: string; own?: ObservedOwnDiscovery[] };
   /**
    * Objects of resources served by the target version's own discovery but not by the from-version's, when

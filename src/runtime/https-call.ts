@@ -8,6 +8,7 @@ import http, { type IncomingMessage } from 'node:http';
 import { pipeline, type Readable } from 'node:stream';
 import { createGunzip } from 'node:zlib';
 import type { Credentials } from './kubeconfig.ts';
+import { BodyCapExceeded } from './body-limits.ts';
 
 /**
  * One kept-alive https.Agent for the TLS material of the latest credentials: replaced (and the old one's sockets
@@ -96,16 +97,22 @@ export function decoded(res: IncomingMessage): Readable {
   return gunzip;
 }
 
-export async function readBody(res: IncomingMessage, maxBytes: number): Promise<string> {
+/**
+ * The whole body as text, at most `maxBytes` of it after decompression (a small gzipped body cannot expand past
+ * maxBytes in memory: the gunzip stream is read chunk by chunk and dropped at the cap). Over the cap: the
+ * response is destroyed and a BodyCapExceeded thrown. `what` names the body in that error.
+ */
+export async function readBody(res: IncomingMessage, maxBytes: number, what?: string): Promise<string> {
   const chunks: Buffer[] = [];
   let size = 0;
-  // Bounded after decompression: a small gzipped body cannot expand past maxBytes in memory.
-  for await (const chunk of decoded(res)) {
+  const body = decoded(res);
+  for await (const chunk of body) {
     const buf = chunk as Buffer;
     size += buf.length;
     if (size > maxBytes) {
       res.destroy();
-      throw new Error(`response body larger than ${maxBytes} bytes`);
+      if (body !== res) body.destroy();
+      throw new BodyCapExceeded('bytes', maxBytes, what);
     }
     chunks.push(buf);
   }

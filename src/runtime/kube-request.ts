@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import type https from 'node:https';
 import http, { type IncomingMessage } from 'node:http';
 import { CredentialAgent, httpsCall, readBody } from './https-call.ts';
+import { KUBE_MAX_BODY_BYTES, KUBE_MAX_JSON_CONTAINERS, parseBoundedJson } from './body-limits.ts';
 import type { KubeAccess } from './kubeconfig.ts';
 
 /**
@@ -79,8 +80,6 @@ export function buildUrl(access: KubeAccess, path: string, query: KubeRequestOpt
   return url;
 }
 
-/** Largest answer read into memory: a LIST of every Pod of a big cluster stays well under it. */
-const MAX_BODY_BYTES = 256 * 1024 * 1024;
 
 // One pool of kept-alive connections per kubeconfig (the operator has one; tests make several).
 const agents = new WeakMap<KubeAccess, CredentialAgent>();
@@ -129,7 +128,7 @@ export async function kubeRequest<T>(access: KubeAccess, method: Verb, path: str
       signal: opts.signal ? AbortSignal.any([timeout, opts.signal]) : timeout,
     });
     // The body read is covered by the same signal, so a server that stalls mid-body times out too.
-    text = await readBody(res, MAX_BODY_BYTES);
+    text = await readBody(res, KUBE_MAX_BODY_BYTES, `${method} ${path}`);
   } catch (err) {
     // node:https reports either abort as an AbortError: the deadline is a TimeoutError (transient, retried), the
     // caller's cancel stays an AbortError (final). See retry.ts isTransient.
@@ -141,5 +140,5 @@ export async function kubeRequest<T>(access: KubeAccess, method: Verb, path: str
     const retryAfter = res.headers['retry-after'];
     throw new KubeApiError(method, path, status, text, parseRetryAfter(Array.isArray(retryAfter) ? retryAfter[0] : retryAfter));
   }
-  return (text === '' ? undefined : JSON.parse(text)) as T;
+  return (text === '' ? undefined : parseBoundedJson<T>(text, KUBE_MAX_JSON_CONTAINERS, `${method} ${path}`)) as T;
 }

@@ -6,6 +6,7 @@
  * (the informer's watchdog): a watch may rightly be quiet for minutes.
  */
 import { readBody } from './https-call.ts';
+import { BodyCapExceeded, WATCH_MAX_LINE_BYTES as MAX_LINE_BYTES, parseBoundedJson } from './body-limits.ts';
 import { KubeApiError, openKubeRequest, type KubeRequestOptions } from './kube-request.ts';
 import type { KubeAccess } from './kubeconfig.ts';
 
@@ -15,31 +16,41 @@ export interface WatchEvent {
   object: Record<string, unknown>;
 }
 
-/** Largest single event line: an object is at most etcd's 1.5 MiB request limit, several times over once encoded. */
-const MAX_LINE_BYTES = 16 * 1024 * 1024;
 
 export async function watch(access: KubeAccess, path: string, query: KubeRequestOptions['query'], onEvent: (e: WatchEvent) => void, signal: AbortSignal): Promise<void> {
   const res = await openKubeRequest(access, 'GET', path, { query: { ...query, watch: true }, headers: { Accept: 'application/json' }, signal });
   const status = res.statusCode ?? 0;
   if (status !== 200) throw new KubeApiError('GET', path, status, await readBody(res, 64 * 1024).catch(() => ''), undefined);
   res.setEncoding('utf8');
-  let partial = '';
+  // The unfinished last line, in pieces: joined once its newline arrives, so a long line costs linear time.
+  let partial: string[] = [];
+  let partialLength = 0;
   await new Promise<void>((resolve, reject) => {
     const fail = (err: Error): void => {
       res.destroy();
       reject(err);
     };
     res.on('data', (chunk: string) => {
-      const lines = (partial + chunk).split('\n');
-      partial = lines.pop() ?? '';
-      if (partial.length > MAX_LINE_BYTES) return fail(new Error(`GET ${path}: a watch event longer than ${MAX_LINE_BYTES} bytes`));
+      const nl = chunk.indexOf('\n');
+      if (nl === -1) {
+        partial.push(chunk);
+        partialLength += chunk.length;
+        if (partialLength > MAX_LINE_BYTES) return fail(new Error(`GET ${path}: a watch event longer than ${MAX_LINE_BYTES} bytes`));
+        return;
+      }
+      partial.push(chunk);
+      const lines = partial.join('').split('\n');
+      const rest = lines.pop() ?? '';
+      partial = rest === '' ? [] : [rest];
+      partialLength = rest.length;
+      if (partialLength > MAX_LINE_BYTES) return fail(new Error(`GET ${path}: a watch event longer than ${MAX_LINE_BYTES} bytes`));
       for (const line of lines) {
         if (line.trim() === '') continue;
         let e: WatchEvent;
         try {
-          e = JSON.parse(line) as WatchEvent;
-        } catch {
-          return fail(new Error(`GET ${path}: a watch event that is not JSON: ${line.slice(0, 200)}`));
+          e = parseBoundedJson<WatchEvent>(line, undefined, `GET ${path}: a watch event`);
+        } catch (err) {
+          return fail(err instanceof BodyCapExceeded ? err : new Error(`GET ${path}: a watch event that is not JSON: ${line.slice(0, 200)}`));
         }
         if (typeof e.type !== 'string' || typeof e.object !== 'object' || e.object === null) return fail(new Error(`GET ${path}: a watch event without type or object: ${line.slice(0, 200)}`));
         onEvent(e);
