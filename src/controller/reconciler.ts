@@ -4,6 +4,7 @@ import { plan, type Action, type Observation, type Plan } from '../plan/index.ts
 import { blockingUpgrade, isFinished } from '../plan/admission.ts';
 import { analysisDue } from '../plan/analysis.ts';
 import { recordCallOutcome, type CallOutcome } from '../plan/call-outcome.ts';
+import { safeMessage } from '../plan/redact.ts';
 import type { FleetObserver, AnalysisSettings } from '../observe/fleet.ts';
 import type { ListFn } from '../runtime/cached-list.ts';
 import { KubeApiError, upgradeRef, type KubeClient, type EventSource } from '../runtime/kube.ts';
@@ -213,7 +214,9 @@ export class UpgradeReconciler {
       const clog = log.child({ batch: request.batch, server: request.server.hostname, key: request.idempotencyKey, action: request.action });
       faultPoint('before-call', clog);
       clog.info('calling driver', { target: request.targetVersion });
-      const outcome: CallOutcome = await driver.call(request);
+      const answered: CallOutcome = await driver.call(request);
+      // Whatever the driver passes on of a hook's or Job's words is logged and written: made safe once, here.
+      const outcome: CallOutcome = { ...answered, message: safeMessage(answered.message, { maxChars: 1024 }) };
       this.d.metrics.driverCalls.inc({ action: request.action, outcome: outcome.kind });
       faultPoint('after-call', clog);
       if (outcome.kind === 'transient') clog.warn('driver call not delivered, the same key is sent again on the next reconcile', { detail: outcome.message });

@@ -7,6 +7,7 @@ import type { CallOutcome } from '../plan/call-outcome.ts';
 import type { DescribeOutcome, Driver } from './driver.ts';
 import { flagsFromDescribe } from '../observe/trust-flags.ts';
 import { USER_AGENT } from '../runtime/kube-request.ts';
+import { safeMessage } from '../plan/redact.ts';
 import { classifyNetworkError, classifyStatus, errorCode, statusHint, statusText } from './webhook-outcome.ts';
 
 export interface WebhookConfig {
@@ -96,6 +97,8 @@ export function webhookPayload(r: DriverRequest): WebhookPayload {
 export const RESPONSE_BODY_CAP = 64 * 1024;
 /** The most of the body that goes into the call's message (status.driverCalls[].message and the event). */
 export const MESSAGE_BODY_CHARS = 512;
+/** The most of a whole message (where, status, hint and body): what safeMessage keeps. */
+export const MESSAGE_CHARS = 1024;
 
 /**
  * POSTs the replacement request and reads the answer by the table in docs/drivers.md ("Response"; the
@@ -132,7 +135,8 @@ export class WebhookDriver implements Driver {
         settled = true;
         clearTimeout(deadline);
         req?.destroy();
-        resolve(o);
+        // The hook's words become a status message: printable, capped, no credential (src/plan/redact.ts).
+        resolve(o.kind === 'unknown' ? { kind: 'unknown', message: safeMessage(o.message, { secrets: [token], maxChars: MESSAGE_CHARS }) } : o);
       };
       const deadline = setTimeout(() => settle({ kind: 'unknown', message: `${where}: no complete answer within ${timeoutMs} ms` }), timeoutMs);
       try {
@@ -189,7 +193,8 @@ export class WebhookDriver implements Driver {
         settled = true;
         clearTimeout(deadline);
         if (destroy) req?.destroy();
-        resolve(outcome);
+        // The hook's answer becomes status, Events and logs: printable, capped, no credential (src/plan/redact.ts).
+        resolve({ ...outcome, message: safeMessage(outcome.message, { secrets: [token], maxChars: MESSAGE_CHARS }) });
       };
       const deadline = setTimeout(() => {
         const got = status === undefined ? 'no response headers' : `${statusText(status)} and ${received} bytes of body, not the end`;

@@ -3,6 +3,7 @@ import type { UpgradePhase } from '../api/types.generated.ts';
 import type { PauseReason } from '../api/vocabulary.ts';
 import { reportRollbackSafety, rollbackVerdict } from './rollback-verdict.ts';
 import { touchedServers } from './rolling-back.ts';
+import { safeMessage } from './redact.ts';
 import { acceptMembership } from './membership.ts';
 
 /**
@@ -99,7 +100,9 @@ export function recheckRollback(ctx: PlanContext): boolean {
   return ctx.phase === 'Paused';
 }
 
-export function pause(ctx: PlanContext, reason: PauseReason, message: string, resumePhase: UpgradePhase, servers?: string[]): void {
+export function pause(ctx: PlanContext, reason: PauseReason, raw: string, resumePhase: UpgradePhase, servers?: string[]): void {
+  // Breach and call messages carry servers' and drivers' words (label values, hook answers): made safe here.
+  const message = safeMessage(raw, { maxChars: 4096 });
   ctx.status.pause = { reason, message, since: ctx.now.toISOString(), resumePhase, ...(servers?.length ? { servers: [...servers].sort() } : {}) };
   ctx.setPhase('Paused');
   ctx.condition({ type: 'Paused', status: 'True', reason, message });

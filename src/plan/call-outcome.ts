@@ -1,4 +1,5 @@
 import type { ApiServerUpgradeStatus } from '../api/types.generated.ts';
+import { safeMessage } from './redact.ts';
 
 /** What the shell learnt from one delivery of a driver call. */
 export type CallOutcome =
@@ -8,7 +9,8 @@ export type CallOutcome =
   /** No answer, or an answer that may change (5xx, 429, connection refused, deadline): send the same key again. */
   | { kind: 'transient'; message: string };
 
-const MESSAGE_MAX = 4000;
+/** A call's message in status: printable, no credential shapes (src/plan/redact.ts), at most this long. */
+const MESSAGE_MAX = 1024;
 
 /**
  * Records one delivery's outcome on the status, the only way the shell changes a call. Pure: the reconciler
@@ -20,7 +22,7 @@ export function recordCallOutcome(status: ApiServerUpgradeStatus, key: string, o
   const call = next.driverCalls?.find((c) => c.key === key);
   if (!call) return next;
   call.attempts = (call.attempts ?? 0) + 1;
-  const message = outcome.message.slice(0, MESSAGE_MAX);
+  const message = safeMessage(outcome.message, { maxChars: MESSAGE_MAX });
   if (call.result !== 'Requested') return next;
   if (outcome.kind === 'accepted') {
     call.result = 'Accepted';

@@ -2,6 +2,7 @@ import type { DriverAction, DriverCall } from '../api/types.generated.ts';
 import { IN_FLIGHT_RESULTS, type CallResult } from '../api/vocabulary.ts';
 import type { PlanContext } from './context.ts';
 import { isUp } from './peers.ts';
+import { safeMessage } from './redact.ts';
 import { minorOf, sameRelease } from './version.ts';
 
 /**
@@ -101,7 +102,7 @@ export function reportedFailure(ctx: PlanContext, c: DriverCall): string | undef
 function finish(ctx: PlanContext, c: DriverCall, result: CallResult, message: string): void {
   c.result = result;
   c.completedAt = ctx.now.toISOString();
-  c.message = message.slice(0, 4000);
+  c.message = safeMessage(message, { maxChars: 4000 });
 }
 
 /**

@@ -6,6 +6,7 @@ import type { Observation, ObservedPeer } from './observation.ts';
 import { idempotencyKey } from './keys.ts';
 import type { Policy } from './policy.ts';
 
+import { safeMessage } from './redact.ts';
 import { PROXY_GATE } from '../api/constants.ts';
 
 export { PROXY_GATE };
@@ -83,7 +84,8 @@ export class PlanContext {
   }
 
   event(type: 'Normal' | 'Warning', reason: string, note: string, server?: string): void {
-    this.actions.push({ kind: 'event', type, reason, note, ...(server === undefined ? {} : { server }) });
+    // An Event's note is at most 1 KiB (events.k8s.io/v1), and may carry a server's or driver's words.
+    this.actions.push({ kind: 'event', type, reason, note: safeMessage(note, { maxChars: 1024 }), ...(server === undefined ? {} : { server }) });
   }
 
   /** Asks to be called again within `ms`; the shortest request wins. */
