@@ -132,7 +132,7 @@ before(async () => {
   await k(['apply', '-f', '-'], block('prometheus-rbac.yaml').text);
 
   // The operator as the chart runs it: /metrics on a port of its own, behind TokenReview + SubjectAccessReview,
-  // plain HTTP (metrics.tls.secretName empty). On the host end of the cluster's veth, a non-loopback address an
+  // over HTTPS with a self-signed certificate made at start (metrics.secure, metrics.tls.secretName empty). On the host end of the cluster's veth, a non-loopback address an
   // EndpointSlice may carry.
   const metricsPort = await freePort();
   metricsAddress = `${cluster.netns.hostAddress}:${metricsPort}`;

@@ -154,7 +154,7 @@ test('helm template with the default values: the objects a Deployment of the ope
   assert.equal(c.securityContext.readOnlyRootFilesystem, true);
   assert.equal(c.securityContext.allowPrivilegeEscalation, false);
   for (const flag of ['--in-cluster', `--leader-election-namespace=${NS}`, '--leader-election-name=apiserver-upgrade-operator', '--health-port=8081', '--log-level=info',
-    '--metrics-port=8080', '--metrics-auth=true', '--metrics-auth-cache-ttl=1m']) {
+    '--metrics-port=8080', '--metrics-auth=true', '--metrics-auth-cache-ttl=1m', '--metrics-secure=true', '--metrics-auth-max-concurrent-reviews=4', '--metrics-auth-reviews-per-second=10']) {
     assert.ok(c.args.includes(flag), `args ${c.args.join(' ')} lack ${flag}`);
   }
   assert.ok(!c.args.some((a) => a.startsWith('--metrics-tls')), 'no TLS without metrics.tls.secretName');
@@ -215,7 +215,7 @@ test('helm template with every optional object on, and with metrics auth off', a
   const sm = find(objs, 'ServiceMonitor', RELEASE)[0] as unknown as { spec: { endpoints: Record<string, unknown>[] } };
   assert.deepEqual(sm.spec.endpoints[0], {
     port: 'metrics', path: '/metrics', scheme: 'https', interval: '30s', scrapeTimeout: '10s',
-    bearerTokenFile: '/var/run/secrets/kubernetes.io/serviceaccount/token',
+    authorization: { type: 'Bearer', credentials: { name: `${RELEASE}-metrics-scraper-token`, key: 'token' } },
     tlsConfig: { ca: { secret: { name: 'metrics-tls', key: 'ca.crt' } }, serverName: `${RELEASE}-metrics.${NS}.svc` },
   });
   const crb = find(objs, 'ClusterRoleBinding', `${RELEASE}-metrics-reader`)[0] as unknown as { roleRef: { name: string }; subjects: unknown[] };
@@ -229,8 +229,11 @@ test('helm template with every optional object on, and with metrics auth off', a
   const offArgs = (find(off, 'Deployment')[0] as unknown as typeof dep).spec.template.spec.containers[0]!.args;
   assert.ok(offArgs.includes('--metrics-auth=false'));
   const offSm = (find(off, 'ServiceMonitor')[0] as unknown as typeof sm).spec.endpoints[0]!;
-  assert.equal(offSm.scheme, 'http');
-  assert.equal(offSm.bearerTokenFile, undefined);
+  // HTTPS with the self-signed certificate (metrics.secure), unverified; no token sent, no scraper made.
+  assert.equal(offSm.scheme, 'https');
+  assert.deepEqual(offSm.tlsConfig, { insecureSkipVerify: true });
+  assert.equal(offSm.authorization, undefined);
+  assert.equal(find(off, 'Secret', `${RELEASE}-metrics-scraper-token`).length, 0);
 });
 
 test('every rendered object passes a server-side dry run on the real apiserver (monitoring objects excepted)', async () => {

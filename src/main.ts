@@ -1,4 +1,5 @@
 // The operator's entry point: the only place that wires the parts together.
+import { hostname } from 'node:os';
 import { relative } from 'node:path';
 import { parseArgs } from 'node:util';
 import { Registry, collectDefaultMetrics } from 'prom-client';
@@ -7,8 +8,9 @@ import { loadKubeConfig, KubeClient } from './runtime/kube.ts';
 import { Informer } from './runtime/informer.ts';
 import { WorkQueue } from './runtime/workqueue.ts';
 import { LeaderElector } from './runtime/leader.ts';
-import { startHealthServer } from './runtime/health.ts';
+import { startHealthServer, type MetricsListenerOptions } from './runtime/health.ts';
 import { TokenReviewAuth, kubeReviewer } from './runtime/metrics-auth.ts';
+import { selfSignedCertificate } from './runtime/self-signed.ts';
 import { tryParseDuration } from './api/duration.ts';
 import { installSignalHandlers } from './runtime/shutdown.ts';
 import { RuntimeMetrics } from './runtime/metrics.ts';
@@ -37,11 +39,19 @@ const OPTIONS = {
   'health-port': { type: 'string', default: process.env.HEALTH_PORT ?? '8081' },
   'health-host': { type: 'string', default: '0.0.0.0' },
   // /metrics on its own port (empty: on the health port), behind TokenReview + SubjectAccessReview when
-  // --metrics-auth=true (the chart's default; off here so a local run is scraped without a token), over HTTPS with a cert and key.
+  // --metrics-auth=true (the chart's default; off here so a local run is scraped without a token). The metrics
+  // port is HTTPS unless --metrics-secure=false: with the cert and key files given, or a self-signed pair made at
+  // start (as controller-runtime's secure metrics serving does). The health port stays plain HTTP (the kubelet).
   'metrics-port': { type: 'string', default: '' },
   'metrics-host': { type: 'string', default: '' },
+  'metrics-secure': { type: 'string', default: 'true' },
   'metrics-auth': { type: 'string', default: 'false' },
   'metrics-auth-cache-ttl': { type: 'string', default: '1m' },
+  // TokenReview's spec.audiences (comma-separated): only tokens issued for one of them pass. Empty: the apiserver's own.
+  'metrics-auth-audiences': { type: 'string', default: '' },
+  // Reviews of new tokens in flight at once and per second; beyond them a scrape gets 429 (docs/security.md).
+  'metrics-auth-max-concurrent-reviews': { type: 'string', default: '4' },
+  'metrics-auth-reviews-per-second': { type: 'string', default: '10' },
   'metrics-tls-cert-file': { type: 'string', default: '' },
   'metrics-tls-key-file': { type: 'string', default: '' },
   'leader-election-namespace': { type: 'string', default: process.env.POD_NAMESPACE ?? 'kube-system' },
@@ -190,16 +200,35 @@ if (metricsAuthOn !== 'true' && metricsAuthOn !== 'false') throw new Error(`--me
 if (metricsAuthTtlMs === undefined) throw new Error(`--metrics-auth-cache-ttl: not a duration: ${JSON.stringify(values['metrics-auth-cache-ttl'])}`);
 if (tlsFiles.filter(Boolean).length === 1) throw new Error('--metrics-tls-cert-file and --metrics-tls-key-file go together');
 if (tlsFiles[0] && !values['metrics-port']) throw new Error('--metrics-tls-cert-file needs --metrics-port (the health port stays plain HTTP for the kubelet)');
+const metricsSecure = values['metrics-secure'];
+if (metricsSecure !== 'true' && metricsSecure !== 'false') throw new Error(`--metrics-secure must be true or false, not ${JSON.stringify(metricsSecure)}`);
+if (tlsFiles[0] && metricsSecure === 'false') throw new Error('--metrics-tls-cert-file and --metrics-secure=false contradict each other');
+const positiveInt = (flag: string): number => {
+  const n = Number(values[flag as keyof typeof values]);
+  if (!Number.isInteger(n) || n < 1) throw new Error(`--${flag} must be a positive integer, not ${JSON.stringify(values[flag as keyof typeof values])}`);
+  return n;
+};
+const maxConcurrentReviews = positiveInt('metrics-auth-max-concurrent-reviews');
+const reviewsPerSecond = positiveInt('metrics-auth-reviews-per-second');
+const audiences = values['metrics-auth-audiences'].split(',').map((a) => a.trim()).filter(Boolean);
+let metricsTls: MetricsListenerOptions['tls'];
+if (tlsFiles[0]) metricsTls = { certFile: tlsFiles[0], keyFile: tlsFiles[1]! };
+else if (values['metrics-port'] && metricsSecure === 'true') {
+  // Names a scraper may use: the pod's hostname, the loopback; a scraper that verifies needs a mounted certificate.
+  const pair = selfSignedCertificate([hostname(), 'localhost', '127.0.0.1', '::1']);
+  metricsTls = { cert: pair.cert, key: pair.key };
+  log.info('metrics serving certificate: self-signed, made at start (mount one with --metrics-tls-cert-file to be verifiable)', { sha256: pair.fingerprint256 });
+}
 const health = await startHealthServer({
   port: Number(values['health-port']), host: values['health-host'], registry, logger: log,
   ...(values['metrics-port'] ? {
     metrics: {
       port: Number(values['metrics-port']), host: values['metrics-host'] || values['health-host'],
-      ...(tlsFiles[0] ? { tls: { certFile: tlsFiles[0], keyFile: tlsFiles[1]! } } : {}),
+      ...(metricsTls ? { tls: metricsTls } : {}),
     },
   } : {}),
   ...(metricsAuthOn === 'true' ? {
-    metricsAuth: new TokenReviewAuth({ reviewer: kubeReviewer(kube), cacheTtlMs: metricsAuthTtlMs, logger: log.child({ component: 'metrics-auth' }) }),
+    metricsAuth: new TokenReviewAuth({ reviewer: kubeReviewer(kube, audiences), cacheTtlMs: metricsAuthTtlMs, maxConcurrentReviews, reviewsPerSecond, logger: log.child({ component: 'metrics-auth' }) }),
   } : {}),
   readiness: () => [
     { name: 'informer/apiserverupgrades', ready: upgrades.hasSynced },

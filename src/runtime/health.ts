@@ -16,8 +16,11 @@ export interface MetricsListenerOptions {
   /** 0 picks a free port (tests). */
   port: number;
   host?: string;
-  /** A PEM certificate and key: /metrics is served over HTTPS, re-read when either file changes. */
-  tls?: { certFile: string; keyFile: string; reloadIntervalMs?: number };
+  /**
+   * HTTPS: a PEM certificate and key in files (re-read when either changes), or in memory (a self-signed pair
+   * made at start, src/runtime/self-signed.ts). Absent: plain HTTP.
+   */
+  tls?: { certFile: string; keyFile: string; reloadIntervalMs?: number } | { cert: string; key: string };
 }
 
 export interface HealthServerOptions {
@@ -55,6 +58,8 @@ function sender(res: ServerResponse): Send {
   };
 }
 
+const STATUS_TEXT: Record<401 | 403 | 429 | 503, string> = { 401: 'Unauthorized', 403: 'Forbidden', 429: 'Too Many Requests', 503: 'Service Unavailable' };
+
 const pathOf = (req: IncomingMessage): string => (req.url ?? '/').split('?')[0]!;
 
 /**
@@ -82,8 +87,8 @@ export async function startHealthServer(o: HealthServerOptions): Promise<HealthS
     auth.check(req.headers.authorization).then(
       (d) => {
         if (d.allowed) return scrape();
-        const headers: Record<string, string> = d.code === 401 ? { 'WWW-Authenticate': 'Bearer realm="apiserver-upgrade-operator"' } : {};
-        send(d.code, `${d.code === 401 ? 'Unauthorized' : d.code === 403 ? 'Forbidden' : 'Service Unavailable'}: ${d.message}\n`, undefined, headers);
+        const headers: Record<string, string> = d.code === 401 ? { 'WWW-Authenticate': 'Bearer realm="apiserver-upgrade-operator"' } : d.code === 429 ? { 'Retry-After': '1' } : {};
+        send(d.code, `${STATUS_TEXT[d.code]}: ${d.message}\n`, undefined, headers);
       },
       (err: unknown) => send(500, `authorization failed: ${err instanceof Error ? err.message : String(err)}\n`),
     );
@@ -123,7 +128,9 @@ export async function startHealthServer(o: HealthServerOptions): Promise<HealthS
       send(404, 'not found\n');
     };
     const tls = o.metrics.tls;
-    if (tls) {
+    if (tls && 'cert' in tls) {
+      metricsServer = createHttpsServer({ cert: tls.cert, key: tls.key }, handler);
+    } else if (tls) {
       const read = (): { cert: Buffer; key: Buffer } => ({ cert: readFileSync(tls.certFile), key: readFileSync(tls.keyFile) });
       const s = createHttpsServer(read(), handler);
       // Secret volumes are updated by swapping a symlink: stat polling follows it. A half-written pair

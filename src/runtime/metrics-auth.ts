@@ -30,7 +30,7 @@ export interface Reviewer {
 
 export type AuthDecision =
   | { allowed: true; user: string }
-  | { allowed: false; code: 401 | 403 | 503; message: string; user?: string };
+  | { allowed: false; code: 401 | 403 | 429 | 503; message: string; user?: string };
 
 export interface MetricsAuth {
   /** Decides one request from its Authorization header. Never rejects. */
@@ -108,17 +108,37 @@ export interface TokenReviewAuthOptions {
   /** The non-resource URL and verb asked for. Default /metrics, get. */
   path?: string;
   verb?: string;
+  /** Reviews (a TokenReview and its SubjectAccessReview) in flight at once; beyond it a new token gets 429. Default 4. */
+  maxConcurrentReviews?: number;
+  /** Reviews started per second, as a token bucket of this size refilled at this rate; beyond it: 429. Default 10. */
+  reviewsPerSecond?: number;
   now?: () => number;
   logger?: Logger;
 }
 
 /** The bearer token checked by TokenReview and SubjectAccessReview, with a per-token decision cache. */
 export class TokenReviewAuth implements MetricsAuth {
-  private readonly o: Required<Omit<TokenReviewAuthOptions, 'logger' | 'maxEntries' | 'now'>> & { logger?: Logger };
+  private readonly o: Required<Omit<TokenReviewAuthOptions, 'logger' | 'maxEntries' | 'now' | 'maxConcurrentReviews' | 'reviewsPerSecond'>> & { logger?: Logger };
   private readonly cache: TtlCache<AuthDecision>;
   private readonly inFlight = new Map<string, Promise<AuthDecision>>();
+  private readonly maxConcurrent: number;
+  private readonly perSecond: number;
+  private readonly now: () => number;
+  /** Reviews the bucket allows now (fractional: refilled continuously), and when it was last refilled. */
+  private bucket: number;
+  private refilledAt: number;
+  /** Reviews started, over the life of this object (for tests and the log). */
+  reviewsStarted = 0;
+  /** Requests refused with 429 because the bounds were reached. */
+  throttled = 0;
 
   constructor(o: TokenReviewAuthOptions) {
+    this.maxConcurrent = o.maxConcurrentReviews ?? 4;
+    this.perSecond = o.reviewsPerSecond ?? 10;
+    if (!(this.maxConcurrent >= 1) || !(this.perSecond > 0)) throw new RangeError('maxConcurrentReviews must be >= 1 and reviewsPerSecond > 0');
+    this.now = o.now ?? Date.now;
+    this.bucket = this.perSecond;
+    this.refilledAt = this.now();
     const cacheTtlMs = o.cacheTtlMs ?? 60_000;
     this.o = {
       reviewer: o.reviewer, cacheTtlMs, deniedCacheTtlMs: Math.min(o.deniedCacheTtlMs ?? 10_000, cacheTtlMs),
@@ -137,6 +157,14 @@ export class TokenReviewAuth implements MetricsAuth {
     if (cached) return cached;
     const running = this.inFlight.get(key);
     if (running) return running;
+    // A new token costs API calls: bounded in flight and per second. Beyond: 429 at once, no review, nothing
+    // cached (the scraper retries; a known token is answered from the cache above without counting).
+    if (!this.takeReview()) {
+      this.throttled++;
+      if (this.throttled === 1 || this.throttled % 100 === 0) this.o.logger?.warn('metrics authentication: too many new tokens at once; answering 429', { throttled: this.throttled, maxConcurrentReviews: this.maxConcurrent, reviewsPerSecond: this.perSecond });
+      return { allowed: false, code: 429, message: 'too many tokens to review at once; retry in a second' };
+    }
+    this.reviewsStarted++;
     const p = this.review(token).then((d) => {
       if (d.allowed) this.cache.set(key, d, this.o.cacheTtlMs);
       else if (d.code !== 503) this.cache.set(key, d, this.o.deniedCacheTtlMs);
@@ -144,6 +172,17 @@ export class TokenReviewAuth implements MetricsAuth {
     }).finally(() => this.inFlight.delete(key));
     this.inFlight.set(key, p);
     return p;
+  }
+
+  /** Whether a review may start now: fewer than maxConcurrent in flight and a token in the bucket (taken). */
+  private takeReview(): boolean {
+    if (this.inFlight.size >= this.maxConcurrent) return false;
+    const t = this.now();
+    this.bucket = Math.min(this.perSecond, this.bucket + ((t - this.refilledAt) / 1000) * this.perSecond);
+    this.refilledAt = t;
+    if (this.bucket < 1) return false;
+    this.bucket -= 1;
+    return true;
   }
 
   private async review(token: string): Promise<AuthDecision> {

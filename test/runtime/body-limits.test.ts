@@ -2,7 +2,7 @@
 // many big bodies are in memory at once, and readBody's cap on the decompressed size (a gzip bomb stops at it).
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { createServer, type IncomingMessage } from 'node:http';
+import { createServer, get as httpGet, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { gzipSync } from 'node:zlib';
 import fc from 'fast-check';
@@ -60,13 +60,13 @@ describe('Slots', () => {
 });
 
 describe('readBody', () => {
-  async function serve(handler: (res: import('node:http').ServerResponse) => void, fn: (res: IncomingMessage) => Promise<void>): Promise<void> {
+  async function serve(handler: (res: ServerResponse) => void, fn: (res: IncomingMessage) => Promise<void>): Promise<void> {
     const server = createServer((_req, res) => handler(res));
     await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
     const port = (server.address() as AddressInfo).port;
     try {
       const res = await new Promise<IncomingMessage>((resolve, reject) => {
-        import('node:http').then((http) => http.get({ host: '127.0.0.1', port, path: '/', headers: { 'Accept-Encoding': 'gzip' } }, resolve).on('error', reject), reject);
+        httpGet({ host: '127.0.0.1', port, path: '/', headers: { 'Accept-Encoding': 'gzip' } }, resolve).on('error', reject);
       });
       await fn(res);
     } finally {

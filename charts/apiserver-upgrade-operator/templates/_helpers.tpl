@@ -67,7 +67,7 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 
 {{/* http, or https when /metrics has a serving certificate. */}}
 {{- define "auo.metricsScheme" -}}
-{{- if .Values.metrics.tls.secretName -}}https{{- else -}}http{{- end -}}
+{{- if or .Values.metrics.tls.secretName .Values.metrics.secure -}}https{{- else -}}http{{- end -}}
 {{- end -}}
 
 {{/* An alert's runbook_url: prometheusRule.runbookUrl and the alert's section in docs/operations.md (its name, lowercased, is its anchor). Call with (list $ "AlertName"). */}}
