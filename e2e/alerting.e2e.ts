@@ -221,7 +221,7 @@ test('with the chart\'s metrics RBAC (the page\'s values), the apiservers and th
   const [operator] = byJob(ts, METRICS_SERVICE);
   assert.equal(operator?.labels.namespace, NS);
   assert.equal(operator?.labels.instance, metricsAddress);
-  assert.equal(operator?.scrapeUrl, `http://${metricsAddress}/metrics`);
+  assert.equal(operator?.scrapeUrl, `https://${metricsAddress}/metrics`);
   // The expressions of the chart's operator alerts find the operator: ApiServerUpgradeOperatorDown's absent()
   // would be empty, NoLeader's max() is 1.
   const sel = `job="${METRICS_SERVICE}", namespace="${NS}"`;
