@@ -19,11 +19,17 @@ export const HELM_VERSION = 'v3.22.0';
 export const PROMETHEUS_VERSION = 'v3.16.0';
 /** The reference CNI plugins of the nodes mode's Pod network (github.com/containernetworking/plugins). */
 export const CNI_PLUGINS_VERSION = process.env.AUO_CNI_PLUGINS_VERSION ?? 'v1.10.0';
+/**
+ * crictl for the real-kubeadm cluster (sigs.k8s.io/cri-tools; v1.35.0 is not served by the module proxy here): kubeadm
+ * itself talks CRI through k8s.io/cri-client since v1.31 and names crictl only in its error hints, which the harness's
+ * own diagnostics follow (`crictl ps -a` of a node whose static Pod did not come up).
+ */
+export const CRICTL_VERSION = 'v1.36.0';
 /** The oldest Go that builds every default version (k8s.io/kubernetes v1.36 says `go 1.26`). */
 export const MIN_GO = [1, 26] as const;
 
 /** What build-binaries.sh builds; 'cni-plugins' is a folder (bridge, host-local, loopback, portmap), the rest one binary each. */
-export type BinaryKind = 'kube-apiserver' | 'etcd' | 'kubectl' | 'helm' | 'kubelet' | 'kube-controller-manager' | 'kube-scheduler' | 'kube-proxy' | 'cni-plugins' | 'prometheus' | ReleaseTool;
+export type BinaryKind = 'kube-apiserver' | 'etcd' | 'kubectl' | 'helm' | 'kubelet' | 'kube-controller-manager' | 'kube-scheduler' | 'kube-proxy' | 'kubeadm' | 'crictl' | 'cni-plugins' | 'prometheus' | ReleaseTool;
 /** The release's tools (scripts/release.ts): the SBOM writer, krew (the plugin install test), the workflow linter. */
 export type ReleaseTool = 'syft' | 'krew' | 'actionlint';
 export const RELEASE_TOOLS: Record<ReleaseTool, { version: string; module: string }> = {
@@ -337,7 +343,7 @@ function runBuild(spec: BinarySpec): Promise<string> {
     board.update();
     const tail: string[] = [];
     // The package whose compile line means "linking now" (the plugins link one by one: no such single moment).
-    const mainPkg = spec.what === 'etcd' ? 'go.etcd.io/etcd/server/v3' : spec.what === 'helm' ? 'helm.sh/helm/v3/cmd/helm' : spec.what === 'prometheus' ? 'github.com/prometheus/prometheus/cmd/prometheus' : spec.what === 'cni-plugins' ? undefined : spec.what in RELEASE_TOOLS ? `${RELEASE_TOOLS[spec.what as ReleaseTool].module}/cmd/${spec.what}` : `k8s.io/kubernetes/cmd/${spec.what}`;
+    const mainPkg = spec.what === 'etcd' ? 'go.etcd.io/etcd/server/v3' : spec.what === 'helm' ? 'helm.sh/helm/v3/cmd/helm' : spec.what === 'prometheus' ? 'github.com/prometheus/prometheus/cmd/prometheus' : spec.what === 'crictl' ? 'sigs.k8s.io/cri-tools/cmd/crictl' : spec.what === 'cni-plugins' ? undefined : spec.what in RELEASE_TOOLS ? `${RELEASE_TOOLS[spec.what as ReleaseTool].module}/cmd/${spec.what}` : `k8s.io/kubernetes/cmd/${spec.what}`;
     try {
       return await new Promise<string>((resolve, reject) => {
         const child = spawn('bash', [buildScript, spec.what, spec.version], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, PATH: go.envPath } });

@@ -2,13 +2,15 @@
 # Builds, from the Go module proxy, into a cache outside the repo keyed by version:
 #   kube-apiserver, kubectl,  k8s.io/kubernetes at a version (v1.35.4); the last three for the nodes mode
 #   kubelet, kube-controller-manager, kube-scheduler, kube-proxy
+#   kubeadm                   the same module: the real-kubeadm cluster (e2e/cluster/kubeadm/) and its upgrade
+#   crictl                    sigs.k8s.io/cri-tools (v1.36.0): kubeadm's preflight and image pulls talk CRI through it
 #   cni-plugins               github.com/containernetworking/plugins (v1.10.0): a folder with bridge, host-local,
 #                             loopback, portmap (the nodes mode's Pod network)
 #   etcd                      go.etcd.io/etcd/server/v3 (v3.6.16)
 #   helm                      helm.sh/helm/v3 (v3.22.0)
 #   prometheus                github.com/prometheus/prometheus (v3.16.0 = module v0.316.0), with kubernetes_sd_configs
 #   syft, krew, actionlint    the release's: github.com/anchore/syft, sigs.k8s.io/krew, github.com/rhysd/actionlint
-# Usage: build-binaries.sh <kube-apiserver|kubectl|kubelet|kube-controller-manager|kube-scheduler|kube-proxy|etcd|helm|cni-plugins|prometheus|syft|krew|actionlint> <version>
+# Usage: build-binaries.sh <kube-apiserver|kubectl|kubelet|kube-controller-manager|kube-scheduler|kube-proxy|kubeadm|crictl|etcd|helm|cni-plugins|prometheus|syft|krew|actionlint> <version>
 # Prints the path of the built binary (for cni-plugins: of the folder of plugins) on stdout. Progress goes to stderr: log lines "[build ...]", "go: downloading"
 # lines while modules are fetched, then, for e2e/cluster/binaries.ts to count:
 #   @@waiting            another process holds this binary's build lock (it is building the same thing)
@@ -49,7 +51,7 @@ compile() {
 }
 
 case "$what" in
-  kube-apiserver|kubectl|kubelet|kube-controller-manager|kube-scheduler|kube-proxy)
+  kube-apiserver|kubectl|kubelet|kube-controller-manager|kube-scheduler|kube-proxy|kubeadm)
     [[ "$version" =~ ^v1\.([0-9]+)\.([0-9]+)$ ]] || { echo "bad kubernetes version: $version" >&2; exit 2; }
     minor="${BASH_REMATCH[1]}"; patch="${BASH_REMATCH[2]}"
     log "fetching k8s.io/kubernetes@$version go.mod"
@@ -87,6 +89,15 @@ case "$what" in
     go get "helm.sh/helm/v3/cmd/helm@$version" >&2
     log "compiling"
     compile helm.sh/helm/v3/cmd/helm "-s -w -X helm.sh/helm/v3/internal/version.version=$version"
+    ;;
+  crictl)
+    [[ "$version" =~ ^v1\.[0-9]+\.[0-9]+$ ]] || { echo "bad cri-tools version: $version" >&2; exit 2; }
+    # cri-tools' own go.mod decides every dependency (it vendors them; -mod=mod takes them from the proxy instead).
+    printf 'module auo.local/build\ngo 1.25\n' > go.mod
+    log "resolving sigs.k8s.io/cri-tools@$version"
+    go get "sigs.k8s.io/cri-tools/cmd/crictl@$version" >&2
+    log "compiling"
+    compile sigs.k8s.io/cri-tools/cmd/crictl "-s -w -X sigs.k8s.io/cri-tools/pkg/version.Version=$version"
     ;;
   cni-plugins)
     [[ "$version" =~ ^v1\.[0-9]+\.[0-9]+$ ]] || { echo "bad CNI plugins version: $version" >&2; exit 2; }
@@ -129,7 +140,7 @@ case "$what" in
     log "compiling"
     compile "$mod/cmd/$what" "$ldflags"
     ;;
-  *) echo "unknown binary: $what (kube-apiserver|kubectl|kubelet|kube-controller-manager|kube-scheduler|kube-proxy|etcd|helm|cni-plugins|prometheus|syft|krew|actionlint)" >&2; exit 2 ;;
+  *) echo "unknown binary: $what (kube-apiserver|kubectl|kubelet|kube-controller-manager|kube-scheduler|kube-proxy|kubeadm|crictl|etcd|helm|cni-plugins|prometheus|syft|krew|actionlint)" >&2; exit 2 ;;
 esac
 mv "$work/out" "$out"
 log "built $out"

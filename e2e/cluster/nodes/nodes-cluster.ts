@@ -35,7 +35,7 @@ const KUBELET_VERSION = OLD_VERSION;
  * /run holds the Pods' network namespaces (containerd pins them in /var/run/netns) and the xtables lock;
  * /var/lib/cni host-local's address leases and libcni's cache (containerd 1.6 cannot move the latter).
  */
-const NODE_BINDS = [K8S_DIR, KUBELET_DIR, '/var/log', '/run', CNI_STATE_DIR] as const;
+export const NODE_BINDS = [K8S_DIR, KUBELET_DIR, '/var/log', '/run', CNI_STATE_DIR] as const;
 
 export interface NodesClusterOptions {
   nodes?: number;
@@ -262,25 +262,12 @@ export class NodesCluster {
   }
 
   private async startNode(slot: NodeSlot, o: NodeStart): Promise<void> {
-    const { root, name, address, netns } = slot.info;
+    const { root, name, address } = slot.info;
     const t0 = Date.now();
     await this.writeNodeFiles(slot.info, o);
-    // containerd holds the node's namespaces: nsenter joins the node's network, unshare makes its mount and UTS
-    // namespaces (private: nothing mounted in the node shows on the host), the shell binds the node's folders onto
-    // kubeadm's paths and names the host, then becomes containerd. The kubelet joins the same namespaces later, so
-    // hostPath volumes, the kubelet's /var/lib/kubelet and containerd's view of them agree.
-    const script = [
-      'set -e', 'hostname "$1"',
-      ...NODE_BINDS.map((p) => `mount --bind "$2${p}" ${p}`),
-      'exec containerd --config "$2/containerd.toml"',
-    ].join('\n');
-    slot.containerd = new ManagedProcess('nsenter', [`--net=/run/netns/${netns}`, 'unshare', '--mount', '--uts', '--propagation', 'private', '--', 'sh', '-c', script, 'node', name, root], join(this.dir, `${name}.containerd.log`));
+    slot.containerd = await startNodeContainerd(slot.info, NODE_BINDS, join(this.dir, `${name}.containerd.log`));
     const socket = this.containerdSocket(slot.info.index);
     const containerd = slot.containerd;
-    await waitFor(`${name}'s containerd socket`, 30_000, async () => {
-      if (containerd.exited) throw new Error(`${name}'s containerd exited (${containerd.exitCode ?? containerd.signal}); see ${containerd.logPath}`);
-      return existsSync(socket) ? true : undefined;
-    }, 200);
     // With a registry, the kubelet pulls each image through the mirrors when a Pod needs it.
     if (this.registry === undefined) await importImages(socket, this.images);
     slot.kubelet = new ManagedProcess('nsenter', ['-t', String(containerd.pid), '-m', '-u', '-n', '--', o.kubeletBin,
@@ -406,7 +393,7 @@ export class NodesCluster {
  * kernel's default 128 per user, a third cluster's kubelet died at start with "inotify_init: too many open
  * files" (seen). Raised machine-wide, only upwards, as guides for several kubelets on one host do.
  */
-function raiseInotifyLimits(): void {
+export function raiseInotifyLimits(): void {
   for (const [file, want] of [['/proc/sys/fs/inotify/max_user_instances', 8192], ['/proc/sys/fs/inotify/max_user_watches', 524288]] as const) {
     try {
       if (Number(readFileSync(file, 'utf8')) < want) writeFileSync(file, String(want));
@@ -428,7 +415,7 @@ interface NodeStart {
   proxyCert: { cert: string; key: string };
 }
 
-async function addNodeNetwork(netns: string, hostVeth: string, bridge: string, address: string, gateway: string): Promise<void> {
+export async function addNodeNetwork(netns: string, hostVeth: string, bridge: string, address: string, gateway: string): Promise<void> {
   await run('ip', ['netns', 'add', netns]);
   // A node forwards: its Pods' traffic to other nodes and the host (the bridge plugin turns it on too, per Pod).
   await run('ip', ['netns', 'exec', netns, 'sh', '-c', 'echo 1 > /proc/sys/net/ipv4/ip_forward']);
@@ -440,6 +427,29 @@ async function addNodeNetwork(netns: string, hostVeth: string, bridge: string, a
   await run('ip', ['-n', netns, 'route', 'add', 'default', 'via', gateway]);
 }
 
-async function tail(path: string, lines = 25): Promise<string> {
+export async function tail(path: string, lines = 25): Promise<string> {
   return (await readFile(path, 'utf8').catch(() => '')).split('\n').slice(-lines).join('\n');
+}
+
+/**
+ * Starts a node's containerd, which holds the node's namespaces: nsenter joins the node's network, unshare makes its
+ * mount and UTS namespaces (private: nothing mounted in the node shows on the host), the shell binds the node's
+ * folders onto the paths they stand for (`binds`) and names the host, then becomes containerd. The kubelet joins the
+ * same namespaces later, so hostPath volumes, the kubelet's /var/lib/kubelet and containerd's view of them agree.
+ * Resolves once its socket (<root>/containerd/containerd.sock) exists.
+ */
+export async function startNodeContainerd(info: NodeInfo, binds: readonly string[], logPath: string): Promise<ManagedProcess> {
+  const { name, root, netns } = info;
+  const script = [
+    'set -e', 'hostname "$1"',
+    ...binds.map((p) => `mount --bind "$2${p}" ${p}`),
+    'exec containerd --config "$2/containerd.toml"',
+  ].join('\n');
+  const containerd = new ManagedProcess('nsenter', [`--net=/run/netns/${netns}`, 'unshare', '--mount', '--uts', '--propagation', 'private', '--', 'sh', '-c', script, 'node', name, root], logPath);
+  const socket = join(root, 'containerd', 'containerd.sock');
+  await waitFor(`${name}'s containerd socket`, 30_000, async () => {
+    if (containerd.exited) throw new Error(`${name}'s containerd exited (${containerd.exitCode ?? containerd.signal}); see ${containerd.logPath}`);
+    return existsSync(socket) ? true : undefined;
+  }, 200);
+  return containerd;
 }
