@@ -66,7 +66,7 @@ function nodeRegistration(n: KubeadmNode): Record<string, unknown> {
 
 /**
  * `kubeadm init --config` of the first control-plane node: its InitConfiguration, the cluster's ClusterConfiguration
- * (stacked etcd, the balancer as controlPlaneEndpoint; no extraArgs: the apiserver runs with kubeadm's own flags) and
+ * (stacked etcd, the balancer as controlPlaneEndpoint, the DNS and proxy add-ons off; no extraArgs: the apiserver runs with kubeadm's own flags) and
  * the KubeletConfiguration every node gets from the kubelet-config ConfigMap.
  */
 export function initConfiguration(input: ClusterInput, first: KubeadmNode): string {
@@ -89,6 +89,11 @@ export function initConfiguration(input: ClusterInput, first: KubeadmNode): stri
       imageRepository: 'registry.k8s.io',
       etcd: { local: { dataDir: ETCD_DATA_DIR, imageTag: input.etcdImageTag } },
       networking: { serviceSubnet: '10.96.0.0/12', dnsDomain: 'cluster.local' },
+      // No CoreDNS (no image of it here; clients use the env variables) and kube-proxy as a process, not kubeadm's
+      // DaemonSet (docs/e2e-cluster.md "Real kubeadm"): what `--skip-phases=addon/coredns,addon/kube-proxy` records,
+      // so `kubeadm config images list` leaves both out and `kubeadm upgrade` skips both add-ons.
+      dns: { disabled: true },
+      proxy: { disabled: true },
     },
     { apiVersion: 'kubelet.config.k8s.io/v1beta1', kind: 'KubeletConfiguration', ...input.kubelet },
   ];

@@ -1,0 +1,162 @@
+// The platform team's day (issue 22), as one test, on a control plane made by real kubeadm v1.35.4 (init on cp-1,
+// join --control-plane on cp-2 and cp-3, stacked etcd, haproxy as controlPlaneEndpoint):
+//   1. the operator installed with the chart, docs/quickstart.md's blocks run as written (only image names, the
+//      durations and helm's --wait put in);
+//   2. the quickstart's ApiServerUpgrade (static Pod driver) to v1.36.3, applied paused, reviewed, let go, while a
+//      client keeps reading and writing a ConfigMap through the balancer;
+//   3. what docs/kubeadm-runbook.md says next, with kubeadm v1.36.3 itself: `kubeadm upgrade plan`,
+//      `kubeadm upgrade apply v1.36.3 -y` on cp-1, `kubeadm upgrade node` on cp-2 and cp-3.
+// It checks that kubeadm accepts what the operator left (no error, the gate and --peer-ca-file kept in the manifests
+// kubeadm writes) and prints, per step: the kube-apiserver restarts (manifest changes, new mirror Pods, container
+// restarts) and the client's requests and errors. docs/kubeadm-runbook.md "Measured" holds the numbers of a run.
+import { test, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { writeFile } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
+import { parse } from 'yaml';
+import { KubeadmCluster } from '../cluster/kubeadm/kubeadm-cluster.ts';
+import { NEW_VERSION, PROXY_GATE, waitFor } from '../cluster/index.ts';
+import { AGENT_IMAGE, agentImage } from '../cluster/images.ts';
+import { operatorImage, OPERATOR_IMAGE } from '../cluster/operator-image.ts';
+import { getUpgrade } from '../support/operator.ts';
+import { tool, runOk } from '../support/tools.ts';
+import { docBlock, substitute } from '../support/doc-blocks.ts';
+import { ReadWriteTraffic } from '../support/rw-traffic.ts';
+import { ApiServerRestarts, type RestartCounts } from '../support/apiserver-restarts.ts';
+import type { ApiServerUpgrade } from '../../src/api/types.generated.ts';
+
+const REPO = join(import.meta.dirname, '..', '..');
+const QUICKSTART = join(REPO, 'docs', 'quickstart.md');
+// The quickstart's blocks are marked for the helm-install test; this one runs the same blocks on real kubeadm.
+const DOC_TAG = 'e2e/helm-install.e2e.ts';
+const RELEASE = 'apiserver-upgrade-operator';
+const NS = 'apiserver-upgrade-operator';
+const UPGRADE = 'kubeadm-to-v1-36-3';
+
+let cluster: KubeadmCluster | undefined;
+let traffic: ReadWriteTraffic | undefined;
+let restarts: ApiServerRestarts | undefined;
+after(async () => {
+  await traffic?.stop();
+  await restarts?.stop();
+  await cluster?.teardown();
+});
+
+interface Pod { metadata: { name: string }; spec: { nodeName?: string; containers: { image: string; command?: string[] }[] }; status?: { containerStatuses?: { ready: boolean; restartCount: number }[] } }
+
+async function runDocBlock(c: KubeadmCluster, name: string, cwd: string, replacements: [string, string][]): Promise<string> {
+  const script = substitute(docBlock(QUICKSTART, DOC_TAG, name), replacements);
+  const path = [...new Set([dirname(tool('kubectl')), dirname(tool('helm'))])].join(':');
+  const out = await runOk('bash', ['-c', `set -euo pipefail\nexport PATH=${path}:"$PATH" KUBECONFIG=${c.kubeconfig}\n${script}`], { cwd, timeoutMs: 6 * 60_000 });
+  process.stderr.write(`[day] ran the quickstart's ${name}:\n${out}`);
+  return out;
+}
+
+function flags(manifest: string): string[] {
+  return (parse(manifest) as Pod).spec.containers[0]!.command ?? [];
+}
+
+function gateOn(cmd: string[]): boolean {
+  return cmd.some((f) => f.startsWith('--feature-gates=') && f.slice('--feature-gates='.length).split(',').includes(`${PROXY_GATE}=true`));
+}
+
+interface Step { step: string; seconds: number; restarts: Record<string, RestartCounts>; client: ReturnType<ReadWriteTraffic['window']> }
+
+test('the platform team\'s day on real kubeadm: helm install, the operator upgrades kube-apiserver to v1.36.3 under client traffic, then kubeadm upgrade plan/apply/node v1.36.3 accept what it left', { timeout: 90 * 60_000 }, async () => {
+  const steps: Step[] = [];
+  const images = await Promise.all([operatorImage(), agentImage()]);
+  const c = await KubeadmCluster.start({ nodes: 3, upgradeVersions: [NEW_VERSION], images, verbose: true });
+  cluster = c;
+  process.stderr.write(`[day] kubeadm cluster ready: ${JSON.stringify(c.timings)}\n`);
+  const names = c.nodes.map((n) => n.name);
+  restarts = new ApiServerRestarts(names, (n) => c.manifest(names.indexOf(n)), () => c.request('lb', '/api/v1/namespaces/kube-system/pods?labelSelector=component%3Dkube-apiserver', { timeoutMs: 3000 }));
+  traffic = await ReadWriteTraffic.start((p, o) => c.request('lb', p, o), 'platform-day-client');
+  const t = traffic;
+  const r = restarts;
+  const measure = async <T>(step: string, f: () => Promise<T>): Promise<T> => {
+    const from = Date.now();
+    const before = r.snapshot();
+    const out = await f();
+    await new Promise((res) => setTimeout(res, 1000)); // the last poll of the restart counter
+    const s: Step = { step, seconds: (Date.now() - from) / 1000, restarts: ApiServerRestarts.since(before, r.snapshot()), client: t.window(from, Date.now()) };
+    steps.push(s);
+    process.stderr.write(`[day] ${step}: ${s.seconds.toFixed(0)} s; apiserver restarts ${JSON.stringify(s.restarts)}; client ${s.client.requests} requests, ${s.client.errors} errors ${JSON.stringify(s.client.byStatus)}${s.client.firstErrors.length ? `; first errors: ${s.client.firstErrors.join(' | ')}` : ''}\n`);
+    return out;
+  };
+
+  // 1. The operator, installed as docs/quickstart.md's Path A says (the images this test built and imported put in).
+  await measure('helm install (quickstart)', async () => {
+    const tag = OPERATOR_IMAGE.slice(OPERATOR_IMAGE.lastIndexOf(':') + 1);
+    await runDocBlock(c, 'helm-install.sh', REPO, [
+      ['registry.example.com/apiserver-upgrade-operator --set image.tag=0.1.0', `${OPERATOR_IMAGE.slice(0, OPERATOR_IMAGE.lastIndexOf(':'))} --set image.tag=${tag}`],
+      ['registry.example.com/node-agent:0.1.0', AGENT_IMAGE],
+      ['--create-namespace \\', '--create-namespace --wait --timeout 8m \\'],
+    ]);
+    await waitFor('2 ready operator Pods', 5 * 60_000, async () => {
+      const ps = (await c.json<{ items: Pod[] }>(`/api/v1/namespaces/${NS}/pods?labelSelector=${encodeURIComponent(`app.kubernetes.io/name=${RELEASE}`)}`)).items;
+      return ps.filter((p) => p.status?.containerStatuses?.every((s) => s.ready)).length === 2 ? true : undefined;
+    }, 2000);
+  });
+
+  // 2. The quickstart's upgrade: paused, reviewed with its commands, let go. Only the durations are shortened.
+  const final = await measure('ApiServerUpgrade to v1.36.3 (static Pod driver)', async () => {
+    await writeFile(join(c.dir, `${UPGRADE}.yaml`), substitute(docBlock(QUICKSTART, DOC_TAG, `${UPGRADE}.yaml`), [
+      ['soakDuration: 5m', 'soakDuration: 5s'], ['interval: 15s', 'interval: 5s'],
+      ['ghcr.io/apiserver-upgrade-operator/node-agent:0.1.0', AGENT_IMAGE],
+    ]));
+    await runDocBlock(c, 'apply.sh', c.dir, []);
+    await waitFor('preflight to pass while paused', 5 * 60_000, async () => {
+      const u = await getUpgrade(c, UPGRADE);
+      return u?.status?.conditions?.some((x) => x.type === 'PreflightPassed' && x.status === 'True') ? true : undefined;
+    }, 2000);
+    const shown = await runDocBlock(c, 'apply.sh', c.dir, [[`kubectl apply -f ${UPGRADE}.yaml\n`, '']]);
+    assert.match(shown, /^PreflightPassed=True Passed: /m, shown);
+    await runDocBlock(c, 'resume.sh', c.dir, []);
+    return await waitFor('Succeeded', 30 * 60_000, async () => {
+      const u = await getUpgrade(c, UPGRADE);
+      if (u?.status?.phase === 'Paused' || u?.status?.phase === 'Failed') throw new Error(`upgrade ${u.status.phase}: ${JSON.stringify(u.status.pause ?? u.status.conditions)}`);
+      return u?.status?.phase === 'Succeeded' ? u : undefined;
+    }, 2000) as ApiServerUpgrade;
+  });
+  const kc = final.status?.conditions?.find((x) => x.type === 'KubeadmConfigUpdated');
+  assert.equal(kc?.status, 'True', `kubeadm-config brought in line by the operator: ${JSON.stringify(kc)}`);
+  const operatorManifests = await Promise.all(c.nodes.map((n) => c.manifest(n.index)));
+  for (const [i, m] of operatorManifests.entries()) {
+    assert.ok(gateOn(flags(m)), `${names[i]}: the operator turned the gate on`);
+    assert.ok((parse(m) as Pod).spec.containers[0]!.image.endsWith(`:${NEW_VERSION}`), `${names[i]} runs ${NEW_VERSION}`);
+  }
+  const cm = await c.json<{ data: { ClusterConfiguration: string } }>('/api/v1/namespaces/kube-system/configmaps/kubeadm-config');
+  process.stderr.write(`[day] kubeadm-config after the operator:\n${cm.data.ClusterConfiguration}\n`);
+
+  // 3. The runbook's next step, with kubeadm v1.36.3 itself.
+  const plan = await measure('kubeadm upgrade plan (cp-1)', () => c.kubeadm(0, NEW_VERSION, ['upgrade', 'plan']));
+  process.stderr.write(`[day] kubeadm upgrade plan:\n${plan}\n`);
+  const apply = await measure('kubeadm upgrade apply v1.36.3 -y (cp-1)', () => c.kubeadm(0, NEW_VERSION, ['upgrade', 'apply', NEW_VERSION, '-y']));
+  process.stderr.write(`[day] kubeadm upgrade apply (tail):\n${apply.split('\n').slice(-25).join('\n')}\n`);
+  assert.match(apply, /SUCCESS! A control plane node of your cluster was upgraded to "v1\.36\.3"/);
+  for (const i of [1, 2]) {
+    const out = await measure(`kubeadm upgrade node (${names[i]})`, () => c.kubeadm(i, NEW_VERSION, ['upgrade', 'node']));
+    assert.match(out, /The upgrade for this control plane node was successfully completed|upgrade.*successfully/i, out.split('\n').slice(-10).join('\n'));
+  }
+  await traffic.stop();
+  await restarts.stop();
+
+  // What kubeadm left: every manifest at v1.36.3, the gate and --peer-ca-file kept (the operator's kubeadm-config edit).
+  const after = await Promise.all(c.nodes.map((n) => c.manifest(n.index)));
+  const dropped: string[] = [];
+  for (const [i, m] of after.entries()) {
+    const cmd = flags(m);
+    assert.equal((parse(m) as Pod).spec.containers[0]!.image, `registry.k8s.io/kube-apiserver:${NEW_VERSION}`);
+    assert.ok(gateOn(cmd), `${names[i]}: kubeadm kept ${PROXY_GATE}=true: ${cmd.join(' ')}`);
+    assert.ok(cmd.includes('--peer-ca-file=/etc/kubernetes/pki/ca.crt'), `${names[i]}: kubeadm kept --peer-ca-file`);
+    for (const f of flags(operatorManifests[i]!)) if (!cmd.includes(f)) dropped.push(`${names[i]}: ${f}`);
+    for (const comp of ['kube-controller-manager', 'kube-scheduler']) {
+      assert.ok((parse(await c.manifest(i, comp)) as Pod).spec.containers[0]!.image.endsWith(`:${NEW_VERSION}`), `${names[i]}'s ${comp} upgraded by kubeadm`);
+    }
+  }
+  process.stderr.write(`[day] flags of the operator's manifests that kubeadm's manifests lack: ${dropped.join('; ') || 'none'}\n`);
+  for (let i = 0; i < 3; i++) assert.equal((JSON.parse((await c.request(i, '/version')).body) as { gitVersion: string }).gitVersion, NEW_VERSION);
+  const whole = traffic.window();
+  process.stderr.write(`[day] SUMMARY ${JSON.stringify({ steps: steps.map((s) => ({ step: s.step, seconds: Math.round(s.seconds), restarts: s.restarts, requests: s.client.requests, errors: s.client.errors, byStatus: s.client.byStatus })), day: { requests: whole.requests, errors: whole.errors, byStatus: whole.byStatus }, dropped, kubeletStarts: c.nodes.map((n) => c.kubeletStarts(n.index)) })}\n`);
+  assert.ok(whole.requests > 100, 'the client ran through the day');
+});
