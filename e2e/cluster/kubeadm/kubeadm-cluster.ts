@@ -6,26 +6,24 @@
 // runs the kubelet as kubeadm's systemd unit would (kubelet-service.ts). The kubeadm-shaped mode stays the fast one;
 // this is the reference. What is skipped and why: docs/e2e-cluster.md "Real kubeadm".
 import { chmod, copyFile, mkdir, readFile, readdir, symlink, writeFile } from 'node:fs/promises';
-import { createWriteStream, existsSync, mkdirSync } from 'node:fs';
+import { createWriteStream } from 'node:fs';
 import { createHash, randomBytes, X509Certificate } from 'node:crypto';
 import { spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { parse } from 'yaml';
-import { freePort } from '../cluster.ts';
 import { CNI_PLUGINS, CNI_PLUGINS_VERSION, ensureBinaries, ETCD_VERSION, OLD_VERSION, type BinarySpec } from '../binaries.ts';
-import { createClientCert, createPki, type Pki } from '../pki.ts';
-import { claimSubnet, usedPrefixes } from '../netns.ts';
+import { createClientCert } from '../pki.ts';
 import { ManagedProcess } from '../process.ts';
 import { writeKubeconfig } from '../kubeconfig.ts';
 import { writeHaproxyConfig } from '../haproxy.ts';
 import { SECURE_PORT } from '../apiserver-flags.ts';
-import { registerTeardown, unregisterTeardown, destroySync, sweepStale, stateDir, writeState, STATE_ROOT, type ClusterState } from '../cleanup.ts';
-import { adminRequest, type HttpResult } from '../http.ts';
-import { run, waitFor } from '../exec.ts';
+import { unregisterTeardown, destroySync, sweepStale, writeState, type ClusterState } from '../cleanup.ts';
+import { waitFor } from '../exec.ts';
 import { requireCommands } from '../requirements.ts';
 import { importImages, type ImageTar } from '../images.ts';
-import { CNI_STATE_DIR, cniConflist, containerdConfig, K8S_DIR, KUBELET_DIR, kubeletConfig, kubeProxyConfig, podSubnet } from '../nodes/kubeadm-layout.ts';
-import { addNodeNetwork, raiseInotifyLimits, startNodeContainerd, tail, type NodeInfo } from '../nodes/nodes-cluster.ts';
+import { CNI_STATE_DIR, cniConflist, containerdConfig, K8S_DIR, KUBELET_DIR, kubeletConfig, kubeProxyConfig } from '../nodes/kubeadm-layout.ts';
+import { FleetView, withFleet, type Fleet } from '../nodes/node-fleet.ts';
+import { raiseInotifyLimits, startNodeContainerd, tail, type NodeInfo } from '../nodes/nodes-cluster.ts';
 import { ETCD_DATA_DIR, initConfiguration, joinConfiguration, systemctlShim, type ClusterInput, type KubeadmNode } from './kubeadm-files.ts';
 import { etcdImageTag, kubeadmImages, pauseImageName } from './kubeadm-images.ts';
 import { KubeletService } from './kubelet-service.ts';
@@ -59,13 +57,7 @@ export interface KubeadmRun {
   output: string;
 }
 
-export class KubeadmCluster {
-  readonly runId: string;
-  readonly dir: string;
-  readonly pki: Pki;
-  readonly kubeconfig: string;
-  readonly lbUrl: string;
-  readonly prefix: string;
+export class KubeadmCluster extends FleetView {
   readonly timings: Record<string, number> = {};
   /** Every kubeadm command run, in order, with its output (the tests print and check them). */
   readonly kubeadmRuns: KubeadmRun[] = [];
@@ -76,17 +68,12 @@ export class KubeadmCluster {
   private haproxy?: ManagedProcess;
   private tornDown = false;
 
-  private constructor(init: { runId: string; dir: string; pki: Pki; kubeconfig: string; lbUrl: string; prefix: string; slots: Slot[]; state: ClusterState; bins: Map<string, string>; log: (m: string) => void }) {
-    this.runId = init.runId;
-    this.dir = init.dir;
-    this.pki = init.pki;
-    this.kubeconfig = init.kubeconfig;
-    this.lbUrl = init.lbUrl;
-    this.prefix = init.prefix;
-    this.slots = init.slots;
-    this.state = init.state;
-    this.bins = init.bins;
-    this.log = init.log;
+  private constructor(f: Fleet, bins: Map<string, string>, log: (m: string) => void) {
+    super(f);
+    this.slots = f.nodes.map((info) => ({ info }));
+    this.state = f.state;
+    this.bins = bins;
+    this.log = log;
   }
 
   static async start(opts: KubeadmClusterOptions = {}): Promise<KubeadmCluster> {
@@ -112,138 +99,68 @@ export class KubeadmCluster {
     const bins = new Map(specs.map((s, i) => [`${s.what}@${s.version}`, paths[i]!]));
     const tImages = Date.now();
     const images = [...await kubeadmImages(versions), ...(opts.images ?? [])];
-    const timings: Record<string, number> = { images: (Date.now() - tImages) / 1000 };
+    const imagesSeconds = (Date.now() - tImages) / 1000;
 
-    const runId = randomBytes(3).toString('hex');
-    const dir = stateDir(runId);
-    await mkdir(dir, { recursive: true });
-    const nodeNetns = Array.from({ length: n }, (_, i) => `auo-${runId}-n${i + 1}`);
-    const state: ClusterState = { runId, ownerPid: process.pid, dir, netns: `auo-${runId}`, hostVeth: `auo${runId}h`, rootPids: [], nodeNetns, bridge: `auo${runId}b` };
+    return withFleet(n, BINDS, async (f) => {
+      const c = new KubeadmCluster(f, bins, log);
+      c.timings.images = imagesSeconds;
+      try {
+        return await c.bringUp(f, version, images, t0, n);
+      } catch (err) {
+        // Before withFleet tears the nodes down: the logs, and the kubelet services' timers.
+        await c.keepLogs();
+        await Promise.all(c.slots.map((s) => s.kubelet?.close()));
+        throw err;
+      }
+    });
+  }
+
+  /** haproxy, every node prepared, kubeadm init on cp-1, join --control-plane on the others, kube-proxy. */
+  private async bringUp(f: Fleet, version: string, images: ImageTar[], t0: number, n: number): Promise<KubeadmCluster> {
+    const { dir, state, hostAddress, pki, lbPort, lbUrl } = f;
+    const slots = this.slots;
+    const cfg = await writeHaproxyConfig(dir, `${hostAddress}:${lbPort}`, slots.map((s) => ({ name: s.info.name, address: s.info.address, port: SECURE_PORT })));
+    this.haproxy = new ManagedProcess('haproxy', ['-db', '-f', cfg], join(dir, 'haproxy.log'));
+    state.rootPids.push(this.haproxy.pid);
     writeState(state);
-    registerTeardown(runId, () => destroySync(state));
-    let c: KubeadmCluster | undefined;
-    try {
-      const prefix = `10.77.${claimSubnet(STATE_ROOT, runId, await usedPrefixes())}`;
-      state.prefix = prefix;
-      writeState(state);
-      const hostAddress = `${prefix}.1`;
-      await run('ip', ['link', 'add', state.bridge!, 'type', 'bridge']);
-      await run('ip', ['addr', 'add', `${hostAddress}/24`, 'dev', state.bridge!]);
-      await run('ip', ['link', 'set', state.bridge!, 'up']);
-      // The harness's CA becomes kubeadm's (ca.crt + ca.key placed before init: kubeadm issues the rest with it), so
-      // the harness's admin certificate (system:masters) and client certificates are trusted by kubeadm's cluster.
-      const pki = await createPki(join(dir, 'pki'));
-      const lbPort = await freePort();
-      const lbUrl = `https://${hostAddress}:${lbPort}`;
-      const kubeconfig = await writeKubeconfig(join(dir, 'admin.kubeconfig'), lbUrl, pki.caCert, pki.adminCert, pki.adminKey);
-      const slots: Slot[] = [];
-      for (let i = 0; i < n; i++) {
-        const name = `cp-${i + 1}`;
-        const address = `${prefix}.${11 + i}`;
-        await addNodeNetwork(nodeNetns[i]!, `auo${runId}v${i + 1}`, state.bridge!, address, hostAddress);
-        slots.push({ info: { index: i, name, hostname: name, address, url: `https://${address}:${SECURE_PORT}`, root: join(dir, 'nodes', name), netns: nodeNetns[i]!, podSubnet: podSubnet(i) } });
-      }
-      await Promise.all(slots.map((s) => Promise.all(slots.filter((o) => o !== s).map((o) => run('ip', ['-n', s.info.netns, 'route', 'add', o.info.podSubnet, 'via', o.info.address])))));
-      for (const p of BINDS) {
-        if (existsSync(p)) continue;
-        mkdirSync(p, { recursive: true });
-        (state.createdHostDirs ??= []).push(p);
-      }
-      writeState(state);
-      c = new KubeadmCluster({ runId, dir, pki, kubeconfig, lbUrl, prefix, slots, state, bins, log });
-      Object.assign(c.timings, timings);
-      const cfg = await writeHaproxyConfig(dir, `${hostAddress}:${lbPort}`, slots.map((s) => ({ name: s.info.name, address: s.info.address, port: SECURE_PORT })));
-      c.haproxy = new ManagedProcess('haproxy', ['-db', '-f', cfg], join(dir, 'haproxy.log'));
-      state.rootPids.push(c.haproxy.pid);
-      writeState(state);
 
-      const input: ClusterInput = {
-        version,
-        controlPlaneEndpoint: `${hostAddress}:${lbPort}`,
-        etcdImageTag: etcdImageTag(),
-        token: `${randomBytes(3).toString('hex')}.${randomBytes(8).toString('hex')}`,
-        certificateKey: randomBytes(32).toString('hex'),
-        kubelet: kubeletSettings(),
-      };
-      const tNodes = Date.now();
-      await Promise.all(slots.map((s) => c!.prepareNode(s, images, version)));
-      c.timings.nodesPrepared = (Date.now() - tNodes) / 1000;
-      const first = slots[0]!;
-      await copyFile(pki.caCert, join(first.info.root, 'etc/kubernetes/pki/ca.crt'));
-      await copyFile(pki.caKey, join(first.info.root, 'etc/kubernetes/pki/ca.key'));
-      await writeFile(join(first.info.root, 'kubeadm', 'init.yaml'), initConfiguration(input, kubeadmNode(first)));
-      const tInit = Date.now();
-      await c.kubeadm(0, version, ['init', `--config=${join(first.info.root, 'kubeadm', 'init.yaml')}`, '--upload-certs', '--skip-phases=addon/coredns,addon/kube-proxy', '--v=1']);
-      c.timings.init = (Date.now() - tInit) / 1000;
-      const caHash = caCertHash(await readFile(pki.caCert, 'utf8'));
-      // One join at a time: each adds an etcd member (a learner, then promoted), which kubeadm does against a healthy cluster.
-      for (const s of slots.slice(1)) {
-        await writeFile(join(s.info.root, 'kubeadm', 'join.yaml'), joinConfiguration(input, kubeadmNode(s), caHash));
-        const tJoin = Date.now();
-        await c.kubeadm(s.info.index, version, ['join', `--config=${join(s.info.root, 'kubeadm', 'join.yaml')}`, '--v=1']);
-        c.timings[`join-${s.info.name}`] = (Date.now() - tJoin) / 1000;
-      }
-      const proxyCert = await createClientCert(pki, 'kube-proxy', 'system:kube-proxy');
-      await Promise.all(slots.map((s) => c!.startKubeProxy(s, proxyCert)));
-      await c.waitReady();
-      c.timings.ready = (Date.now() - t0) / 1000;
-      log(`ready: ${n} kubeadm nodes behind ${lbUrl} (${JSON.stringify(c.timings)})`);
-      return c;
-    } catch (err) {
-      if (c !== undefined) await c.keepLogs();
-      await Promise.all((c?.slots ?? []).map((s) => s.kubelet?.close()));
-      unregisterTeardown(runId);
-      destroySync(state);
-      throw err;
+    const input: ClusterInput = {
+      version,
+      controlPlaneEndpoint: `${hostAddress}:${lbPort}`,
+      etcdImageTag: etcdImageTag(),
+      token: `${randomBytes(3).toString('hex')}.${randomBytes(8).toString('hex')}`,
+      certificateKey: randomBytes(32).toString('hex'),
+      kubelet: kubeletSettings(),
+    };
+    const tNodes = Date.now();
+    await Promise.all(slots.map((s) => this.prepareNode(s, images, version)));
+    this.timings.nodesPrepared = (Date.now() - tNodes) / 1000;
+    const first = slots[0]!;
+    await copyFile(pki.caCert, join(first.info.root, 'etc/kubernetes/pki/ca.crt'));
+    await copyFile(pki.caKey, join(first.info.root, 'etc/kubernetes/pki/ca.key'));
+    await writeFile(join(first.info.root, 'kubeadm', 'init.yaml'), initConfiguration(input, kubeadmNode(first)));
+    const tInit = Date.now();
+    await this.kubeadm(0, version, ['init', `--config=${join(first.info.root, 'kubeadm', 'init.yaml')}`, '--upload-certs', '--skip-phases=addon/coredns,addon/kube-proxy', '--v=1']);
+    this.timings.init = (Date.now() - tInit) / 1000;
+    const caHash = caCertHash(await readFile(pki.caCert, 'utf8'));
+    // One join at a time: each adds an etcd member (a learner, then promoted), which kubeadm does against a healthy cluster.
+    for (const s of slots.slice(1)) {
+      await writeFile(join(s.info.root, 'kubeadm', 'join.yaml'), joinConfiguration(input, kubeadmNode(s), caHash));
+      const tJoin = Date.now();
+      await this.kubeadm(s.info.index, version, ['join', `--config=${join(s.info.root, 'kubeadm', 'join.yaml')}`, '--v=1']);
+      this.timings[`join-${s.info.name}`] = (Date.now() - tJoin) / 1000;
     }
-  }
-
-  get nodes(): NodeInfo[] {
-    return this.slots.map((s) => ({ ...s.info }));
-  }
-
-  /** The nodes as the process mode names its servers (index, url), for helpers that take either cluster. */
-  get servers(): NodeInfo[] {
-    return this.nodes;
-  }
-
-  node(i: number): NodeInfo {
-    const s = this.slots[i];
-    if (!s) throw new Error(`no node ${i}; the cluster has ${this.slots.length}`);
-    return { ...s.info };
-  }
-
-  /** A static Pod manifest of node i as the kubelet reads it (kube-apiserver, etcd, ...). */
-  manifest(i: number, component = 'kube-apiserver'): Promise<string> {
-    return readFile(join(this.node(i).root, 'etc/kubernetes/manifests', `${component}.yaml`), 'utf8');
-  }
-
-  manifestFiles(i: number): Promise<string[]> {
-    return readdir(join(this.node(i).root, 'etc/kubernetes/manifests'));
-  }
-
-  /** Files in the node's backup folder (the static Pod driver's default backupDir). */
-  async backups(i: number): Promise<string[]> {
-    return readdir(join(this.node(i).root, 'etc/kubernetes/apiserver-upgrade-backup')).catch(() => []);
-  }
-
-  containerdSocket(i: number): string {
-    return join(this.node(i).root, 'containerd', 'containerd.sock');
+    const proxyCert = await createClientCert(pki, 'kube-proxy', 'system:kube-proxy');
+    await Promise.all(slots.map((s) => this.startKubeProxy(s, proxyCert)));
+    await this.waitReady();
+    this.timings.ready = (Date.now() - t0) / 1000;
+    this.log(`ready: ${n} kubeadm nodes behind ${lbUrl} (${JSON.stringify(this.timings)})`);
+    return this;
   }
 
   /** How often node i's kubelet was started by its service (kubeadm's restarts included). */
   kubeletStarts(i: number): number {
     return this.slots[i]?.kubelet?.starts ?? 0;
-  }
-
-  request(i: number | 'lb', path: string, opts: { method?: string; headers?: Record<string, string>; body?: string; timeoutMs?: number; newConnection?: boolean } = {}): Promise<HttpResult> {
-    return adminRequest(this.pki, (i === 'lb' ? this.lbUrl : this.node(i).url) + path, opts);
-  }
-
-  async json<T>(path: string): Promise<T> {
-    const r = await this.request('lb', path);
-    if (r.status !== 200) throw new Error(`GET ${path}: ${r.status} ${r.body.slice(0, 300)}`);
-    return JSON.parse(r.body) as T;
   }
 
   /**
