@@ -287,7 +287,9 @@ function kubeadmNode(s: Slot): KubeadmNode {
 function kubeletSettings(): Record<string, unknown> {
   const own = new Set(['apiVersion', 'kind', 'containerRuntimeEndpoint', 'imageServiceEndpoint', 'authentication', 'authorization', 'address', 'staticPodPath', 'healthzBindAddress', 'healthzPort', 'readOnlyPort', 'registerNode']);
   const all = parse(kubeletConfig({ containerdSocket: '/unused', address: '0.0.0.0' })) as Record<string, unknown>;
-  return Object.fromEntries(Object.entries(all).filter(([k]) => !own.has(k)));
+  // kubeadm drops an empty list on its way to the node's config.yaml, and the kubelet's default (["pods"]) needs QoS
+  // cgroups: "none" says nothing is enforced (seen: the kubelet refused to start with the list left empty).
+  return { ...Object.fromEntries(Object.entries(all).filter(([k]) => !own.has(k))), enforceNodeAllocatable: ['none'] };
 }
 
 /** kubeadm's --discovery-token-ca-cert-hash: sha256 of the CA certificate's DER SubjectPublicKeyInfo. */
