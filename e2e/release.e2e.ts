@@ -1,0 +1,87 @@
+// `npm run release` to a real registry (issue 22), in a few minutes: the harness registry (Debian's
+// docker-registry, plain HTTP; e2e/cluster/registry.ts) stands in for ghcr.io (e2e/support/release.ts). Checks
+// what a release publishes: the image and the OCI chart in the registry under the digests it printed, the chart's
+// defaults (version, appVersion, the image it names: only the published one), the files and their SHA256SUMS, an
+// SPDX SBOM listing the locked production dependencies, and a krew manifest carrying the archive's real sha256 and
+// download URL. Installing all that on real kubelets through containerd mirrors: e2e/release-install-nodes.e2e.ts.
+import { test, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { parse, parseAllDocuments } from 'yaml';
+import { binary, HELM_VERSION } from './cluster/binaries.ts';
+import { startRegistry, type Registry } from './cluster/registry.ts';
+import { runOk } from './support/tools.ts';
+import { PUBLISHED, RELEASE_VERSION, releaseToHarness } from './support/release.ts';
+import { DEFAULT_DOWNLOAD_BASE } from '../scripts/release/plan.ts';
+
+const REPO = join(import.meta.dirname, '..');
+const VERSION = RELEASE_VERSION;
+let registry: Registry | undefined;
+const work = mkdtempSync(join(tmpdir(), 'auo-release-e2e-'));
+after(async () => {
+  await registry?.stop();
+  rmSync(work, { recursive: true, force: true });
+});
+
+const sha256 = (path: string): string => createHash('sha256').update(readFileSync(path)).digest('hex');
+
+test('npm run release into a registry: image and OCI chart under the printed digests, chart defaults naming only the published image, SBOM, krew manifest with the real sha256 and URL, SHA256SUMS', { timeout: 20 * 60_000 }, async () => {
+  const t0 = Date.now();
+  registry = await startRegistry({ verbose: true });
+  const out = join(work, 'release');
+  const r = await releaseToHarness(registry, out);
+  process.stderr.write(`[release] published in ${((Date.now() - t0) / 1000).toFixed(1)} s: ${r.image.reference}@${r.image.digest}, oci://${r.chart.reference}@${r.chart.digest}\n`);
+  const image = `${PUBLISHED}/apiserver-upgrade-operator:${VERSION}`;
+  assert.equal(r.image.reference, `${registry.address}/${image}`);
+  assert.equal(r.names.image, image);
+  assert.equal(r.names.chartInstallRef, `oci://${registry.address}/${PUBLISHED}/charts/apiserver-upgrade-operator`);
+
+  // The registry serves what the release printed, by tag.
+  for (const [repo, digest] of [[`${PUBLISHED}/apiserver-upgrade-operator`, r.image.digest], [`${PUBLISHED}/charts/apiserver-upgrade-operator`, r.chart.digest]] as const) {
+    const res = await fetch(`http://${registry.address}/v2/${repo}/manifests/${VERSION}`, { method: 'HEAD', headers: { Accept: 'application/vnd.oci.image.manifest.v1+json' } });
+    assert.equal(res.status, 200, repo);
+    assert.equal(res.headers.get('docker-content-digest'), digest, `${repo}:${VERSION} is the digest the release printed`);
+  }
+  const manifest = await (await fetch(`http://${registry.address}/v2/${PUBLISHED}/apiserver-upgrade-operator/manifests/${VERSION}`, { headers: { Accept: 'application/vnd.oci.image.manifest.v1+json' } })).json() as { layers: { mediaType: string }[] };
+  assert.deepEqual(manifest.layers.map((l) => l.mediaType), ['application/vnd.oci.image.layer.v1.tar+gzip'], 'pushed with a compressed layer');
+
+  // The chart as a user pulls it: version, appVersion, and the defaults name the published image only.
+  const helm = await binary('helm', HELM_VERSION);
+  const pulled = join(work, 'pulled');
+  await runOk(helm, ['pull', r.names.chartInstallRef, '--version', VERSION, '--plain-http', '--destination', pulled]);
+  assert.equal(sha256(join(pulled, r.names.chartFile)), sha256(join(out, r.names.chartFile)), 'the registry serves the packaged chart, byte for byte');
+  const chart = parse(await runOk(helm, ['show', 'chart', join(pulled, r.names.chartFile)])) as { version: string; appVersion: string };
+  assert.equal(chart.version, VERSION);
+  assert.equal(chart.appVersion, VERSION);
+  const rendered = await runOk(helm, ['template', 'x', join(pulled, r.names.chartFile), '--namespace', 'apiserver-upgrade-operator']);
+  const images = new Set<string>();
+  for (const d of parseAllDocuments(rendered)) {
+    const o = d.toJS() as { kind?: string; spec?: { template?: { spec?: { containers?: { image: string }[] } } }; data?: Record<string, string> } | null;
+    for (const c of o?.spec?.template?.spec?.containers ?? []) images.add(c.image);
+    if (o?.kind === 'ConfigMap' && o.data?.['policy.yaml']) for (const a of (parse(o.data['policy.yaml']) as { agentImages: { image?: string }[] }).agentImages) images.add(a.image ?? '(a rule without an exact image)');
+  }
+  assert.deepEqual([...images], [image], 'the operator Deployment and the policy\'s agent images: the published image, nothing else');
+
+  // The files.
+  const sums = readFileSync(join(out, 'SHA256SUMS'), 'utf8').trim().split('\n').map((l) => l.split(/\s+/));
+  assert.deepEqual(sums.map(([, n]) => n).sort(), [r.names.archiveFile, r.names.chartFile, r.names.krewManifestFile, r.names.sbomFile].sort());
+  for (const [sum, name] of sums) assert.equal(sha256(join(out, name!)), sum, name);
+  const sbom = JSON.parse(readFileSync(join(out, r.names.sbomFile), 'utf8')) as { spdxVersion: string; packages: { name: string; versionInfo?: string }[] };
+  assert.match(sbom.spdxVersion, /^SPDX-2\./);
+  const lock = JSON.parse(readFileSync(join(REPO, 'package-lock.json'), 'utf8')) as { packages: Record<string, { version: string }> };
+  for (const dep of ['prom-client', 'winston', 'yaml', '@kubernetes/client-node']) {
+    const want = lock.packages[`node_modules/${dep}`]!.version;
+    assert.ok(sbom.packages.some((p) => p.name === dep && p.versionInfo === want), `the SBOM lists ${dep} ${want}`);
+  }
+  const krew = parse(readFileSync(join(out, r.names.krewManifestFile), 'utf8')) as { spec: { version: string; platforms: { uri: string; sha256: string }[] } };
+  assert.equal(krew.spec.version, `v${VERSION}`);
+  for (const p of krew.spec.platforms) {
+    assert.equal(p.sha256, sha256(join(out, r.names.archiveFile)), 'the manifest carries the archive\'s real sha256');
+    assert.equal(p.uri, `${DEFAULT_DOWNLOAD_BASE}/v${VERSION}/${r.names.archiveFile}`);
+  }
+  const archived = JSON.parse(await runOk('tar', ['-xzOf', join(out, r.names.archiveFile), 'kubectl-apiserver_upgrade/package.json'])) as { version: string };
+  assert.equal(archived.version, VERSION, 'the plugin in the archive says the release\'s version');
+});
