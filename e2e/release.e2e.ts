@@ -16,6 +16,7 @@ import { startRegistry, type Registry } from './cluster/registry.ts';
 import { runOk } from './support/tools.ts';
 import { PUBLISHED, RELEASE_VERSION, releaseToHarness } from './support/release.ts';
 import { DEFAULT_DOWNLOAD_BASE } from '../scripts/release/plan.ts';
+import { TEMPLATE_KUBE_VERSION } from '../scripts/release.ts';
 
 const REPO = join(import.meta.dirname, '..');
 const VERSION = RELEASE_VERSION;
@@ -56,7 +57,7 @@ test('npm run release into a registry: image and OCI chart under the printed dig
   const chart = parse(await runOk(helm, ['show', 'chart', join(pulled, r.names.chartFile)])) as { version: string; appVersion: string };
   assert.equal(chart.version, VERSION);
   assert.equal(chart.appVersion, VERSION);
-  const rendered = await runOk(helm, ['template', 'x', join(pulled, r.names.chartFile), '--namespace', 'apiserver-upgrade-operator']);
+  const rendered = await runOk(helm, ['template', 'x', join(pulled, r.names.chartFile), '--namespace', 'apiserver-upgrade-operator', '--kube-version', TEMPLATE_KUBE_VERSION]);
   const images = new Set<string>();
   for (const d of parseAllDocuments(rendered)) {
     const o = d.toJS() as { kind?: string; spec?: { template?: { spec?: { containers?: { image: string }[] } } }; data?: Record<string, string> } | null;

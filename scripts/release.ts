@@ -44,6 +44,9 @@ export interface ReleaseResult {
   files: { name: string; sha256: string }[];
 }
 
+/** The Kubernetes version the chart is rendered for when checked (its kubeVersion wants >= 1.33; helm's default is 1.20). */
+export const TEMPLATE_KUBE_VERSION = 'v1.35.0';
+
 const sha256File = (path: string): string => createHash('sha256').update(readFileSync(path)).digest('hex');
 
 function exec(cmd: string, args: string[], o: { env?: NodeJS.ProcessEnv; cwd?: string } = {}): Promise<{ stdout: string; stderr: string }> {
@@ -72,7 +75,7 @@ async function packageChart(helm: string, names: ReleaseNames, out: string): Pro
   const file = join(out, names.chartFile);
   if (!existsSync(file)) throw new Error(`helm package wrote no ${names.chartFile} into ${out}`);
   // Fail closed: every image a default install runs, or lets the operator run, is the one this release publishes.
-  const { stdout } = await exec(helm, ['template', 'release-check', file, '--namespace', 'apiserver-upgrade-operator']);
+  const { stdout } = await exec(helm, ['template', 'release-check', file, '--namespace', 'apiserver-upgrade-operator', '--kube-version', TEMPLATE_KUBE_VERSION]);
   const images = defaultImages(stdout);
   if (images.length === 0 || images.some((i) => i !== names.image)) {
     throw new Error(`the packaged chart's defaults name ${images.join(', ') || 'no image'}; the release publishes only ${names.image}`);
