@@ -3,7 +3,7 @@
 // what a release publishes: the image and the OCI chart in the registry under the digests it printed, the chart's
 // defaults (version, appVersion, the image it names: only the published one), the files and their SHA256SUMS, an
 // SPDX SBOM listing the locked production dependencies, and a krew manifest carrying the archive's real sha256 and
-// download URL. Installing all that on real kubelets through containerd mirrors: e2e/release-install-nodes.e2e.ts.
+// download URL. Installing all that on real kubelets through containerd mirrors: e2e/extended/release-install-nodes.e2e.ts.
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
