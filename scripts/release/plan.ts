@@ -161,7 +161,7 @@ export function releaseValues(text: string, n: Pick<ReleaseNames, 'imageReposito
 
 /**
  * Every image a default install runs or lets the operator run, from `helm template` output: each container's and
- * init container's image, and each policy.agentImages `image` in the policy ConfigMap. Repositories the policy
+ * init container's image, an `--agent-image=` argument, and each policy.agentImages `image` in the policy ConfigMap. Repositories the policy
  * allows (apiserverImages: the user's own kube-apiserver images) are not images of the release.
  */
 export function defaultImages(rendered: string): string[] {
@@ -170,7 +170,11 @@ export function defaultImages(rendered: string): string[] {
     const o = d.toJS() as { kind?: string; spec?: { template?: { spec?: PodSpec } }; data?: Record<string, string> } | null;
     if (o === null || typeof o !== 'object') continue;
     const pod = o.spec?.template?.spec;
-    for (const c of [...(pod?.containers ?? []), ...(pod?.initContainers ?? [])]) if (typeof c.image === 'string') out.add(c.image);
+    for (const c of [...(pod?.containers ?? []), ...(pod?.initContainers ?? [])]) {
+      if (typeof c.image === 'string') out.add(c.image);
+      // The image the operator runs its node agent Jobs from when a spec names none.
+      for (const a of [...(c.args ?? []), ...(c.command ?? [])]) if (typeof a === 'string' && a.startsWith('--agent-image=')) out.add(a.slice('--agent-image='.length));
+    }
     if (o.kind === 'ConfigMap' && typeof o.data?.['policy.yaml'] === 'string') {
       const policy = parseDocument(o.data['policy.yaml']).toJS() as { agentImages?: { image?: unknown }[] } | null;
       for (const a of policy?.agentImages ?? []) if (typeof a.image === 'string') out.add(a.image);
@@ -178,9 +182,14 @@ export function defaultImages(rendered: string): string[] {
   }
   return [...out].sort();
 }
+interface Container {
+  image?: unknown;
+  args?: unknown[];
+  command?: unknown[];
+}
 interface PodSpec {
-  containers?: { image?: unknown }[];
-  initContainers?: { image?: unknown }[];
+  containers?: Container[];
+  initContainers?: Container[];
 }
 
 /** The krew manifest for this release: spec.version v<version>, and every platform's uri and sha256 the archive's real ones (comments kept). */

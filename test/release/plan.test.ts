@@ -93,13 +93,13 @@ test('values.yaml: image.repository and the project\'s agent images become the p
   assert.throws(() => releaseValues(stringify({ image: { repository: 'r', tag: '0.1.0' }, policy: { agentImages: [] } }), names), /pins image.tag/);
 });
 
-test('defaultImages reads every container image and the policy\'s agent images from helm template output', () => {
+test('defaultImages reads every container image, the --agent-image argument and the policy\'s agent images from helm template output', () => {
   const rendered = [
-    stringify({ kind: 'Deployment', spec: { template: { spec: { initContainers: [{ image: 'a:1' }], containers: [{ image: 'b:2' }] } } } }),
+    stringify({ kind: 'Deployment', spec: { template: { spec: { initContainers: [{ image: 'a:1' }], containers: [{ image: 'b:2', args: ['--in-cluster', '--agent-image=e:5'] }] } } } }),
     stringify({ kind: 'ConfigMap', data: { 'policy.yaml': 'apiserverImages: [{"repository":"registry.k8s.io/kube-apiserver"}]\nagentImages: [{"image":"c:3"},{"repository":"d"}]\n' } }),
     stringify({ kind: 'Service', spec: { ports: [] } }),
   ].join('---\n');
-  assert.deepEqual(defaultImages(rendered), ['a:1', 'b:2', 'c:3']);
+  assert.deepEqual(defaultImages(rendered), ['a:1', 'b:2', 'c:3', 'e:5']);
 });
 
 test('the krew manifest: version, the real URL and sha256 on every platform; comments and the rest kept', () => {
