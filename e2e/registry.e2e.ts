@@ -3,7 +3,7 @@
 // mode's containerd config (kubeadm-layout.ts: certs.d as the CRI registry config_path) — pulling
 // registry.k8s.io/pause:3.10 by its upstream name through the hosts.toml mirror over plain HTTP. ctr is given the same
 // certs.d (--hosts-dir): the resolver and hosts.toml reading are containerd's own, the ones its CRI plugin uses; the
-// kubelets' pulls through the CRI are e2e/release.e2e.ts. Then the registry stops and leaves nothing behind.
+// kubelets' pulls through the CRI are e2e/extended/release-install-nodes.e2e.ts. Then the registry stops and leaves nothing behind.
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';

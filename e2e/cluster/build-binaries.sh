@@ -126,7 +126,7 @@ case "$what" in
     compile github.com/prometheus/prometheus/cmd/prometheus "-s -w -X $v.Version=${version#v} -X $v.Revision=$modver -X $v.Branch=module -X $v.BuildUser=auo -X $v.BuildDate=19700101-00:00:00"
     ;;
   syft|krew|actionlint)
-    # The release's tools (scripts/release.ts, e2e/release.e2e.ts, test/release/workflow.test.ts), each built as
+    # The release's tools (scripts/release.ts, e2e/extended/release.e2e.ts, test/release/workflow.test.ts), each built as
     # `go install <module>/cmd/<what>@<version>` would: its own go.mod decides every dependency.
     [[ "$version" =~ ^v[0-9]+\.[0-9]+\.[0-9]+$ ]] || { echo "bad $what version: $version" >&2; exit 2; }
     case "$what" in

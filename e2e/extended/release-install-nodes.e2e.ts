@@ -49,7 +49,7 @@ test('release 0.2.0 into the harness registry, then helm install oci:// with def
   registry = await startRegistry({ verbose: true });
   const out = join(work, 'release');
 
-  // 1. The release (what it publishes is checked by e2e/release.e2e.ts).
+  // 1. The release (what it publishes is checked by e2e/extended/release.e2e.ts).
   const r = await releaseToHarness(registry, out);
   const tRelease = secs();
   assert.equal(r.names.image, `${PUBLISHED}/apiserver-upgrade-operator:${VERSION}`);

@@ -1,6 +1,6 @@
 // The release's pure part (scripts/release/plan.ts): inputs validated before anything runs, the names it publishes,
 // the chart and krew manifest edits, and the check that the chart's defaults name only the release's image.
-// The release itself, against a real registry and cluster: e2e/release.e2e.ts.
+// The release itself, against a real registry and cluster: e2e/extended/release.e2e.ts.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
