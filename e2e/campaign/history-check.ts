@@ -1,0 +1,240 @@
+// The offline checker of a fault campaign's recorded history (issue 26): pure, so each rule is unit-tested on
+// hand-made histories (test/campaign/history-check.test.ts). A history is what the campaign records of one upgrade,
+// from sources that do not trust the operator: the driver's own log (the hook's log, the agent Jobs), the harness's
+// process records (which binary each server ran, and when it was up), a watch of the upgrade object (its status
+// snapshots), the faults injected and when they healed, and the client's answers.
+
+/** One replacement as the driver carried it out: started when it took the key, ended when the server was back (or failed). */
+export interface DriverOp {
+  key: string;
+  server: string;
+  action: 'Upgrade' | 'Rollback' | 'EnableProxy' | 'RevertProxy';
+  start: number;
+  /** When the server came back from it, or the driver reported it failed; undefined: never (hung, or the run ended first). */
+  end?: number;
+  /** Whether it brought the server back at its goal. */
+  landed: boolean;
+}
+
+/** A server's state from the harness's process records: from `t` on, until the next record of that server. */
+export interface ServerRecord {
+  t: number;
+  server: string;
+  up: boolean;
+  /** The binary's release ("v1.36.3"). */
+  version: string;
+  /** `--emulated-version`, when the process runs with one. */
+  emulation?: string;
+}
+
+/** A snapshot of the upgrade object's status, from a watch. */
+export interface StatusSnapshot {
+  t: number;
+  phase: string;
+  pauseReason?: string;
+  pauseMessage?: string;
+  /** status.plan.targetStorage is recorded (the rollback verdict's inputs are known). */
+  targetStorageKnown?: boolean;
+  /** The batch indices in status.batch.history (finished batches). */
+  finishedBatches?: number[];
+}
+
+/** A window in which the signals breached (an injected fault the analysis sees: errors, a server down, latency). */
+export interface BreachWindow {
+  from: number;
+  to: number;
+}
+
+/** One answer the client got for a resource. */
+export interface ClientAnswer {
+  t: number;
+  resource: string;
+  code: number;
+}
+
+export interface History {
+  spec: {
+    fromVersion: string;
+    targetVersion: string;
+    /** How many servers may be replaced at once (the resolved batch size). */
+    batchSize: number;
+    failureLimit: number;
+    intervalMs: number;
+    /** Resources only the target version serves: a 404 for one after the first batch converged is the proxy failing. */
+    targetOnlyResources: string[];
+  };
+  ops: DriverOp[];
+  servers: ServerRecord[];
+  statuses: StatusSnapshot[];
+  breaches: BreachWindow[];
+  /** When the last fault healed; from then on the upgrade must come to rest. */
+  healedAt: number;
+  /** When the history was closed (the upgrade's window ended). */
+  endedAt: number;
+  client: ClientAnswer[];
+}
+
+export type Rule =
+  | 'OncePerKey'
+  | 'OneInFlight'
+  | 'RollbackAfterLanding'
+  | 'TerminalMatchesFleet'
+  | 'DownWithinBatch'
+  | 'BreachActedOn'
+  | 'ComesToRest'
+  | 'No404AfterConvergence';
+
+export interface Violation {
+  rule: Rule;
+  t: number;
+  message: string;
+}
+
+export interface Verdict {
+  violations: Violation[];
+  /** How long each breach that outlasted failureLimit x interval took to pause or roll back, in ms. */
+  breachReactionMs: number[];
+}
+
+const PAUSED = 'Paused';
+const TERMINAL = new Set(['Succeeded', 'RolledBack', 'Failed']);
+
+/** Each key carried out at most once: a repeated call with the same key must not replace the server again. */
+function oncePerKey(h: History): Violation[] {
+  const seen = new Map<string, DriverOp>();
+  const out: Violation[] = [];
+  for (const op of [...h.ops].sort((a, b) => a.start - b.start)) {
+    const first = seen.get(op.key);
+    if (first) out.push({ rule: 'OncePerKey', t: op.start, message: `${op.action} ${op.server} carried out twice under key ${op.key} (at ${first.start} and ${op.start})` });
+    else seen.set(op.key, op);
+  }
+  return out;
+}
+
+/** Never two replacements of one server in flight at once. */
+function oneInFlight(h: History): Violation[] {
+  const out: Violation[] = [];
+  const byServer = new Map<string, DriverOp[]>();
+  for (const op of h.ops) byServer.set(op.server, [...(byServer.get(op.server) ?? []), op]);
+  for (const [server, ops] of byServer) {
+    const sorted = [...ops].sort((a, b) => a.start - b.start);
+    for (let i = 1; i < sorted.length; i++) {
+      const prev = sorted[i - 1]!;
+      const cur = sorted[i]!;
+      if (prev.end === undefined || prev.end > cur.start) out.push({ rule: 'OneInFlight', t: cur.start, message: `${cur.action} ${server} (${cur.key}) started while ${prev.action} (${prev.key}) was still in flight` });
+    }
+  }
+  return out;
+}
+
+/** A Rollback of a server only after its Upgrade ended (landed or failed): the rollback waits for the call in flight. */
+function rollbackAfterLanding(h: History): Violation[] {
+  const out: Violation[] = [];
+  for (const rb of h.ops.filter((o) => o.action === 'Rollback')) {
+    const pending = h.ops.find((o) => o.server === rb.server && o.action === 'Upgrade' && o.start < rb.start && (o.end === undefined || o.end > rb.start));
+    if (pending) out.push({ rule: 'RollbackAfterLanding', t: rb.start, message: `Rollback ${rb.server} (${rb.key}) sent while its Upgrade (${pending.key}) had not landed` });
+  }
+  return out;
+}
+
+/** The fleet as the process records say at time t: each server's last record at or before t. */
+function fleetAt(h: History, t: number): Map<string, ServerRecord> {
+  const fleet = new Map<string, ServerRecord>();
+  for (const r of [...h.servers].sort((a, b) => a.t - b.t)) if (r.t <= t) fleet.set(r.server, r);
+  return fleet;
+}
+
+/** Succeeded: every server up on the target without emulation. RolledBack: every server up on the from-version, no emulation flag left. */
+function terminalMatchesFleet(h: History): Violation[] {
+  const end = [...h.statuses].sort((a, b) => a.t - b.t).find((s) => s.phase === 'Succeeded' || s.phase === 'RolledBack');
+  if (!end) return [];
+  const want = end.phase === 'Succeeded' ? h.spec.targetVersion : h.spec.fromVersion;
+  const wrong = [...fleetAt(h, end.t).values()].filter((r) => !r.up || r.version !== want || r.emulation !== undefined);
+  if (wrong.length === 0) return [];
+  const what = wrong.map((r) => `${r.server} ${r.up ? `runs ${r.version}${r.emulation ? ` emulating ${r.emulation}` : ''}` : 'is down'}`).join(', ');
+  return [{ rule: 'TerminalMatchesFleet', t: end.t, message: `${end.phase}, yet ${what} (want every server up on ${want}, no emulation)` }];
+}
+
+/** Never more servers down at once than the batch allows. */
+function downWithinBatch(h: History): Violation[] {
+  const times = [...new Set(h.servers.map((r) => r.t))].sort((a, b) => a - b);
+  for (const t of times) {
+    const down = [...fleetAt(h, t).values()].filter((r) => !r.up).map((r) => r.server);
+    if (down.length > h.spec.batchSize) return [{ rule: 'DownWithinBatch', t, message: `${down.length} servers down at once (${down.join(', ')}), batch size ${h.spec.batchSize}` }];
+  }
+  return [];
+}
+
+/**
+ * A breach lasting longer than failureLimit x interval must pause or roll back within that bound plus one interval
+ * of its start; the reaction time of each such breach is measured.
+ */
+function breachActedOn(h: History): { violations: Violation[]; reactions: number[] } {
+  const bound = h.spec.failureLimit * h.spec.intervalMs;
+  const violations: Violation[] = [];
+  const reactions: number[] = [];
+  const statuses = [...h.statuses].sort((a, b) => a.t - b.t);
+  for (const b of h.breaches) {
+    if (b.to - b.from <= bound) continue;
+    // Already stopped when the breach began: nothing to act on.
+    const before = statuses.filter((s) => s.t <= b.from).at(-1);
+    if (before && (before.phase === PAUSED || before.phase === 'RollingBack' || TERMINAL.has(before.phase))) continue;
+    const acted = statuses.find((s) => s.t >= b.from && (s.phase === PAUSED || s.phase === 'RollingBack' || TERMINAL.has(s.phase)));
+    const limit = b.from + bound + h.spec.intervalMs;
+    if (acted && acted.t <= limit) {
+      reactions.push(acted.t - b.from);
+      continue;
+    }
+    violations.push({ rule: 'BreachActedOn', t: limit, message: `a breach from ${b.from} to ${b.to} (longer than failureLimit x interval = ${bound} ms) ${acted ? `was acted on only at ${acted.t} (${acted.phase})` : 'was never acted on'}; bound ${limit}` });
+  }
+  return { violations, reactions };
+}
+
+/**
+ * Once the faults healed, the upgrade reaches a terminal phase or a pause whose reason names a real, present cause.
+ * A pause on an unknown that is known by then (RollbackSafetyUnknown with the target's hashes recorded) names none.
+ */
+function comesToRest(h: History): Violation[] {
+  const last = [...h.statuses].sort((a, b) => a.t - b.t).at(-1);
+  if (!last) return [{ rule: 'ComesToRest', t: h.endedAt, message: 'no status was ever recorded' }];
+  if (TERMINAL.has(last.phase)) return [];
+  if (last.phase !== PAUSED) return [{ rule: 'ComesToRest', t: h.endedAt, message: `still ${last.phase} at the end, ${h.endedAt - h.healedAt} ms after the faults healed` }];
+  if (!last.pauseReason || !last.pauseMessage) return [{ rule: 'ComesToRest', t: last.t, message: 'Paused without a reason and a message' }];
+  if (last.pauseReason === 'RollbackSafetyUnknown' && last.targetStorageKnown) {
+    return [{ rule: 'ComesToRest', t: last.t, message: `Paused RollbackSafetyUnknown although the target's storage hashes are recorded: the cause is gone (${last.pauseMessage})` }];
+  }
+  return [];
+}
+
+/** After the first batch converged, the client never sees a 404 for a resource only the target serves. */
+function no404AfterConvergence(h: History): Violation[] {
+  const converged = [...h.statuses].sort((a, b) => a.t - b.t).find((s) => s.finishedBatches?.includes(1));
+  if (!converged) return [];
+  const only = new Set(h.spec.targetOnlyResources);
+  const bad = h.client.filter((a) => a.t > converged.t && a.code === 404 && only.has(a.resource));
+  return bad.length ? [{ rule: 'No404AfterConvergence', t: bad[0]!.t, message: `${bad.length} 404 answer(s) for ${[...new Set(bad.map((a) => a.resource))].join(', ')} after batch 1 converged at ${converged.t}` }] : [];
+}
+
+/** Checks one upgrade's history against every rule. */
+export function checkHistory(h: History): Verdict {
+  const breach = breachActedOn(h);
+  const violations = [
+    ...oncePerKey(h),
+    ...oneInFlight(h),
+    ...rollbackAfterLanding(h),
+    ...terminalMatchesFleet(h),
+    ...downWithinBatch(h),
+    ...breach.violations,
+    ...comesToRest(h),
+    ...no404AfterConvergence(h),
+  ].sort((a, b) => a.t - b.t);
+  return { violations, breachReactionMs: breach.reactions };
+}
+
+/** p50, p95 and max of a list of durations (ms); undefined when empty. */
+export function percentiles(xs: readonly number[]): { p50: number; p95: number; max: number } | undefined {
+  if (xs.length === 0) return undefined;
+  const s = [...xs].sort((a, b) => a - b);
+  const at = (q: number): number => s[Math.min(s.length - 1, Math.ceil(q * s.length) - 1)]!;
+  return { p50: at(0.5), p95: at(0.95), max: s.at(-1)! };
+}

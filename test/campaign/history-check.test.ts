@@ -1,0 +1,122 @@
+// The campaign's history checker on hand-made histories: a clean one passes, and each rule catches the violation
+// it is there for (and only that rule fires).
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { checkHistory, percentiles, type History, type Rule } from '../../e2e/campaign/history-check.ts';
+
+const OLD = 'v1.35.4';
+const NEW = 'v1.36.3';
+
+/** A clean upgrade of cp-1..cp-3, one at a time: each down 10 s, back on the target; Succeeded at 100 s. */
+function clean(): History {
+  const servers = ['cp-1', 'cp-2', 'cp-3'];
+  return {
+    spec: { fromVersion: OLD, targetVersion: NEW, batchSize: 1, failureLimit: 3, intervalMs: 10_000, targetOnlyResources: ['admissionregistration.k8s.io/v1/mutatingadmissionpolicies'] },
+    ops: servers.map((s, i) => ({ key: `k-up-${s}`, server: s, action: 'Upgrade', start: 10_000 + i * 30_000, end: 20_000 + i * 30_000, landed: true })),
+    servers: [
+      ...servers.map((s) => ({ t: 0, server: s, up: true, version: OLD })),
+      ...servers.flatMap((s, i) => [
+        { t: 11_000 + i * 30_000, server: s, up: false, version: OLD },
+        { t: 20_000 + i * 30_000, server: s, up: true, version: NEW },
+      ]),
+    ],
+    statuses: [
+      { t: 1_000, phase: 'Upgrading' },
+      { t: 35_000, phase: 'Upgrading', finishedBatches: [1] },
+      { t: 100_000, phase: 'Succeeded', finishedBatches: [1, 2, 3] },
+    ],
+    breaches: [],
+    healedAt: 0,
+    endedAt: 120_000,
+    client: [
+      { t: 5_000, resource: 'admissionregistration.k8s.io/v1/mutatingadmissionpolicies', code: 404 },
+      { t: 40_000, resource: 'admissionregistration.k8s.io/v1/mutatingadmissionpolicies', code: 200 },
+    ],
+  };
+}
+
+function rules(h: History): Rule[] {
+  return [...new Set(checkHistory(h).violations.map((v) => v.rule))];
+}
+
+test('a clean history has no violation', () => {
+  assert.deepEqual(checkHistory(clean()).violations, []);
+});
+
+test('OncePerKey: a key carried out twice', () => {
+  const h = clean();
+  h.ops.push({ ...h.ops[0]!, start: 60_500, end: 61_000 });
+  assert.ok(rules(h).includes('OncePerKey'), JSON.stringify(checkHistory(h).violations));
+});
+
+test('OneInFlight: a second replacement of a server while the first is in flight', () => {
+  const h = clean();
+  h.ops.push({ key: 'k-other', server: 'cp-1', action: 'Upgrade', start: 15_000, end: 25_000, landed: true });
+  assert.deepEqual(rules(h), ['OneInFlight']);
+});
+
+test('RollbackAfterLanding: a Rollback sent while its server\'s Upgrade had not landed', () => {
+  const h = clean();
+  h.ops = [{ key: 'k-up', server: 'cp-1', action: 'Upgrade', start: 10_000, end: 30_000, landed: true }, { key: 'k-rb', server: 'cp-1', action: 'Rollback', start: 31_000, end: 40_000, landed: true }];
+  assert.deepEqual(rules(h), []);
+  h.ops[1] = { ...h.ops[1]!, start: 15_000 };
+  assert.ok(rules(h).includes('RollbackAfterLanding'));
+});
+
+test('TerminalMatchesFleet: Succeeded with a server on the old version; RolledBack with an emulation flag left', () => {
+  const h = clean();
+  h.servers = h.servers.filter((r) => !(r.server === 'cp-3' && r.version === NEW));
+  assert.deepEqual(rules(h), ['TerminalMatchesFleet']);
+  const r = clean();
+  r.statuses = [{ t: 1_000, phase: 'Upgrading' }, { t: 100_000, phase: 'RolledBack' }];
+  r.servers = [...r.servers.filter((x) => x.t === 0), ...['cp-1', 'cp-2'].map((s) => ({ t: 0, server: s, up: true, version: OLD })), { t: 50_000, server: 'cp-3', up: true, version: OLD, emulation: '1.35' }];
+  r.ops = [];
+  r.client = [];
+  assert.deepEqual(rules(r), ['TerminalMatchesFleet']);
+  assert.match(checkHistory(r).violations[0]!.message, /cp-3 runs v1\.35\.4 emulating 1\.35/);
+});
+
+test('DownWithinBatch: two servers down at once with batch size 1', () => {
+  const h = clean();
+  h.servers.push({ t: 12_000, server: 'cp-2', up: false, version: OLD }, { t: 14_000, server: 'cp-2', up: true, version: OLD });
+  assert.deepEqual(rules(h), ['DownWithinBatch']);
+});
+
+test('BreachActedOn: a breach longer than failureLimit x interval paused within the bound is measured; one never acted on is a violation', () => {
+  const h = clean();
+  h.breaches = [{ from: 40_000, to: 90_000 }];
+  h.statuses = [{ t: 1_000, phase: 'Upgrading' }, { t: 35_000, phase: 'Upgrading', finishedBatches: [1] }, { t: 72_000, phase: 'Paused', pauseReason: 'AnalysisBreach', pauseMessage: '3 consecutive breaching checks' }];
+  const ok = checkHistory(h);
+  assert.deepEqual(ok.violations.filter((v) => v.rule === 'BreachActedOn'), []);
+  assert.deepEqual(ok.breachReactionMs, [32_000]);
+  h.statuses[2] = { ...h.statuses[2]!, t: 85_000 };
+  assert.ok(rules(h).includes('BreachActedOn'), 'acted 45 s after the breach began: bound 30 s + 10 s');
+  h.statuses.pop();
+  assert.ok(rules(h).includes('BreachActedOn'));
+  // A breach no longer than the bound needs no reaction.
+  h.breaches = [{ from: 40_000, to: 65_000 }];
+  assert.ok(!rules(h).includes('BreachActedOn'));
+});
+
+test('ComesToRest: active at the end; Paused on an unknown that is known', () => {
+  const h = clean();
+  h.statuses = [{ t: 1_000, phase: 'Upgrading' }];
+  assert.deepEqual(rules(h), ['ComesToRest']);
+  h.statuses = [{ t: 1_000, phase: 'Paused', pauseReason: 'RollbackSafetyUnknown', pauseMessage: 'the storage version hashes of v1.36.3 have not been read', targetStorageKnown: true }];
+  assert.deepEqual(rules(h), ['ComesToRest']);
+  h.statuses[0] = { ...h.statuses[0]!, targetStorageKnown: false };
+  assert.deepEqual(rules(h), [], 'still unknown: a real cause');
+  h.statuses[0] = { t: 1_000, phase: 'Paused' };
+  assert.deepEqual(rules(h), ['ComesToRest']);
+});
+
+test('No404AfterConvergence: a 404 for a target-only resource after batch 1 converged', () => {
+  const h = clean();
+  h.client.push({ t: 50_000, resource: 'admissionregistration.k8s.io/v1/mutatingadmissionpolicies', code: 404 });
+  assert.deepEqual(rules(h), ['No404AfterConvergence']);
+});
+
+test('percentiles of the breach reaction times', () => {
+  assert.equal(percentiles([]), undefined);
+  assert.deepEqual(percentiles([30, 10, 20, 40]), { p50: 20, p95: 40, max: 40 });
+});
