@@ -76,3 +76,24 @@ export function decide(i: DecideInput): Decision {
 export function mustStepDown(lastRenewAt: number, now: number, renewDeadlineMs: number): boolean {
   return now - lastRenewAt >= renewDeadlineMs;
 }
+
+/**
+ * The least leaseDuration - renewDeadline the elector accepts. A candidate starts its clock for a record when it
+ * first sees it, which is after the holder started the request that wrote it; the holder counts renewDeadline from
+ * that start (leader.ts), so it stops leading before any candidate may take over by at least this margin, whatever
+ * the clocks' offsets (each side measures only durations on its own clock; rate differences are parts per million).
+ * The margin covers what still runs after the deadline: an event-loop stall or GC pause before the step-down check
+ * (Node's pauses for this heap are tens of milliseconds), and a status write or driver call already in flight when
+ * the signal aborts (status writes carry a resourceVersion, driver calls an idempotency key: a late one is refused
+ * or repeats nothing).
+ */
+export const MIN_TAKEOVER_MARGIN_MS = 2_000;
+
+/**
+ * How long a candidate waits before its next look at a lease another process holds: its poll period, or until the
+ * lease expires by its own clock when that is sooner — so it takes over within a few milliseconds of expiry
+ * instead of up to a whole retry period after (client-go's candidates look every 2-4.4 s).
+ */
+export function candidateWaitMs(expiresInMs: number, pollMs: number): number {
+  return Math.max(0, Math.min(pollMs, expiresInMs + 1));
+}

@@ -1,6 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { decide, mustStepDown, observe, type LeaseRecord } from '../../src/runtime/leader-decision.ts';
+import { candidateWaitMs, decide, MIN_TAKEOVER_MARGIN_MS, mustStepDown, observe, type LeaseRecord } from '../../src/runtime/leader-decision.ts';
+import { DEFAULTS } from '../../src/runtime/leader.ts';
 
 const base = { identity: 'me', leaseDurationSeconds: 15, nowText: 'T' };
 
@@ -39,4 +40,21 @@ test('a released lease (empty holder) is free at once', () => {
 test('a leader steps down once renewDeadline passed without a successful renewal', () => {
   assert.equal(mustStepDown(0, 9_999, 10_000), false);
   assert.equal(mustStepDown(0, 10_000, 10_000), true);
+});
+
+test('a candidate looks again at its poll period, or at the lease\'s expiry by its own clock when that is sooner', () => {
+  assert.equal(candidateWaitMs(12_000, 500), 500);
+  assert.equal(candidateWaitMs(120, 500), 121, 'just past the expiry, so the next look takes over');
+  assert.equal(candidateWaitMs(-5, 500), 0);
+});
+
+test('the default timings keep the takeover margin: a leader steps down before any candidate may take over', () => {
+  assert.ok(DEFAULTS.leaseDurationMs - DEFAULTS.renewDeadlineMs >= MIN_TAKEOVER_MARGIN_MS);
+  assert.ok(DEFAULTS.renewDeadlineMs > DEFAULTS.retryPeriodMs);
+  // The worst case of a candidate, by its own clock: it saw the renewal the instant it was written, which was
+  // no earlier than the leader's attempt started; the leader steps down renewDeadline after that start.
+  const attemptStart = 0;
+  const candidateTakesOver = attemptStart + DEFAULTS.leaseDurationMs;
+  const leaderStepsDown = attemptStart + DEFAULTS.renewDeadlineMs;
+  assert.ok(candidateTakesOver - leaderStepsDown >= MIN_TAKEOVER_MARGIN_MS);
 });
