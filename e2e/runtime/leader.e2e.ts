@@ -31,11 +31,12 @@ async function leaderOf(a: LeaderElector, b: LeaderElector): Promise<LeaderElect
 }
 
 // A candidate looks at a held lease every standbyPoll (500 ms, +10% jitter). A released lease is taken at its next
-// look, so the handover takes at most 550 ms plus the release and acquire round trips; allow 0.8 s for those.
-// (Before: client-go's candidate poll, retryPeriod jittered by 1.2, 2 s to 4.4 s.)
-const RELEASE_HANDOVER_BOUND_MS = DEFAULTS.standbyPollMs * 1.1 + 800;
+// look, so the handover takes at most 550 ms plus four round trips through haproxy (the release's GET and PUT, the
+// candidate's GET and PUT); allow 1.5 s for those on a loaded machine (measured 1.4 s in all at a load average of 37).
+// (Before: client-go's candidate poll, retryPeriod jittered by 1.2, 2 s to 4.4 s; measured 3.6 s.)
+const RELEASE_HANDOVER_BOUND_MS = DEFAULTS.standbyPollMs * 1.1 + 1_500;
 
-test('release hands over within one standby poll (at most 0.55 s plus round trips)', { timeout: 60_000 }, async () => {
+test('release hands over within one standby poll (at most 0.55 s) plus round trips', { timeout: 60_000 }, async () => {
   const log: string[] = [];
   const a = elector('auo-release', 'a', log);
   const b = elector('auo-release', 'b', log);

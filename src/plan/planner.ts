@@ -17,6 +17,7 @@ import { membershipChange } from './membership.ts';
 import { recordTargetStorage, reportRollbackSafety } from './rollback-verdict.ts';
 import { policyGate, policyPause, policyViolations, refusePreflight, type Policy } from './policy.ts';
 import { markKubeadmConfigPending } from './kubeadm-config.ts';
+import { sameRelease } from './version.ts';
 
 export { RESUME_ANNOTATION, ABORT_ANNOTATION, RETRY_ANNOTATION };
 
@@ -133,7 +134,11 @@ function abort(ctx: PlanContext, token: string): boolean {
   const message = `aborted by the ${ABORT_ANNOTATION} annotation (${token})`;
   if (ctx.phase === 'RollingBack') return false;
   ctx.condition({ type: 'Degraded', status: 'True', reason: 'Aborted', message });
-  const untouched = touchedServers(ctx).length === 0 && !(ctx.status.driverCalls ?? []).some(inFlight);
+  // Nothing to undo only while every server runs the from-version: one seen on anything else (a joiner on the
+  // target) makes RolledBack untrue; the rollback then goes through membership and the safety checks.
+  const from = ctx.status.fromVersion ?? '';
+  const allFrom = ctx.obs.peers.every((p) => p.version === undefined || sameRelease(p.version, from));
+  const untouched = touchedServers(ctx).length === 0 && !(ctx.status.driverCalls ?? []).some(inFlight) && allFrom;
   if (ctx.phase === 'Pending' || ctx.phase === 'Preflight' || !ctx.status.plan || untouched) {
     delete ctx.status.pause;
     ctx.setPhase('RolledBack');

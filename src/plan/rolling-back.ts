@@ -2,6 +2,7 @@ import type { PlanContext } from './context.ts';
 import { callInFlight, callPollMs, driveStep, emulationOf, inFlight, serverAt } from './calls.ts';
 import { mayRollBack, onBreach, pause } from './breach.ts';
 import { minorOf, sameRelease } from './version.ts';
+import { isUp } from './peers.ts';
 
 /**
  * Where a rollback takes the fleet. Before the API moved (OnePhase, or phase one of TwoPhase): back to the
@@ -48,7 +49,14 @@ export function rollbackGoal(ctx: PlanContext): RollbackGoal {
   }
   for (const h of members) {
     const p = ctx.observed(h);
-    if (p?.version === undefined || batchOf.has(h)) continue;
+    if (batchOf.has(h)) continue;
+    // A member down (gone, or a stale Lease) after a call of this upgrade that did not land — a gate call that timed
+    // out with its server stopped — is put back too: nothing else would bring it up, and the rollback would wait forever.
+    if (!isUp(p) && (ctx.status.driverCalls ?? []).some((c) => c.server === h && c.result !== 'Rejected' && c.result !== 'Done')) {
+      batchOf.set(h, Number.MAX_SAFE_INTEGER);
+      continue;
+    }
+    if (p?.version === undefined) continue;
     const off = !sameRelease(p.version, goal.target) || emulationOf(p) !== (goal.emulatedVersion ?? minorOf(goal.target));
     if (off) batchOf.set(h, Number.MAX_SAFE_INTEGER);
   }

@@ -84,4 +84,6 @@ export const PINNED: Pinned[] = [
     at(2, { e: 'breach', s: 60, v: 'Breach' }),
     at(10),
   ]),
+  pin('I2: an abort with nothing touched ended RolledBack at once although a server had joined on the target', { pausedAtCreation: true }, [at(0), at(0, { e: 'join', at: 'target' }), at(0, { e: 'abort' })]),
+  pin('I6: an abort while an EnableProxy hung with its server stopped (stale lease): the rollback never called that server, BatchTimeout after every resume', { staleOnStop: true }, [at(0, { e: 'fate', f: 'hangDown' }), at(0, { e: 'abort' })]),
 ];

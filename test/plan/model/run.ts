@@ -379,6 +379,8 @@ export class ModelRun {
       const earlier = earlierBatchServers(s, k);
       const bad: string[] = [];
       for (const h of earlier) {
+        // TwoPhase: the server itself was in an earlier batch (phase one); its own replacement is this call's business.
+        if (h === c.server) continue;
         const srv = this.world.servers.get(h);
         if (!srv) continue; // no longer a member
         const seen = obs.peers.find((x) => x.hostname === h);
