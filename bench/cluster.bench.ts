@@ -193,6 +193,7 @@ function manifest(name: string, hook: { url: string; caBundle: string }, o: { ba
     spec: {
       targetVersion: NEW_VERSION,
       strategy: { batchSize: 1, soakDuration: `${SOAK_MS / 1000}s`, batchTimeout: o.batchTimeout },
+      proxy: { allowAlphaGate: true },
       driver: { webhook: { url: hook.url, caBundle: hook.caBundle, timeout: '10s' } },
       analysis: { interval: INTERVAL, failureLimit: FAILURE_LIMIT, onBreach: 'Pause' },
     },

@@ -720,7 +720,7 @@ test('the operator runs with a token of the chart\'s ServiceAccount: leads, reco
   await k(['apply', '-f', '-'], stringify({
     apiVersion: 'upgrade.apiserver.dev/v1alpha1', kind: 'ApiServerUpgrade', metadata: { name },
     // Nobody listens on port 9: every driver call fails transiently and is retried, after the Secret was read.
-    spec: { targetVersion: NEW_VERSION, driver: { webhook: { url: 'https://127.0.0.1:9/replace', timeout: '2s', authSecretRef: { namespace: NS, name: HOOK_SECRET, key: 'token' } } }, analysis: { interval: '5s' } },
+    spec: { targetVersion: NEW_VERSION, proxy: { allowAlphaGate: true }, driver: { webhook: { url: 'https://127.0.0.1:9/replace', timeout: '2s', authSecretRef: { namespace: NS, name: HOOK_SECRET, key: 'token' } } }, analysis: { interval: '5s' } },
   }));
 
   // /metrics as the chart runs it: its own port, TokenReview + SubjectAccessReview made with the chart's RBAC,

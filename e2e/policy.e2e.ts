@@ -97,6 +97,7 @@ function webhookUpgrade(name: string, url: string, withToken: boolean): Record<s
     spec: {
       targetVersion: NEW_VERSION,
       strategy: { batchSize: 1, soakDuration: '5s', batchTimeout: '3m' },
+      proxy: { allowAlphaGate: true },
       driver: { webhook: { url, caBundle, timeout: '5s', ...(withToken ? { authSecretRef: tokenRef } : {}) } },
       analysis: { interval: '2s', failureLimit: 3 },
     },
@@ -106,7 +107,7 @@ function webhookUpgrade(name: string, url: string, withToken: boolean): Record<s
 function staticPodUpgrade(name: string, image: string, agentImage: string): Record<string, unknown> {
   return {
     apiVersion: 'upgrade.apiserver.dev/v1alpha1', kind: 'ApiServerUpgrade', metadata: { name },
-    spec: { targetVersion: NEW_VERSION, driver: { staticPod: { image, agentImage, namespace: 'kube-system' } }, analysis: { interval: '2s' } },
+    spec: { targetVersion: NEW_VERSION, proxy: { allowAlphaGate: true }, driver: { staticPod: { image, agentImage, namespace: 'kube-system' } }, analysis: { interval: '2s' } },
   };
 }
 

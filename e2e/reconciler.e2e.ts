@@ -71,7 +71,7 @@ function reconciler(): UpgradeReconciler {
 function manifest(name: string, url: string): Record<string, unknown> {
   return {
     apiVersion: 'upgrade.apiserver.dev/v1alpha1', kind: 'ApiServerUpgrade', metadata: { name },
-    spec: { targetVersion: NEW_VERSION, strategy: { batchSize: 1, soakDuration: '0s', batchTimeout: '2m' }, driver: { webhook: { url, caBundle, timeout: '5s' } }, analysis: { interval: '2s' } },
+    spec: { targetVersion: NEW_VERSION, strategy: { batchSize: 1, soakDuration: '0s', batchTimeout: '2m' }, proxy: { allowAlphaGate: true }, driver: { webhook: { url, caBundle, timeout: '5s' } }, analysis: { interval: '2s' } },
   };
 }
 

@@ -52,7 +52,7 @@ function upgrade(name: string, staticPod: Record<string, unknown>, extra: { onBr
     spec: {
       targetVersion: NEW_VERSION,
       strategy: { batchSize: 1, soakDuration: '5s', batchTimeout: '5m' },
-      proxy: { gate: 'Auto' },
+      proxy: { gate: 'Auto', allowAlphaGate: true }, // the gate is alpha on v1.35: consent (docs/versions.md)
       driver: { staticPod: { agentImage: AGENT_IMAGE, readyTimeout: '2m', ...staticPod } },
       analysis: { interval: '5s', failureLimit: 3, onBreach: extra.onBreach ?? 'Pause' },
     },

@@ -62,6 +62,7 @@ function manifest(name: string, o: { paused: boolean; requireAllowedNames?: bool
     spec: {
       targetVersion: NEW_VERSION, paused: o.paused,
       strategy: { batchSize: 1, soakDuration: '0s', batchTimeout: '2m' },
+      proxy: { allowAlphaGate: true },
       driver: { webhook: { url: hook.url, caBundle: hook.caBundle, timeout: '5s' } },
       analysis: { interval: '2s' },
       ...(o.requireAllowedNames === undefined ? {} : { trust: { requireAllowedNames: o.requireAllowedNames } }),

@@ -20,10 +20,11 @@ export const SYSTEM: SystemNeed[] = [
   { command: 'lua5.4', pkg: 'lua5.4', why: 'the Argo CD health check test also runs in Lua 5.4', for: ['test'] },
   { command: 'shellcheck', pkg: 'shellcheck', why: 'actionlint checks the release workflow\'s shell steps with it (test/release/workflow.test.ts)', for: ['test'] },
   { command: 'haproxy', pkg: 'haproxy', why: 'the load balancer in front of the kube-apiservers', for: ['demo', 'e2e'] },
-  { command: 'openssl', pkg: 'openssl', why: 'the cluster\'s certificates', for: ['demo', 'e2e'] },
+  { command: 'openssl', pkg: 'openssl', why: 'the cluster\'s certificates, and the unit tests\' TLS servers', for: ['test', 'demo', 'e2e'] },
   { command: 'ip', pkg: 'iproute2', why: 'the network namespace the servers run in', for: ['demo', 'e2e'] },
   { command: 'unshare', pkg: 'util-linux', why: 'a hostname per kube-apiserver', for: ['demo', 'e2e'] },
-  { command: 'flock', pkg: 'util-linux', why: 'one build per binary across processes', for: ['demo', 'e2e', 'tools'] },
+  { command: 'flock', pkg: 'util-linux', why: 'one build per binary across processes (and its unit test)', for: ['test', 'demo', 'e2e', 'tools'] },
+  { command: 'nsenter', pkg: 'util-linux', why: 'commands run inside a node\'s network namespace in the nodes mode', for: ['e2e'] },
   { command: 'promtool', pkg: 'prometheus', why: 'the chart\'s alert rules are checked with promtool', for: ['e2e', 'tools'] },
   { command: 'prometheus', pkg: 'prometheus', why: 'the Prometheus-source e2e tests scrape through a real Prometheus', for: ['e2e', 'tools'] },
   { command: 'prometheus-alertmanager', pkg: 'prometheus-alertmanager', why: 'e2e/alerting.e2e.ts routes the chart\'s alerts through a real Alertmanager', for: ['e2e'] },
@@ -35,7 +36,9 @@ export const SYSTEM: SystemNeed[] = [
   { command: 'iptables-restore', pkg: 'iptables', why: 'kube-proxy writes its rules with iptables-restore', for: ['e2e'] },
   { command: 'docker-registry', pkg: 'docker-registry', why: 'the harness registry (distribution 2.8) the nodes pull the chart\'s and kubeadm\'s images from (e2e/cluster/registry.ts)', for: ['e2e'] },
   { command: 'skopeo', pkg: 'skopeo', why: 'pushes the harness\'s OCI image tars to a registry (e2e/cluster/registry.ts, npm run release)', for: ['e2e'] },
-  { command: 'busybox', pkg: 'busybox-static', why: 'the node agent image of the nodes mode is made from a static busybox', for: ['e2e'] },
+  { command: 'busybox', pkg: 'busybox-static', why: 'the node agent image of the nodes mode is made from a static busybox; test/drivers/static-pod-agent.test.ts runs the agent script under it', for: ['test', 'e2e'] },
+  { command: 'ps', pkg: 'procps', why: 'the nodes-mode tests look for processes left behind', for: ['e2e'] },
+  { command: 'pgrep', pkg: 'procps', why: 'the runtime e2e finds the server processes it disrupts', for: ['e2e'] },
 ];
 
 export const WHAT: Record<Profile, string> = { test: 'npm test', demo: 'npm run demo', e2e: 'npm run e2e', tools: 'the chart tests' };

@@ -29,7 +29,7 @@ export interface ResolvedSpec {
   allowPrerelease: boolean;
   strategy: { batchSize: number | string; soakMs: number; batchTimeoutMs: number; phases: UpgradePhases; phaseSoakMs: number };
   rollback: { orphanedObjects: OrphanPolicy };
-  proxy: { gate: ProxyGateMode; revertAfter: boolean };
+  proxy: { gate: ProxyGateMode; revertAfter: boolean; allowAlphaGate: boolean };
   /** spec.trust (docs/trust.md): whether AnyFrontProxyCertTrusted refuses the upgrade at preflight. */
   trust: { requireAllowedNames: boolean };
   driver: ResolvedDriver;
@@ -90,7 +90,7 @@ export function resolveSpec(spec: ApiServerUpgradeSpec): ResolvedSpec {
       phaseSoakMs: duration(strategy.phaseSoakDuration, 'spec.strategy.phaseSoakDuration'),
     },
     rollback: { orphanedObjects: s.rollback?.orphanedObjects ?? 'Pause' },
-    proxy: { gate: s.proxy?.gate ?? 'Auto', revertAfter: s.proxy?.revertAfter === true },
+    proxy: { gate: s.proxy?.gate ?? 'Auto', revertAfter: s.proxy?.revertAfter === true, allowAlphaGate: s.proxy?.allowAlphaGate === true },
     trust: { requireAllowedNames: s.trust?.requireAllowedNames === true },
     driver: resolveDriver(s, duration(strategy.batchTimeout, 'spec.strategy.batchTimeout')),
     analysis: {

@@ -100,6 +100,12 @@ const proxy: Schema = {
         'After a successful upgrade, turn the gate back off on the servers where the operator turned it on. The gate is beta and on by default from v1.36, so this rarely matters.',
       default: false,
     },
+    allowAlphaGate: {
+      type: 'boolean',
+      description:
+        'Consent to turning the gate on where it is alpha: through v1.35 UnknownVersionInteroperabilityProxy is an alpha feature (off by default, may change or be removed, not covered by most vendors\' support). Without it, an upgrade whose servers run such a version with the gate off waits in Preflight with reason AlphaGateNotAllowed instead of turning it on (docs/versions.md). Not needed from v1.36 (beta), nor where the gate is already on, nor with gate Unmanaged.',
+      default: false,
+    },
   },
 };
 

@@ -77,6 +77,8 @@ export function checkPreflight(ctx: PlanContext): PreflightVerdict {
     return { ok: false, reason: 'ProxyGateUnknown', message: `cannot tell whether ${gateUnknown.join(', ')} run the ${PROXY_GATE} gate (kubernetes_feature_enabled missing from /metrics)` };
   }
   const needsProxyPass = proxyMatters && gateOff.length > 0;
+  const consent = alphaGateConsent({ needsProxyPass, fromVersion, allowAlphaGate: ctx.spec.proxy.allowAlphaGate, gateOff });
+  if (!consent.ok) return consent;
   let message = `${peers.length} servers on ${fromVersion}; ${minorChange ? 'minor upgrade' : 'patch upgrade'} to ${target}`;
   if (needsProxyPass) message += `; the proxy gate will be turned on first on ${gateOff.join(', ')}`;
   if (mode === 'Unmanaged' && minorChange && gateOff.length > 0) {
@@ -84,6 +86,28 @@ export function checkPreflight(ctx: PlanContext): PreflightVerdict {
   }
   if (fromResources) message += `; TwoPhase: phase one runs ${target} emulating ${minorOf(fromVersion)}, phase two lifts the emulation`;
   return { ok: true, reason: 'Passed', message, fromVersion, needsProxyPass, fromStorage, ...(fromResources ? { fromResources } : {}) };
+}
+
+/**
+ * Consent for an alpha gate: through v1.35 UnknownVersionInteroperabilityProxy is alpha (off by default, may
+ * change without notice, outside most vendors' support). The operator turns it on only where the spec says so
+ * (proxy.allowAlphaGate); otherwise preflight waits, touching nothing, and says what is missing and why. A spec
+ * edit lets it go on: the verdict is not fatal.
+ */
+export function alphaGateConsent(o: { needsProxyPass: boolean; fromVersion: string; allowAlphaGate: boolean; gateOff: string[] }): { ok: true } | { ok: false; reason: 'AlphaGateNotAllowed'; message: string } {
+  if (!o.needsProxyPass || o.allowAlphaGate) return { ok: true };
+  // Unknown is unsafe: a minor newer than the facts this operator holds asks for consent too.
+  const fact = proxyGateFact(o.fromVersion);
+  if (fact.known && fact.preRelease !== 'Alpha') return { ok: true };
+  const stage = fact.known ? `alpha on ${o.fromVersion} (beta from v1.36)` : `of unknown maturity on ${o.fromVersion} (${fact.message})`;
+  return {
+    ok: false,
+    reason: 'AlphaGateNotAllowed',
+    message:
+      `the ${PROXY_GATE} gate is off on ${o.gateOff.join(', ')} and ${stage}: turning it on runs an alpha feature on production servers, ` +
+      'which upstream may change or remove and most vendors do not support. Set spec.proxy.allowAlphaGate: true to consent, ' +
+      'or proxy.gate: Unmanaged to upgrade without the proxy (clients sent to old servers get 404 for resources only the new version serves) (docs/versions.md)',
+  };
 }
 
 /** A TwoPhase plan needs a minor upgrade, a target binary that can emulate the from-version, and the from-version's own discovery. */

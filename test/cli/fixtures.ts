@@ -18,6 +18,8 @@ export function spec(over: Partial<ApiServerUpgradeSpec> = {}): ApiServerUpgrade
     driver: { webhook: { url: 'https://hook.example/replace', timeout: '10s' } },
     analysis: { interval: '10s', failureLimit: 3, onBreach: 'Pause' },
     ...over,
+    // OLD (v1.35) has the proxy gate alpha: consent to turning it on unless a test says otherwise.
+    proxy: { allowAlphaGate: true, ...over.proxy },
   };
 }
 

@@ -16,6 +16,8 @@ export function spec(over: Partial<ApiServerUpgradeSpec> = {}): ApiServerUpgrade
     strategy: { batchSize: 1, soakDuration: '0s', batchTimeout: '10m' },
     analysis: { interval: '10s', failureLimit: 3, onBreach: 'Pause' },
     ...over,
+    // OLD (v1.35) has the proxy gate alpha: these tests consent to turning it on unless they say otherwise.
+    proxy: { allowAlphaGate: true, ...over.proxy },
   };
 }
 

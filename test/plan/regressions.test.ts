@@ -210,7 +210,7 @@ test('defect 6: editing strategy.batchSize mid-upgrade re-splits the remaining s
 });
 
 test('defect 7: batch history has one record per batch and BatchSucceeded is emitted once per batch', () => {
-  const sim = new ShellSim(fleet(3, OLD, 'off'), specWith({ targetVersion: 'v1.35.5', proxy: { gate: 'Enabled', revertAfter: true } }));
+  const sim = new ShellSim(fleet(3, OLD, 'off'), specWith({ targetVersion: 'v1.35.5', proxy: { gate: 'Enabled', revertAfter: true, allowAlphaGate: true } }));
   assert.equal(sim.runToRest(100, 5000), 'Succeeded');
   assert.deepEqual(sim.status?.batch?.history?.map((h) => h.index), [1, 2, 3]);
   assert.equal(sim.events.filter((e) => e.reason === 'BatchSucceeded').length, 3);
@@ -282,7 +282,7 @@ test('defect 11: build metadata is ignored, pre-release targets need allowPrerel
 });
 
 test('defect 12: revertAfter turns the gate off only where the operator turned it on', () => {
-  const sim = new ShellSim([peer('cp-1', OLD, 'on'), peer('cp-2', OLD, 'off'), peer('cp-3', OLD, 'off')], specWith({ targetVersion: 'v1.35.5', proxy: { gate: 'Enabled', revertAfter: true } }));
+  const sim = new ShellSim([peer('cp-1', OLD, 'on'), peer('cp-2', OLD, 'off'), peer('cp-3', OLD, 'off')], specWith({ targetVersion: 'v1.35.5', proxy: { gate: 'Enabled', revertAfter: true, allowAlphaGate: true } }));
   assert.equal(sim.runToRest(100, 5000), 'Succeeded');
   assert.deepEqual(sim.distinctCalls('EnableProxy'), ['EnableProxy:cp-2', 'EnableProxy:cp-3']);
   assert.deepEqual(new Set(sim.distinctCalls('RevertProxy')), new Set(['RevertProxy:cp-2', 'RevertProxy:cp-3']), 'cp-1 had the gate on before the upgrade');

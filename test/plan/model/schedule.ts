@@ -116,7 +116,7 @@ export function specOf(s: Setup): ApiServerUpgradeSpec {
     paused: s.pausedAtCreation,
     driver: { webhook: { url: 'https://hook.example/replace' } },
     strategy: { batchSize: s.batchSize, soakDuration: s.soak, batchTimeout: s.batchTimeout, ...(s.phases === 'TwoPhase' ? { phases: 'TwoPhase', phaseSoakDuration: '15s' } : {}) },
-    proxy: { gate: s.gate, revertAfter: s.revertAfter },
+    proxy: { gate: s.gate, revertAfter: s.revertAfter, allowAlphaGate: true },
     analysis: { interval: '10s', failureLimit: s.failureLimit, onBreach: s.onBreach, thresholds: { discoveryConvergence: '1m' } },
   };
 }
