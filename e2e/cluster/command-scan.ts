@@ -66,6 +66,7 @@ export function profilesOf(file: string): Profile[] | undefined {
 export function declaredFor(command: string, profiles: Profile[], goBuilt: readonly string[]): string | undefined {
   if (ALWAYS[command]) return ALWAYS[command];
   if (goBuilt.includes(command)) return 'built from the Go module proxy by e2e/cluster/binaries.ts';
+  if (command === 'go') return 'the Go toolchain: requireGo (e2e/cluster/binaries.ts) stops with its download command when it is missing';
   const need = SYSTEM.find((n) => n.command === command && n.for.some((p) => profiles.includes(p)));
   return need ? `${need.pkg} (requirements.ts, for ${need.for.join(', ')})` : undefined;
 }

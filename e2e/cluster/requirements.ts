@@ -22,6 +22,7 @@ export const SYSTEM: SystemNeed[] = [
   { command: 'haproxy', pkg: 'haproxy', why: 'the load balancer in front of the kube-apiservers', for: ['demo', 'e2e'] },
   { command: 'openssl', pkg: 'openssl', why: 'the cluster\'s certificates, and the unit tests\' TLS servers', for: ['test', 'demo', 'e2e'] },
   { command: 'ip', pkg: 'iproute2', why: 'the network namespace the servers run in', for: ['demo', 'e2e'] },
+  { command: 'ss', pkg: 'iproute2', why: 'e2e/registry.e2e.ts checks what listens on the registry\'s address', for: ['e2e'] },
   { command: 'unshare', pkg: 'util-linux', why: 'a hostname per kube-apiserver', for: ['demo', 'e2e'] },
   { command: 'flock', pkg: 'util-linux', why: 'one build per binary across processes (and its unit test)', for: ['test', 'demo', 'e2e', 'tools'] },
   { command: 'nsenter', pkg: 'util-linux', why: 'commands run inside a node\'s network namespace in the nodes mode', for: ['e2e'] },
