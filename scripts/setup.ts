@@ -1,6 +1,6 @@
 // Everything the README's commands need on a fresh machine, in one place:
-//   node scripts/setup.ts test    npm test: Lua 5.1 and 5.4 (Argo CD health check), openssl, flock, busybox-static (agent
-//                                 script), actionlint (built) and shellcheck for the release workflow's test
+//   node scripts/setup.ts test    npm test: Lua 5.1 and 5.4 (Argo CD health check), openssl and flock (their unit tests),
+//                                 actionlint (built) and shellcheck for the release workflow's test
 //   node scripts/setup.ts demo    npm run demo: root, haproxy, openssl, iproute2, util-linux, Go, etcd + both kube-apiservers built
 //   node scripts/setup.ts e2e     npm run e2e: the demo's, plus prometheus/promtool, prometheus-alertmanager/amtool, helm, kubectl,
 //                                 upstream Prometheus (built: Debian's has no kubernetes_sd_configs)
