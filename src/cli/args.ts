@@ -2,14 +2,21 @@
 import { parseArgs } from 'node:util';
 import { ACTION_COMMANDS, type ActionCommand } from './actions.ts';
 import type { OutputFormat } from './format.ts';
+import { JsonPathError, parseJsonPath } from './jsonpath.ts';
 
-export const COMMANDS = ['get', 'list', 'plan', ...ACTION_COMMANDS] as const;
+export const COMMANDS = ['get', 'list', 'plan', ...ACTION_COMMANDS, 'completion', 'version'] as const;
+export const SHELLS = ['bash', 'zsh', 'fish'] as const;
+export type Shell = (typeof SHELLS)[number];
 export type Command = (typeof COMMANDS)[number];
 
 export interface Options {
   command: Command;
   name: string | undefined;
   output: OutputFormat;
+  /** The template of -o jsonpath=TEMPLATE. */
+  jsonpath?: string | undefined;
+  /** completion's shell. */
+  shell?: Shell | undefined;
   watch: boolean;
   filename: string | undefined;
   kubeconfig: string | undefined;
@@ -66,11 +73,23 @@ export function parseCommandLine(argv: readonly string[]): Parsed {
   const name = rest[0];
 
   let output: OutputFormat = 'human';
+  let jsonpath: string | undefined;
   if (v.output !== undefined) {
     if (cmd !== 'get' && cmd !== 'list' && cmd !== 'plan') throw new UsageError(`-o/--output is for get, list and plan, not ${cmd}`);
-    if (v.output === 'json' || v.output === 'yaml') output = v.output;
-    else if (v.output === 'yml') output = 'yaml';
-    else throw new UsageError(`-o/--output must be json or yaml, not "${v.output}"`);
+    const o = v.output;
+    if (o === 'json' || o === 'yaml' || o === 'wide' || o === 'name') output = o;
+    else if (o === 'yml') output = 'yaml';
+    else if (o.startsWith('jsonpath=')) {
+      output = 'jsonpath';
+      jsonpath = o.slice('jsonpath='.length);
+      try {
+        parseJsonPath(jsonpath);
+      } catch (err) {
+        if (err instanceof JsonPathError) throw new UsageError(`-o jsonpath: ${err.message}`);
+        throw err;
+      }
+    } else throw new UsageError(`-o/--output must be one of json, yaml, wide, name, jsonpath=TEMPLATE, not "${o}"`);
+    if ((output === 'wide' || output === 'name') && cmd === 'plan') throw new UsageError(`-o ${output} is for get and list, not plan`);
   }
   if (v.watch && cmd !== 'get') throw new UsageError(`-w/--watch is for get, not ${cmd}`);
   if (v.filename !== undefined && cmd !== 'plan') throw new UsageError(`-f/--filename is for plan, not ${cmd}`);
@@ -81,8 +100,14 @@ export function parseCommandLine(argv: readonly string[]): Parsed {
     if (!Number.isInteger(events) || events < 0) throw new UsageError(`--events must be a whole number, not "${v.events}"`);
   }
 
-  if (cmd === 'list') {
-    if (name !== undefined) throw new UsageError(`list takes no NAME (use get ${name})`);
+  let shell: Shell | undefined;
+  if (cmd === 'list' || cmd === 'version') {
+    if (name !== undefined) throw new UsageError(cmd === 'list' ? `list takes no NAME (use get ${name})` : 'version takes no argument');
+  } else if (cmd === 'completion') {
+    if (!(SHELLS as readonly string[]).includes(name ?? '')) throw new UsageError(`completion needs the shell: ${SHELLS.join(', ')}`);
+    shell = name as Shell;
+  } else if (cmd === 'get') {
+    // Without a NAME, get lists every upgrade (as kubectl get does); with -w it watches them all.
   } else if (cmd === 'plan') {
     if ((name === undefined) === (v.filename === undefined)) throw new UsageError('plan takes either -f FILE (a manifest, - for stdin) or the NAME of an ApiServerUpgrade in the cluster');
   } else if (name === undefined) {
@@ -93,9 +118,54 @@ export function parseCommandLine(argv: readonly string[]): Parsed {
 
   return {
     help: false,
-    options: { command: cmd, name, output, watch: v.watch === true, filename: v.filename, kubeconfig: v.kubeconfig, context: v.context, events },
+    options: { command: cmd, name: cmd === 'completion' ? undefined : name, output, ...(jsonpath === undefined ? {} : { jsonpath }), ...(shell === undefined ? {} : { shell }), watch: v.watch === true, filename: v.filename, kubeconfig: v.kubeconfig, context: v.context, events },
   };
 }
+
+const COMMAND_LINES: Record<Command, string> = {
+  get: `  get [NAME] [-w]       phase, batch progress, servers, last analysis against its thresholds, pause, driver calls, Events;
+                        without NAME, every upgrade (as list); -w redraws on every change (of all of them without NAME)`,
+  list: '  list                  every ApiServerUpgrade: phase, versions, progress, age',
+  pause: '  pause NAME            set spec.paused to true (a spec edit: Git tools will see it)',
+  resume: `  resume NAME           set spec.paused to false if it is true; otherwise resume an automatic pause
+                        (annotation upgrade.apiserver.dev/resume, no spec edit)`,
+  abort: `  abort NAME            roll back now, through the same safety checks as onBreach Rollback
+                        (annotation upgrade.apiserver.dev/abort); RolledBack at once if nothing was touched`,
+  retry: `  retry NAME            re-run a Failed upgrade from preflight, or resume a paused one
+                        (annotation upgrade.apiserver.dev/retry)`,
+  plan: `  plan -f FILE | NAME   dry run: observe the fleet as the operator does and run its planner; prints the
+                        inventory, the preflight verdict, the batches and every driver call it would make.
+                        Writes nothing and calls no driver.`,
+  completion: '  completion SHELL      a completion script for bash, zsh or fish (e.g. source <(kubectl apiserver-upgrade completion bash))',
+  version: '  version               the plugin\'s version and the API version it speaks',
+};
+
+/** The flags each command takes, by their help line. */
+const FLAG_LINES = {
+  output: '  -o, --output FORMAT      json, yaml, wide, name or jsonpath=TEMPLATE (get, list; plan: json, yaml, jsonpath)',
+  watch: '  -w, --watch              get: redraw on every change',
+  filename: '  -f, --filename FILE      plan: the manifest to plan (- reads stdin)',
+  events: '      --events N           get: how many Events to show (default 10)',
+  connection: `      --kubeconfig PATH    kubeconfig file (default: $KUBECONFIG, then ~/.kube/config)
+      --context NAME       kubeconfig context (default: the current context)`,
+  help: '  -h, --help               this help',
+};
+
+const FLAGS_OF: Record<Command, (keyof typeof FLAG_LINES)[]> = {
+  get: ['output', 'watch', 'events', 'connection', 'help'],
+  list: ['output', 'connection', 'help'],
+  plan: ['output', 'filename', 'connection', 'help'],
+  pause: ['connection', 'help'],
+  resume: ['connection', 'help'],
+  abort: ['connection', 'help'],
+  retry: ['connection', 'help'],
+  completion: ['help'],
+  version: ['help'],
+};
+
+const EXIT = `Exit status: 0 done; 1 an error, or a command that makes no sense in the upgrade's phase (one line says why);
+2 a command line that cannot be run.
+`;
 
 export const USAGE = `kubectl apiserver-upgrade: inspect and steer ApiServerUpgrades (upgrade.apiserver.dev/v1alpha1, short name asu).
 
@@ -103,29 +173,26 @@ Usage:
   kubectl apiserver-upgrade COMMAND [NAME] [flags]
 
 Commands:
-  get NAME [-w]         phase, batch progress, servers, last analysis against its thresholds, pause, driver calls, Events;
-                        -w redraws on every change of the object
-  list                  every ApiServerUpgrade: phase, versions, progress, age
-  pause NAME            set spec.paused to true (a spec edit: Git tools will see it)
-  resume NAME           set spec.paused to false if it is true; otherwise resume an automatic pause
-                        (annotation upgrade.apiserver.dev/resume, no spec edit)
-  abort NAME            roll back now, through the same safety checks as onBreach Rollback
-                        (annotation upgrade.apiserver.dev/abort); RolledBack at once if nothing was touched
-  retry NAME            re-run a Failed upgrade from preflight, or resume a paused one
-                        (annotation upgrade.apiserver.dev/retry)
-  plan -f FILE | NAME   dry run: observe the fleet as the operator does and run its planner; prints the
-                        inventory, the preflight verdict, the batches and every driver call it would make.
-                        Writes nothing and calls no driver.
+${COMMANDS.map((c) => COMMAND_LINES[c]).join('\n')}
 
 Flags:
-  -o, --output json|yaml   machine output (get, list, plan)
-  -w, --watch              get: redraw on every change
-  -f, --filename FILE      plan: the manifest to plan (- reads stdin)
-      --events N           get: how many Events to show (default 10)
-      --kubeconfig PATH    kubeconfig file (default: $KUBECONFIG, then ~/.kube/config)
-      --context NAME       kubeconfig context (default: the current context)
-  -h, --help               this help
+${Object.values(FLAG_LINES).join('\n')}
 
-Exit status: 0 done; 1 an error, or a command that makes no sense in the upgrade's phase (one line says why);
-2 a command line that cannot be run.
-`;
+'kubectl apiserver-upgrade COMMAND --help' shows one command's help.
+
+${EXIT}`;
+
+/** The help of one command (`kubectl apiserver-upgrade get --help`), or the global help. */
+export function usage(command: Command | undefined): string {
+  if (command === undefined) return USAGE;
+  const name = command === 'completion' ? 'completion SHELL' : command === 'version' || command === 'list' ? command : command === 'plan' ? 'plan (-f FILE | NAME)' : command === 'get' ? 'get [NAME]' : `${command} NAME`;
+  return `kubectl apiserver-upgrade ${command}: ${COMMAND_LINES[command].trim().replace(/^\S+(\s+\S+)*?\s{2,}/, '').replace(/\s*\n\s+/g, ' ')}
+
+Usage:
+  kubectl apiserver-upgrade ${name} [flags]
+
+Flags:
+${FLAGS_OF[command].map((f) => FLAG_LINES[f]).join('\n')}
+
+${EXIT}`;
+}

@@ -7,7 +7,10 @@ import { ABORT_ANNOTATION, RESUME_ANNOTATION, RETRY_ANNOTATION } from '../api/vo
 import { blockingUpgrade } from '../plan/admission.ts';
 import { KubeApiError } from '../runtime/kube.ts';
 import { decide, type ActionCommand } from './actions.ts';
-import { isActionCommand, parseCommandLine, USAGE, UsageError, type Options } from './args.ts';
+import { isActionCommand, parseCommandLine, usage, UsageError, type Options } from './args.ts';
+import { completionScript } from './completion.ts';
+import { jsonPath } from './jsonpath.ts';
+import { pluginVersion } from './version.ts';
 import { CliError, type Connection, type UpgradeApi } from './client.ts';
 import { dryRun } from './dry-run.ts';
 import type { KubeEvent } from './events.ts';
@@ -37,13 +40,22 @@ export async function run(argv: readonly string[], deps: CliDeps): Promise<numbe
   try {
     const parsed = parseCommandLine(argv);
     if (parsed.help) {
-      deps.out(USAGE);
+      deps.out(usage(parsed.command));
       return 0;
     }
     const o = parsed.options;
+    // Neither needs the cluster.
+    if (o.command === 'completion') {
+      deps.out(completionScript(o.shell!));
+      return 0;
+    }
+    if (o.command === 'version') {
+      deps.out(`kubectl-apiserver_upgrade ${pluginVersion()} (API ${API_VERSION})\n`);
+      return 0;
+    }
     api = deps.connect({ kubeconfig: o.kubeconfig, context: o.context });
     if (o.command === 'list') return await list(api, o, deps);
-    if (o.command === 'get') return await get(api, o, deps);
+    if (o.command === 'get') return o.name === undefined ? await (o.watch ? watchAll(api, o, deps) : list(api, o, deps)) : await get(api, o, deps);
     if (o.command === 'plan') return await planCommand(api, o, deps);
     if (isActionCommand(o.command)) return await act(api, o.command, o.name!, deps);
     return 2;
@@ -70,9 +82,43 @@ async function mustGet(api: UpgradeApi, name: string): Promise<ApiServerUpgrade>
   return u;
 }
 
-async function list(api: UpgradeApi, o: Options, deps: CliDeps): Promise<number> {
+/** A view in the requested non-human format: json, yaml, the jsonpath template applied to it, or resource names. */
+function formatted(value: unknown, names: readonly string[], o: Options): string {
+  if (o.output === 'name') return names.map((n) => `${RESOURCE}/${n}\n`).join('');
+  if (o.output === 'jsonpath') return jsonPath(o.jsonpath ?? '', value);
+  return machine(value, o.output === 'yaml' ? 'yaml' : 'json');
+}
+
+const RESOURCE = 'apiserverupgrade.upgrade.apiserver.dev';
+
+async function listText(api: UpgradeApi, o: Options, deps: CliDeps): Promise<string> {
   const rows = listRows(await api.list());
-  deps.out(o.output === 'human' ? renderList(rows, deps.now()) : machine(rows, o.output));
+  if (o.output === 'human' || o.output === 'wide') return renderList(rows, deps.now(), o.output === 'wide');
+  return formatted(rows, rows.map((r) => r.name), o);
+}
+
+async function list(api: UpgradeApi, o: Options, deps: CliDeps): Promise<number> {
+  deps.out(await listText(api, o, deps));
+  return 0;
+}
+
+/** `get -w` without a NAME: the list, redrawn on every change of any upgrade. */
+async function watchAll(api: UpgradeApi, o: Options, deps: CliDeps): Promise<number> {
+  let last = '';
+  let chain: Promise<void> = Promise.resolve();
+  const draw = (): void => {
+    chain = chain.then(async () => {
+      const text = await listText(api, o, deps);
+      if (text === last) return;
+      last = text;
+      deps.out(deps.isTTY && (o.output === 'human' || o.output === 'wide') ? CLEAR + text : text);
+    }).catch((err: unknown) => deps.err(`error: ${oneLine(err)}\n`));
+  };
+  draw();
+  const w = api.watch(undefined, draw);
+  await deps.interrupted();
+  await w.stop();
+  await chain;
   return 0;
 }
 
@@ -85,7 +131,7 @@ async function getOnce(api: UpgradeApi, u: ApiServerUpgrade, o: Options, deps: C
     eventsError = oneLine(err);
   }
   const view = buildGetView(u, events, o.events, eventsError);
-  return o.output === 'human' ? renderGet(view, deps.now()) : machine(view, o.output);
+  return o.output === 'human' || o.output === 'wide' ? renderGet(view, deps.now()) : formatted(view, [u.metadata?.name ?? ''], o);
 }
 
 async function get(api: UpgradeApi, o: Options, deps: CliDeps): Promise<number> {
@@ -104,7 +150,7 @@ async function get(api: UpgradeApi, o: Options, deps: CliDeps): Promise<number> 
       if (text === last) return;
       last = text;
       if (deps.isTTY && o.output === 'human') deps.out(CLEAR + text);
-      else deps.out(o.output === 'yaml' ? `---\n${text}` : o.output === 'json' ? text : `${text}\n`);
+      else deps.out(o.output === 'yaml' ? `---\n${text}` : o.output === 'human' || o.output === 'wide' ? `${text}\n` : text);
     }).catch((err: unknown) => deps.err(`error: ${oneLine(err)}\n`));
   };
   draw(first);
@@ -194,6 +240,6 @@ async function planCommand(api: UpgradeApi, o: Options, deps: CliDeps): Promise<
   const view = buildPlanView({
     name, source, uid: uid ?? PLACEHOLDER_UID, uidIsPlaceholder: uid === undefined, spec, observation, inventory, dryRun: result, waitsFor, ignoredAnnotations,
   });
-  deps.out(o.output === 'human' ? renderPlan(view) : machine(view, o.output));
+  deps.out(o.output === 'human' ? renderPlan(view) : formatted(view, [name], o));
   return 0;
 }

@@ -1,6 +1,7 @@
 // The plugin's I/O: the user's kubeconfig (--kubeconfig, --context, $KUBECONFIG, as kubectl reads them),
 // the ApiServerUpgrade API, its Events, a watch, and the fleet observed exactly as the operator observes it.
 import { KubeAccess } from '../runtime/kubeconfig.ts';
+import { proxyRefusal } from './proxy.ts';
 import type { ApiServerUpgrade, ApiServerUpgradeSpec } from '../api/types.generated.ts';
 import { resolveSpec } from '../api/defaults.ts';
 import { KubeApiError, KubeClient, MERGE_PATCH } from '../runtime/kube.ts';
@@ -32,8 +33,8 @@ export interface UpgradeApi {
   /** A JSON merge patch of the object (not its status). */
   patch(name: string, patch: Record<string, unknown>): Promise<ApiServerUpgrade>;
   events(name: string): Promise<KubeEvent[]>;
-  /** Calls `onChange` with the object on every change (undefined once deleted) until stopped. */
-  watch(name: string, onChange: (u: ApiServerUpgrade | undefined) => void): { stop(): Promise<void> };
+  /** Calls `onChange` with the object on every change (undefined once deleted) until stopped; every upgrade without a name. */
+  watch(name: string | undefined, onChange: (u: ApiServerUpgrade | undefined) => void): { stop(): Promise<void> };
   /** One observation of the fleet, as the operator makes it (read-only). */
   observe(spec: ApiServerUpgradeSpec): Promise<{ observation: Observation; inventory: InventoryRow[] | undefined }>;
   close(): void;
@@ -72,8 +73,11 @@ export class KubeUpgradeApi implements UpgradeApi {
     this.kube = new KubeClient(kc, { logger: this.log, retry: { attempts: 3 } });
   }
 
-  static connect(c: Connection): KubeUpgradeApi {
-    return new KubeUpgradeApi(loadConfig(c));
+  static connect(c: Connection, env: Record<string, string | undefined> = process.env): KubeUpgradeApi {
+    const kc = loadConfig(c);
+    const refusal = proxyRefusal(kc.server, env);
+    if (refusal) throw new CliError(refusal);
+    return new KubeUpgradeApi(kc);
   }
 
   async get(name: string): Promise<ApiServerUpgrade | undefined> {
@@ -106,9 +110,9 @@ export class KubeUpgradeApi implements UpgradeApi {
     }
   }
 
-  watch(name: string, onChange: (u: ApiServerUpgrade | undefined) => void): { stop(): Promise<void> } {
+  watch(name: string | undefined, onChange: (u: ApiServerUpgrade | undefined) => void): { stop(): Promise<void> } {
     // The operator's own informer: every way a watch can end leads to a re-watch or a relist.
-    const informer = new Informer({ kubeConfig: this.kc, path: UPGRADES, fieldSelector: `metadata.name=${name}`, name: 'apiserverupgrade', logger: this.log });
+    const informer = new Informer({ kubeConfig: this.kc, path: UPGRADES, ...(name === undefined ? {} : { fieldSelector: `metadata.name=${name}` }), name: 'apiserverupgrade', logger: this.log });
     // The informer holds the objects as the API sent them: ApiServerUpgrades, by the path.
     const changed = (o: KubeObject): void => onChange(o as unknown as ApiServerUpgrade);
     informer.addHandlers({ add: changed, update: (_o, u) => changed(u), delete: () => onChange(undefined) });

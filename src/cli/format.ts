@@ -1,7 +1,8 @@
 // Small pure helpers for the plugin's human output: tables, ages, a progress bar, machine output.
 import { stringify } from 'yaml';
 
-export type OutputFormat = 'human' | 'json' | 'yaml';
+/** human: the default view; wide: list/get with more columns; name: resource/name lines; jsonpath: -o jsonpath=TEMPLATE. */
+export type OutputFormat = 'human' | 'wide' | 'name' | 'json' | 'yaml' | 'jsonpath';
 
 /** JSON (2-space indented) or YAML of any view; both end with a newline. */
 export function machine(value: unknown, format: 'json' | 'yaml'): string {

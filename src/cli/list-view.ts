@@ -1,7 +1,7 @@
 // `kubectl apiserver-upgrade list`: every upgrade, one row each. Pure.
 import type { ApiServerUpgrade } from '../api/types.generated.ts';
 import { batchStates } from './get-view.ts';
-import { age, iso, table } from './format.ts';
+import { age, iso, table, truncate } from './format.ts';
 
 export interface ListRow {
   name: string;
@@ -14,6 +14,10 @@ export interface ListRow {
   pauseReason: string | undefined;
   specPaused: boolean;
   createdAt: string | undefined;
+  /** Which driver the spec names. */
+  driver: 'webhook' | 'staticPod' | undefined;
+  /** The pause's message, else the Progressing condition's (what it is doing now). */
+  message: string | undefined;
 }
 
 export function listRows(items: readonly ApiServerUpgrade[]): ListRow[] {
@@ -34,13 +38,17 @@ export function listRows(items: readonly ApiServerUpgrade[]): ListRow[] {
         pauseReason: st?.pause?.reason,
         specPaused: u.spec?.paused === true,
         createdAt: iso(u.metadata?.creationTimestamp),
+        driver: u.spec?.driver?.webhook ? 'webhook' : u.spec?.driver?.staticPod ? 'staticPod' : undefined,
+        message: st?.pause?.message ?? st?.conditions?.find((c) => c.type === 'Progressing')?.message,
       };
     });
 }
 
-export function renderList(rows: readonly ListRow[], now: Date): string {
+/** The table; `wide` adds the driver and what the upgrade is doing (or why it paused). */
+export function renderList(rows: readonly ListRow[], now: Date, wide = false): string {
   if (rows.length === 0) return 'No ApiServerUpgrades found.\n';
-  return table(['NAME', 'PHASE', 'FROM', 'TO', 'DONE', 'BATCH', 'PAUSED', 'AGE'], rows.map((r) => [
+  const headers = ['NAME', 'PHASE', 'FROM', 'TO', 'DONE', 'BATCH', 'PAUSED', 'AGE', ...(wide ? ['DRIVER', 'MESSAGE'] : [])];
+  return table(headers, rows.map((r) => [
     r.name,
     r.phase,
     r.from,
@@ -49,5 +57,6 @@ export function renderList(rows: readonly ListRow[], now: Date): string {
     r.batch.total > 0 ? `${r.batch.current}/${r.batch.total}` : undefined,
     r.pauseReason ?? (r.specPaused ? 'spec.paused' : undefined),
     age(r.createdAt, now),
+    ...(wide ? [r.driver, truncate(r.message, 80)] : []),
   ]));
 }

@@ -1,15 +1,16 @@
 // The entry point of `kubectl apiserver-upgrade` (run by the kubectl-apiserver_upgrade launcher next to it).
 import { readFile } from 'node:fs/promises';
 import { text } from 'node:stream/consumers';
-import { parseCommandLine, USAGE, UsageError } from './args.ts';
+import { parseCommandLine, usage, UsageError } from './args.ts';
 
 const argv = process.argv.slice(2);
 
 /** --help and command lines that cannot run are answered before the Kubernetes client is even loaded. */
 function quick(): number | undefined {
   try {
-    if (!parseCommandLine(argv).help) return undefined;
-    process.stdout.write(USAGE);
+    const parsed = parseCommandLine(argv);
+    if (!parsed.help) return undefined;
+    process.stdout.write(usage(parsed.command));
     return 0;
   } catch (err) {
     if (!(err instanceof UsageError)) throw err;

@@ -37,13 +37,17 @@ test('help: no command, help, -h, help COMMAND', () => {
 test('command lines that cannot run are usage errors that say why', () => {
   const cases: [string[], RegExp][] = [
     [['frob'], /unknown command "frob"/],
-    [['get'], /get needs the NAME/],
     [['pause'], /pause needs the NAME/],
     [['get', 'a', 'b'], /at most one NAME/],
     [['list', 'x'], /list takes no NAME/],
     [['plan'], /either -f FILE .* or the NAME/],
     [['plan', 'x', '-f', 'y.yaml'], /either -f FILE/],
-    [['get', 'x', '-o', 'wide'], /json or yaml/],
+    [['get', 'x', '-o', 'table'], /json, yaml, wide, name, jsonpath=TEMPLATE/],
+    [['get', 'x', '-o', 'jsonpath={.a'], /-o jsonpath: unclosed \{/],
+    [['plan', 'x', '-o', 'wide'], /-o wide is for get and list/],
+    [['completion'], /completion needs the shell: bash, zsh, fish/],
+    [['completion', 'tcsh'], /completion needs the shell/],
+    [['version', 'x'], /version takes no argument/],
     [['pause', 'x', '-o', 'json'], /-o\/--output is for get, list and plan/],
     [['list', '-w'], /-w\/--watch is for get/],
     [['get', 'x', '-f', 'a'], /-f\/--filename is for plan/],
@@ -52,4 +56,16 @@ test('command lines that cannot run are usage errors that say why', () => {
     [['get', 'x', '--kubeconfig'], /--kubeconfig/],
   ];
   for (const [argv, why] of cases) assert.throws(() => parseCommandLine(argv), (e: unknown) => e instanceof UsageError && why.test(e.message), argv.join(' '));
+});
+
+test('-o wide, name and jsonpath=TEMPLATE; get without a NAME (all, -w watches all); completion SHELL; version', () => {
+  assert.equal(opts(['list', '-o', 'wide']).output, 'wide');
+  assert.equal(opts(['get', 'x', '-o', 'name']).output, 'name');
+  const j = opts(['get', 'x', '-o', 'jsonpath={.phase}{"\\n"}']);
+  assert.deepEqual([j.output, j.jsonpath], ['jsonpath', '{.phase}{"\\n"}']);
+  assert.deepEqual([opts(['get']).name, opts(['get', '-w']).watch], [undefined, true]);
+  const c = opts(['completion', 'zsh']);
+  assert.deepEqual([c.command, c.shell, c.name], ['completion', 'zsh', undefined]);
+  assert.equal(opts(['version']).command, 'version');
+  assert.deepEqual(parseCommandLine(['completion', '--help']), { help: true, command: 'completion' });
 });
