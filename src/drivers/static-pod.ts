@@ -95,10 +95,10 @@ export function targetImage(specImage: string, running: string | undefined, vers
   try {
     parseImageRef(image, 'the target image');
   } catch (err) {
-    return { error: `the target image ${JSON.stringify(image)} is not an image reference: ${(err as Error).message}` };
+    return { error: `the target image ${shownValue(image)} is not an image reference: ${(err as Error).message}` };
   }
   const bad = badImage(image);
-  if (bad) return { error: `the target image ${JSON.stringify(image)} ${bad}` };
+  if (bad) return { error: `the target image ${shownValue(image)} ${bad}` };
   return { image, note };
 }
 
