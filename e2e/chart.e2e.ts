@@ -181,8 +181,13 @@ test('helm template with the default values: the objects a Deployment of the ope
   assert.deepEqual(rules(`${RELEASE}-view`), [{ apiGroups: ['upgrade.apiserver.dev'], resources: ['apiserverupgrades'], verbs: ['get', 'list', 'watch'] }]);
   assert.deepEqual(rules(`${RELEASE}-edit`), [{ apiGroups: ['upgrade.apiserver.dev'], resources: ['apiserverupgrades'], verbs: ['get', 'list', 'watch', 'patch', 'update'] }]);
   assert.equal(labels(`${RELEASE}-view`)['rbac.authorization.k8s.io/aggregate-to-view'], 'true');
-  assert.equal(labels(`${RELEASE}-edit`)['rbac.authorization.k8s.io/aggregate-to-edit'], 'true');
-  assert.equal(labels(`${RELEASE}-edit`)['rbac.authorization.k8s.io/aggregate-to-view'], undefined, 'view holders do not get writes');
+  // Least privilege by default: the -edit role exists, for a ClusterRoleBinding, but reaches no built-in role.
+  assert.equal(labels(`${RELEASE}-edit`)['rbac.authorization.k8s.io/aggregate-to-edit'], undefined, 'rbac.aggregateToEdit is off by default');
+  assert.equal(labels(`${RELEASE}-edit`)['rbac.authorization.k8s.io/aggregate-to-admin'], undefined, 'rbac.aggregateToEdit is off by default');
+  const aggregated = find(await render(['rbac.aggregateToEdit=true']), 'ClusterRole', `${RELEASE}-edit`)[0]!.metadata.labels ?? {};
+  assert.equal(aggregated['rbac.authorization.k8s.io/aggregate-to-edit'], 'true');
+  assert.equal(aggregated['rbac.authorization.k8s.io/aggregate-to-admin'], 'true');
+  assert.equal(aggregated['rbac.authorization.k8s.io/aggregate-to-view'], undefined, 'view holders do not get writes');
   // Nothing but the operator's own calls: no wildcard, no secrets without a name.
   for (const o of [...find(objs, 'ClusterRole'), ...find(objs, 'Role')]) {
     for (const rule of (o as unknown as { rules: { resources?: string[]; verbs: string[]; resourceNames?: string[] }[] }).rules) {
@@ -225,7 +230,7 @@ test('helm template with every optional object on, and with metrics auth off', a
   // Off: no review rights, the flag says false, Prometheus sends no token; people's roles can be left out too.
   const off = await render(['metrics.auth.enabled=false', 'serviceMonitor.enabled=true', 'rbac.aggregateToView=false', 'rbac.aggregateToEdit=false']);
   assert.equal(find(off, 'ClusterRole', `${RELEASE}-metrics-auth`).length, 0);
-  assert.deepEqual(find(off, 'ClusterRole').map((o) => o.metadata.name).sort(), [RELEASE, `${RELEASE}-metrics-reader`]);
+  assert.deepEqual(find(off, 'ClusterRole').map((o) => o.metadata.name).sort(), [RELEASE, `${RELEASE}-edit`, `${RELEASE}-metrics-reader`], 'the -edit role stays, aggregated nowhere');
   const offArgs = (find(off, 'Deployment')[0] as unknown as typeof dep).spec.template.spec.containers[0]!.args;
   assert.ok(offArgs.includes('--metrics-auth=false'));
   const offSm = (find(off, 'ServiceMonitor')[0] as unknown as typeof sm).spec.endpoints[0]!;
@@ -654,9 +659,10 @@ test('the -view and -edit ClusterRoles: used for real, and selected by the built
     }
     return [...names].filter((n) => n.startsWith(RELEASE)).sort();
   };
+  // rbac.aggregateToEdit is off by default: the built-in edit and admin roles get reads only.
   assert.deepEqual(await selected('view'), [`${RELEASE}-view`]);
-  assert.deepEqual(await selected('edit'), [`${RELEASE}-edit`, `${RELEASE}-view`]);
-  assert.deepEqual(await selected('admin'), [`${RELEASE}-edit`, `${RELEASE}-view`]);
+  assert.deepEqual(await selected('edit'), [`${RELEASE}-view`]);
+  assert.deepEqual(await selected('admin'), [`${RELEASE}-view`]);
 });
 
 async function peopleRoles(name: string): Promise<void> {

@@ -1,7 +1,7 @@
 // The operator's own trust limits (docs/policy.md) on the real cluster: the operator runs as its own process
 // with --policy-file holding the policy the chart renders (its ConfigMap's policy.yaml, from `helm template`).
-// A spec whose webhook URL, token Secret, agent image or apiserver image is outside the policy is refused
-// (PreflightPassed=False NotAllowedByPolicy, naming the field and the list), and nothing is called: a trap
+// A spec whose webhook URL, token Secret, agent image, apiserver image, node path or Prometheus address is outside
+// the policy is refused (PreflightPassed=False NotAllowedByPolicy, naming the field and the list), and nothing is called: a trap
 // hook that counts every request and every Authorization header receives none. As a control, the same spec
 // allowed by a policy change does reach the trap, with the token — so the zeros mean something. A policy
 // narrowed under a real rolling upgrade pauses it before its next call; restored, the upgrade finishes.
@@ -104,11 +104,18 @@ function webhookUpgrade(name: string, url: string, withToken: boolean): Record<s
   };
 }
 
-function staticPodUpgrade(name: string, image: string, agentImage: string): Record<string, unknown> {
+function staticPodUpgrade(name: string, image: string, agentImage: string, paths: Record<string, string> = {}): Record<string, unknown> {
   return {
     apiVersion: 'upgrade.apiserver.dev/v1alpha1', kind: 'ApiServerUpgrade', metadata: { name },
-    spec: { targetVersion: NEW_VERSION, proxy: { allowAlphaGate: true }, driver: { staticPod: { image, agentImage, namespace: 'kube-system' } }, analysis: { interval: '2s' } },
+    spec: { targetVersion: NEW_VERSION, proxy: { allowAlphaGate: true }, driver: { staticPod: { image, agentImage, namespace: 'kube-system', ...paths } }, analysis: { interval: '2s' } },
   };
+}
+
+/** The allowed hook, with its signals read from a Prometheus at `address`. */
+function prometheusUpgrade(name: string, address: string): Record<string, unknown> {
+  const u = webhookUpgrade(name, hook.url, false) as { spec: { analysis: Record<string, unknown> } };
+  u.spec.analysis = { interval: '2s', source: 'Prometheus', prometheus: { address } };
+  return u;
 }
 
 async function remove(name: string): Promise<void> {
@@ -159,6 +166,8 @@ test('the chart renders the policy the operator reads: a ConfigMap mounted at --
   assert.deepEqual(parse(cm.data['policy.yaml']!), {
     apiVersion: 'upgrade.apiserver.dev/v1alpha1', kind: 'OperatorPolicy',
     apiserverImages: [{ repository: 'registry.k8s.io/kube-apiserver' }], agentImages: [{ image: AGENT_IMAGE }], webhooks: [], webhookTokens: [],
+    manifestPaths: [{ path: '/etc/kubernetes/manifests/kube-apiserver.yaml' }], backupDirs: [{ prefix: '/etc/kubernetes/apiserver-upgrade-backup' }],
+    peerCAFiles: [{ path: '/etc/kubernetes/pki/ca.crt' }], prometheusAddresses: [],
   });
   const dep = objs.find((o) => o.kind === 'Deployment') as unknown as { spec: { template: { spec: { containers: { args: string[]; volumeMounts: { name: string; mountPath: string }[] }[]; volumes: { name: string; configMap?: { name: string } }[] } } } };
   const c = dep.spec.template.spec.containers[0]!;
@@ -198,6 +207,11 @@ test('a spec outside the policy is refused, naming the field and the rule; the h
     { name: 'unlisted-url', obj: webhookUpgrade('unlisted-url', trap.url, false), field: /spec\.driver\.webhook\.url/, why: /matches no entry of webhooks \(allowed: url https:\/\/127\.0\.0\.1:\d+\/replace\)/ },
     { name: 'agent-image', obj: staticPodUpgrade('agent-image', 'registry.k8s.io/kube-apiserver', 'evil.example.com/root-shell:latest'), field: /spec\.driver\.staticPod\.agentImage "evil\.example\.com\/root-shell:latest"/, why: new RegExp(`matches no entry of agentImages \\(allowed: image ${AGENT_IMAGE.replace(/[./]/g, '\\$&')}\\)`) },
     { name: 'apiserver-image', obj: staticPodUpgrade('apiserver-image', 'evil.example.com/kube-apiserver', AGENT_IMAGE), field: /spec\.driver\.staticPod\.image "evil\.example\.com\/kube-apiserver"/, why: /matches no entry of apiserverImages \(allowed: repository registry\.k8s\.io\/kube-apiserver\)/ },
+    // The node paths: the whole of /etc mounted read-write as the backup folder; another file as the peers' CA.
+    { name: 'backup-dir', obj: staticPodUpgrade('backup-dir', 'registry.k8s.io/kube-apiserver', AGENT_IMAGE, { backupDir: '/etc' }), field: /spec\.driver\.staticPod\.backupDir "\/etc"/, why: /matches no entry of backupDirs \(allowed: prefix \/etc\/kubernetes\/apiserver-upgrade-backup\)/ },
+    { name: 'peer-ca-file', obj: staticPodUpgrade('peer-ca-file', 'registry.k8s.io/kube-apiserver', AGENT_IMAGE, { peerCAFile: '/etc/kubernetes/pki/front-proxy-ca.crt' }), field: /spec\.driver\.staticPod\.peerCAFile "\/etc\/kubernetes\/pki\/front-proxy-ca\.crt"/, why: /matches no entry of peerCAFiles \(allowed: path \/etc\/kubernetes\/pki\/ca\.crt\)/ },
+    // A cloud metadata address as the Prometheus to query: the chart allows no address until one is listed.
+    { name: 'prometheus-metadata', obj: prometheusUpgrade('prometheus-metadata', 'http://169.254.169.254/latest/meta-data/'), field: /spec\.analysis\.prometheus\.address "http:\/\/169\.254\.169\.254\/latest\/meta-data\/"/, why: /matches no entry of prometheusAddresses \(the list is empty\)/ },
   ];
   for (const c of cases) {
     await createUpgrade(cluster, c.obj);

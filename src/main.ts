@@ -80,7 +80,7 @@ const log = createLogger(values['log-level']);
 // Read before anything starts: a policy file that cannot be read or parsed stops the operator here.
 const policyFile = values['policy-file'] ? PolicyFile.open(values['policy-file'], log.child({ component: 'policy' })) : undefined;
 if (!policyFile) {
-  log.warn('no --policy-file: every ApiServerUpgrade is allowed any apiserver and agent image, webhook URL and token Secret; whoever may create or patch one decides what this operator runs and where it sends tokens (docs/policy.md)');
+  log.warn('no --policy-file: every ApiServerUpgrade is allowed any apiserver and agent image, webhook URL, token Secret, node path and Prometheus address; whoever may create or patch one decides what this operator runs and where it sends tokens (docs/policy.md)');
 }
 const agentImageProblem = values['agent-image'] ? badImage(values['agent-image']) : undefined;
 if (agentImageProblem) {

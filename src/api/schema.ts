@@ -1,6 +1,7 @@
 import type { PrinterColumn, Schema } from './schema-types.ts';
 import { specSchema } from './schema-spec.ts';
 import { statusSchema } from './schema-status.ts';
+import { frozenFieldRules } from './schema-frozen.ts';
 
 /**
  * The whole ApiServerUpgrade schema: the root object and its printer columns. The single source of
@@ -22,6 +23,8 @@ export const rootSchema: Schema = {
     spec: specSchema,
     status: statusSchema,
   },
+  // On the root: only here may a rule read the stored status (is the upgrade under way?) next to the spec.
+  'x-kubernetes-validations': frozenFieldRules(specSchema),
 };
 
 export const printerColumns: readonly PrinterColumn[] = [

@@ -1,6 +1,6 @@
 /**
- * The operator's own trust limits (docs/policy.md): which images, webhook URLs and token destinations any
- * ApiServerUpgrade may make it use. Whoever may create (or patch) an ApiServerUpgrade otherwise chooses the
+ * The operator's own trust limits (docs/policy.md): which images, webhook URLs, token destinations, node paths
+ * and Prometheus addresses any ApiServerUpgrade may make it use. Whoever may create (or patch) an ApiServerUpgrade otherwise chooses the
  * image the static Pod driver runs as root with hostPath mounts on every control-plane node, the
  * kube-apiserver image, and where the webhook driver sends its bearer token. The policy is the operator's
  * configuration (--policy-file), not the spec's: the spec is checked against it on every reconcile, and a spec
@@ -11,7 +11,7 @@
  * Images are compared as parsed references (the distribution grammar, Docker's normalisation), URLs as parsed
  * WHATWG URLs — the parser node's https.request uses for the call itself — never as strings.
  */
-import type { ResolvedSpec } from '../api/defaults.ts';
+import type { ResolvedSpec, ResolvedStaticPod } from '../api/defaults.ts';
 import type { PlanContext } from './context.ts';
 import { pause, resume } from './breach.ts';
 
@@ -149,27 +149,31 @@ export type UrlRule =
 /** Percent-encodings of `/`, `\` and `%` in a path: servers and proxies disagree on decoding them. */
 const ENCODED_SEPARATOR = /%(?:2f|5c|25)/i;
 
+/** The schemes a URL of each list may use: hooks carry tokens (https only); Prometheus is queried over either. */
+export type UrlSchemes = 'https' | 'http or https';
+
 /**
- * Parses a URL the way the webhook driver's https.request does and refuses what a prefix check could be
- * fooled by. Returns the URL or why it is refused.
+ * Parses a URL the way the webhook driver's https.request (or the Prometheus client) does and refuses what a
+ * prefix check could be fooled by. Returns the URL or why it is refused.
  */
-export function parseHookUrl(raw: string): URL | string {
+export function parseHookUrl(raw: string, schemes: UrlSchemes = 'https'): URL | string {
   let u: URL;
   try {
     u = new URL(raw);
   } catch {
     return 'is not a URL';
   }
-  if (u.protocol !== 'https:') return `uses ${u.protocol.replace(/:$/, '')}, not https`;
+  const ok = u.protocol === 'https:' || (schemes === 'http or https' && u.protocol === 'http:');
+  if (!ok) return `uses ${u.protocol.replace(/:$/, '')}, not ${schemes}`;
   if (u.username !== '' || u.password !== '') return `has userinfo (${u.username}${u.password ? ':…' : ''}@): the host is ${u.host}, and node would send it as Basic credentials`;
   if (u.hash !== '') return 'has a fragment (#…), which is never sent: write the URL without it';
   if (ENCODED_SEPARATOR.test(u.pathname)) return 'has an encoded /, \\ or % in its path (%2F, %5C, %25), which servers decode differently';
   return u;
 }
 
-function compileUrlRule(kind: 'url' | 'prefix', text: string, what: string): UrlRule {
+function compileUrlRule(kind: 'url' | 'prefix', text: string, what: string, schemes: UrlSchemes): UrlRule {
   if (typeof text !== 'string' || text === '') throw new PolicyError(`${what}: must be a non-empty string`);
-  const u = parseHookUrl(text);
+  const u = parseHookUrl(text, schemes);
   if (typeof u === 'string') throw new PolicyError(`${what}: ${JSON.stringify(text)} ${u}`);
   if (kind === 'url') return { kind, href: u.href, text };
   if (u.search !== '') throw new PolicyError(`${what}: ${JSON.stringify(text)} has a query; a prefix is a scheme, host, port and path`);
@@ -181,6 +185,48 @@ function matchesUrl(rule: UrlRule, u: URL): boolean {
   if (rule.kind === 'url') return u.href === rule.href;
   if (u.origin !== rule.origin) return false;
   return u.pathname === rule.path || u.pathname === rule.path.slice(0, -1) || u.pathname.startsWith(rule.path);
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Paths on the control-plane nodes
+
+/** One entry of a node path allowlist. */
+export type PathRule =
+  /** Exactly this path. */
+  | { kind: 'path'; path: string; text: string }
+  /** This folder or anything under it, by whole segments (`/etc/kubernetes` is not a prefix of `/etc/kubernetes2`). */
+  | { kind: 'prefix'; path: string; text: string };
+
+/** An absolute path of plain segments: letters, digits, `.`, `_`, `-`; no `//`, no trailing `/`. */
+const NODE_PATH = /^(?:\/[A-Za-z0-9._-]+)+$/;
+const NODE_PATH_MAX = 1024;
+
+/**
+ * Why `raw` is not a path the policy can judge, or undefined when it is one: absolute, of plain segments,
+ * with no `.` or `..` segment (a prefix check on `/etc/kubernetes/manifests/../../root` would pass what the
+ * node resolves elsewhere). Nothing is normalised: a path that needs it is refused.
+ */
+export function badNodePath(raw: string): string | undefined {
+  if (raw.length > NODE_PATH_MAX) return `is longer than ${NODE_PATH_MAX} characters`;
+  if (!NODE_PATH.test(raw)) return 'is not an absolute path of plain segments (letters, digits, . _ -, separated by single /)';
+  if (raw.split('/').some((seg) => seg === '.' || seg === '..')) return 'has a . or .. segment';
+  return undefined;
+}
+
+function compilePathRule(item: unknown, what: string): PathRule {
+  const [kind, text] = oneOf(item, ['path', 'prefix'], what);
+  const bad = badNodePath(text);
+  if (bad !== undefined) throw new PolicyError(`${what}.${kind}: ${JSON.stringify(text)} ${bad}`);
+  return { kind: kind as PathRule['kind'], path: text, text };
+}
+
+function matchesPath(rule: PathRule, path: string): boolean {
+  return path === rule.path || (rule.kind === 'prefix' && path.startsWith(`${rule.path}/`));
+}
+
+/** The folder of a checked node path (`/etc/kubernetes/manifests` of `/etc/kubernetes/manifests/kube-apiserver.yaml`). */
+function folderOf(path: string): string {
+  return path.slice(0, path.lastIndexOf('/')) || '/';
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -207,15 +253,23 @@ export interface Policy {
   agentImages: ImageRule[];
   webhooks: UrlRule[];
   webhookTokens: TokenRule[];
+  /** spec.driver.staticPod.manifestPath: the manifest the agent rewrites (its folder is mounted). */
+  manifestPaths: PathRule[];
+  /** spec.driver.staticPod.backupDir: the folder the agent writes backups to (created when missing). */
+  backupDirs: PathRule[];
+  /** spec.driver.staticPod.peerCAFile: the file the kube-apiserver then trusts for its peers (--peer-ca-file). */
+  peerCAFiles: PathRule[];
+  /** spec.analysis.prometheus.address: where the operator sends its queries (and whose answers it reports). */
+  prometheusAddresses: UrlRule[];
 }
 
 export const POLICY_KIND = 'OperatorPolicy';
 export const POLICY_API_VERSION = 'upgrade.apiserver.dev/v1alpha1';
-const TOP_KEYS = ['apiVersion', 'kind', 'apiserverImages', 'agentImages', 'webhooks', 'webhookTokens'];
+const TOP_KEYS = ['apiVersion', 'kind', 'apiserverImages', 'agentImages', 'webhooks', 'webhookTokens', 'manifestPaths', 'backupDirs', 'peerCAFiles', 'prometheusAddresses'];
 
 /** A policy that refuses everything, saying why: an unreadable or invalid policy file must not allow more. */
 export function brokenPolicy(source: string, error: string): Policy {
-  return { source, error, apiserverImages: [], agentImages: [], webhooks: [], webhookTokens: [] };
+  return { source, error, apiserverImages: [], agentImages: [], webhooks: [], webhookTokens: [], manifestPaths: [], backupDirs: [], peerCAFiles: [], prometheusAddresses: [] };
 }
 
 function isObject(x: unknown): x is Record<string, unknown> {
@@ -281,10 +335,11 @@ export function parsePolicy(doc: unknown, source: string): Policy {
   onlyKeys(doc, TOP_KEYS, 'policy');
   if (doc.apiVersion !== undefined && doc.apiVersion !== POLICY_API_VERSION) throw new PolicyError(`apiVersion: must be ${POLICY_API_VERSION}`);
   if (doc.kind !== undefined && doc.kind !== POLICY_KIND) throw new PolicyError(`kind: must be ${POLICY_KIND}`);
-  const urlRules = (items: unknown[], what: string): UrlRule[] => items.map((item, i) => {
+  const urlRules = (items: unknown[], what: string, schemes: UrlSchemes = 'https'): UrlRule[] => items.map((item, i) => {
     const [kind, text] = oneOf(item, ['url', 'prefix'], `${what}[${i}]`);
-    return compileUrlRule(kind as 'url' | 'prefix', text, `${what}[${i}].${kind}`);
+    return compileUrlRule(kind as 'url' | 'prefix', text, `${what}[${i}].${kind}`, schemes);
   });
+  const pathRules = (key: string): PathRule[] => list(doc, key).map((x, i) => compilePathRule(x, `${key}[${i}]`));
   return {
     source,
     apiserverImages: list(doc, 'apiserverImages').map((x, i) => compileImageRule(x, `apiserverImages[${i}]`, ['repository', 'repositoryPrefix'])),
@@ -297,6 +352,10 @@ export function parsePolicy(doc: unknown, source: string): Policy {
       if (!Array.isArray(x.urls) || x.urls.length === 0) throw new PolicyError(`${what}.urls: must list at least one {url} or {prefix} the token may be sent to`);
       return { secret: compileSecretRef(x.secret, `${what}.secret`), urls: urlRules(x.urls, `${what}.urls`) };
     }),
+    manifestPaths: pathRules('manifestPaths'),
+    backupDirs: pathRules('backupDirs'),
+    peerCAFiles: pathRules('peerCAFiles'),
+    prometheusAddresses: urlRules(list(doc, 'prometheusAddresses'), 'prometheusAddresses', 'http or https'),
   };
 }
 
@@ -341,6 +400,46 @@ function sameSecret(a: SecretRef, ns: string, name: string, key: string): boolea
   return a.namespace === ns && a.name === name && (a.key === undefined || a.key === key);
 }
 
+function checkPath(field: string, value: string, rules: PathRule[], listName: string): PolicyViolation | undefined {
+  const bad = badNodePath(value);
+  if (bad !== undefined) return { field, value, rule: listName, message: `${field} ${JSON.stringify(value)} ${bad}` };
+  if (rules.some((r) => matchesPath(r, value))) return undefined;
+  return { field, value, rule: listName, message: `${field} ${JSON.stringify(value)} matches no entry of ${listName} (${shown(rules)})` };
+}
+
+/**
+ * The static Pod driver's paths: each within its list, and the backup folder outside the manifest folder — the
+ * kubelet runs every file there as a static Pod, so a backup written into it would start a second kube-apiserver.
+ */
+function checkStaticPodPaths(policy: Policy, p: ResolvedStaticPod): PolicyViolation[] {
+  const out: PolicyViolation[] = [];
+  const manifest = checkPath('spec.driver.staticPod.manifestPath', p.manifestPath, policy.manifestPaths, 'manifestPaths');
+  const backup = checkPath('spec.driver.staticPod.backupDir', p.backupDir, policy.backupDirs, 'backupDirs');
+  const ca = checkPath('spec.driver.staticPod.peerCAFile', p.peerCAFile, policy.peerCAFiles, 'peerCAFiles');
+  for (const v of [manifest, backup, ca]) if (v) out.push(v);
+  if (!manifest && !backup) {
+    const folder = folderOf(p.manifestPath);
+    if (p.backupDir === folder || p.backupDir.startsWith(`${folder}/`)) {
+      out.push({
+        field: 'spec.driver.staticPod.backupDir', value: p.backupDir, rule: 'backupDirs',
+        message: `spec.driver.staticPod.backupDir ${JSON.stringify(p.backupDir)} is inside the manifest folder ${folder}: the kubelet would run the backups as static Pods`,
+      });
+    }
+  }
+  return out;
+}
+
+/** spec.analysis.prometheus.address, when the signals come from Prometheus: an http(s) URL the policy lists. */
+function checkPrometheus(policy: Policy, spec: ResolvedSpec): PolicyViolation[] {
+  const address = spec.analysis.prometheus?.address;
+  if (address === undefined) return [];
+  const field = 'spec.analysis.prometheus.address';
+  const u = parseHookUrl(address, 'http or https');
+  if (typeof u === 'string') return [{ field, value: address, rule: 'prometheusAddresses', message: `${field} ${JSON.stringify(address)} ${u}` }];
+  if (policy.prometheusAddresses.some((r) => matchesUrl(r, u))) return [];
+  return [{ field, value: address, rule: 'prometheusAddresses', message: `${field} ${JSON.stringify(address)} (${u.href}) matches no entry of prometheusAddresses (${shown(policy.prometheusAddresses)})` }];
+}
+
 /**
  * The fields of `spec` outside `policy`; empty when the spec is allowed. For the webhook driver: without a
  * token, the URL must match `webhooks` or a URL some token may be sent to; with one, the Secret (namespace,
@@ -350,7 +449,7 @@ export function checkSpec(policy: Policy, spec: ResolvedSpec): PolicyViolation[]
   if (policy.error !== undefined) {
     return [{ field: 'spec', value: '', rule: 'policy', message: `the operator's policy ${policy.source} cannot be used (${policy.error}): nothing is allowed until it is fixed` }];
   }
-  const out: PolicyViolation[] = [];
+  const out: PolicyViolation[] = checkPrometheus(policy, spec);
   if (spec.driver.kind === 'staticPod') {
     const p = spec.driver.staticPod;
     // Empty: the node's own repository is kept (the driver reads it from the mirror Pod), so only the tag
@@ -360,12 +459,13 @@ export function checkSpec(policy: Policy, spec: ResolvedSpec): PolicyViolation[]
     // Empty: the operator's own image runs the agent, which its installer chose, not the spec's author.
     const agent = p.agentImage === '' ? undefined : checkImage('spec.driver.staticPod.agentImage', p.agentImage, policy.agentImages, 'agentImages', false);
     if (agent) out.push(agent);
+    out.push(...checkStaticPodPaths(policy, p));
     return out;
   }
   const w = spec.driver.webhook;
   const field = 'spec.driver.webhook.url';
   const u = parseHookUrl(w.url);
-  if (typeof u === 'string') return [{ field, value: w.url, rule: 'webhooks', message: `${field} ${JSON.stringify(w.url)} ${u}` }];
+  if (typeof u === 'string') return [...out, { field, value: w.url, rule: 'webhooks', message: `${field} ${JSON.stringify(w.url)} ${u}` }];
   const ref = w.authSecretRef;
   if (ref === undefined) {
     const rules = [...policy.webhooks, ...policy.webhookTokens.flatMap((t) => t.urls)];
@@ -378,7 +478,7 @@ export function checkSpec(policy: Policy, spec: ResolvedSpec): PolicyViolation[]
   const secret = `${ref.namespace}/${ref.name} key ${key}`;
   const bindings = policy.webhookTokens.filter((t) => sameSecret(t.secret, ref.namespace, ref.name, key));
   if (bindings.length === 0) {
-    return [{ field: 'spec.driver.webhook.authSecretRef', value: secret, rule: 'webhookTokens', message: `spec.driver.webhook.authSecretRef: the Secret ${secret} is not listed under webhookTokens: the operator sends it nowhere` }];
+    return [...out, { field: 'spec.driver.webhook.authSecretRef', value: secret, rule: 'webhookTokens', message: `spec.driver.webhook.authSecretRef: the Secret ${secret} is not listed under webhookTokens: the operator sends it nowhere` }];
   }
   const urls = bindings.flatMap((t) => t.urls);
   if (!urls.some((r) => matchesUrl(r, u))) {

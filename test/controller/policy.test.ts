@@ -211,7 +211,10 @@ test('reconciler: without a policy (no --policy-file) every spec reaches the dri
 
 test('reconciler: a broken policy file refuses a run under way before the driver is built', async () => {
   const api = new FakeApi({ ...HOOK_SPEC, driver: { staticPod: { image: 'registry.k8s.io/kube-apiserver', agentImage: 'busybox:1.36' } } });
-  let current: Policy = parsePolicyText('apiserverImages: [{repository: registry.k8s.io/kube-apiserver}]\nagentImages: [{image: "busybox:1.36"}]\n', '/etc/policy.yaml');
+  let current: Policy = parsePolicyText([
+    'apiserverImages: [{repository: registry.k8s.io/kube-apiserver}]', 'agentImages: [{image: "busybox:1.36"}]', 'manifestPaths: [{prefix: /etc/kubernetes/manifests}]',
+    'backupDirs: [{prefix: /etc/kubernetes/apiserver-upgrade-backup}]', 'peerCAFiles: [{prefix: /etc/kubernetes/pki}]',
+  ].join('\n'), '/etc/policy.yaml');
   const { r, calls } = reconcilerFor(api, () => current);
   await r.reconcile('to-v1-36');
   assert.deepEqual(calls, ['Upgrade:cp-1']);

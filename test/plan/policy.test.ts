@@ -19,9 +19,16 @@ function policy(doc: Record<string, unknown>): Policy {
   return parsePolicy(doc, '/etc/policy.yaml');
 }
 
-/** A policy of agent images only, with the CRD's default kube-apiserver repository allowed. */
+/** The chart's default node paths: kubeadm's manifests and PKI folders, the CRD's default backup folder. */
+const KUBEADM_PATHS = {
+  manifestPaths: [{ prefix: '/etc/kubernetes/manifests' }],
+  backupDirs: [{ prefix: '/etc/kubernetes/apiserver-upgrade-backup' }],
+  peerCAFiles: [{ prefix: '/etc/kubernetes/pki' }],
+};
+
+/** A policy of agent images only, with the CRD's default kube-apiserver repository and kubeadm's paths allowed. */
 function agents(...rules: Record<string, string>[]): Policy {
-  return policy({ apiserverImages: [{ repository: 'registry.k8s.io/kube-apiserver' }], agentImages: rules });
+  return policy({ apiserverImages: [{ repository: 'registry.k8s.io/kube-apiserver' }], agentImages: rules, ...KUBEADM_PATHS });
 }
 
 function webhook(url: string, authSecretRef?: { namespace: string; name: string; key?: string }): ApiServerUpgradeSpec {
@@ -41,7 +48,7 @@ const allowed = (p: Policy, s: ApiServerUpgradeSpec): boolean => check(p, s).len
 test('policy: an empty document allows nothing of any kind; every list is optional', () => {
   for (const doc of [null, undefined, {}]) {
     const p = parsePolicy(doc, 'f');
-    assert.deepEqual([p.apiserverImages, p.agentImages, p.webhooks, p.webhookTokens], [[], [], [], []]);
+    assert.deepEqual([p.apiserverImages, p.agentImages, p.webhooks, p.webhookTokens, p.manifestPaths, p.backupDirs, p.peerCAFiles, p.prometheusAddresses], [[], [], [], [], [], [], [], []]);
     assert.equal(allowed(p, webhook(HOOK)), false);
     assert.equal(allowed(p, staticPod('busybox:1.36')), false);
   }
@@ -145,7 +152,7 @@ test('agentImages: a repository allows its tags and digests; a prefix whole path
 });
 
 test('apiserverImages: the kube-apiserver repository (its tag is the target version), never a tag or digest in the spec', () => {
-  const p = policy({ apiserverImages: [{ repository: 'registry.k8s.io/kube-apiserver' }, { repositoryPrefix: 'mirror.example.com/k8s' }], agentImages: [{ image: 'busybox:1.36' }] });
+  const p = policy({ apiserverImages: [{ repository: 'registry.k8s.io/kube-apiserver' }, { repositoryPrefix: 'mirror.example.com/k8s' }], agentImages: [{ image: 'busybox:1.36' }], ...KUBEADM_PATHS });
   assert.ok(allowed(p, staticPod('busybox:1.36')), 'the CRD default image, registry.k8s.io/kube-apiserver');
   assert.ok(allowed(p, staticPod('busybox:1.36', 'mirror.example.com/k8s/kube-apiserver')));
   for (const no of ['registry.k8s.io/kube-apiserver-evil', 'evil.example.com/kube-apiserver', 'registry.k8s.io/kube-scheduler', 'mirror.example.com/k8s2/kube-apiserver']) {
@@ -240,6 +247,97 @@ test('webhookTokens: a token Secret goes only to the URLs listed for it; an unli
   assert.ok(!allowed(p, webhook('https://cpm.example.com/v1/replace', { namespace: 'kube-system', name: 'cpm-token' })), 'same name, other namespace');
   assert.ok(allowed(p, webhook('https://keyed.example.com/replace', { namespace: 'auo', name: 'keyed', key: 'bearer' })));
   assert.ok(!allowed(p, webhook('https://keyed.example.com/replace', { namespace: 'auo', name: 'keyed' })), 'the rule names key bearer; the default key is token');
+});
+
+// ---------------------------------------------------------------------------------------------------------
+// Node paths and the Prometheus address
+
+function paths(p: { manifestPath?: string; backupDir?: string; peerCAFile?: string }): ApiServerUpgradeSpec {
+  return baseSpec({ driver: { staticPod: { agentImage: 'busybox:1.36', ...p } } });
+}
+
+test('node paths: the CRD defaults pass the chart\'s default lists; each path must lie within its own list, by whole segments', () => {
+  const p = agents({ image: 'busybox:1.36' });
+  assert.deepEqual(check(p, paths({})), [], 'kubeadm\'s manifest, the default backup folder, kubeadm\'s CA');
+  assert.ok(allowed(p, paths({ backupDir: '/etc/kubernetes/apiserver-upgrade-backup/cp-1', peerCAFile: '/etc/kubernetes/pki/peer/ca.crt' })));
+  const cases: [Parameters<typeof paths>[0], string, string][] = [
+    [{ manifestPath: '/etc/kubernetes/manifests2/kube-apiserver.yaml' }, 'spec.driver.staticPod.manifestPath', 'manifestPaths'],
+    [{ manifestPath: '/etc/kubernetes/kube-apiserver.yaml' }, 'spec.driver.staticPod.manifestPath', 'manifestPaths'],
+    [{ backupDir: '/etc' }, 'spec.driver.staticPod.backupDir', 'backupDirs'],
+    [{ backupDir: '/etc/kubernetes/apiserver-upgrade-backup-x' }, 'spec.driver.staticPod.backupDir', 'backupDirs'],
+    [{ peerCAFile: '/etc/kubernetes/pki-evil/ca.crt' }, 'spec.driver.staticPod.peerCAFile', 'peerCAFiles'],
+    [{ peerCAFile: '/tmp/ca.crt' }, 'spec.driver.staticPod.peerCAFile', 'peerCAFiles'],
+  ];
+  for (const [spec, field, rule] of cases) {
+    const v = check(p, paths(spec));
+    assert.deepEqual(v.map((x) => [x.field, x.rule]), [[field, rule]], JSON.stringify(spec));
+    assert.match(v[0]!.message, new RegExp(`matches no entry of ${rule} \\(allowed: prefix /etc/kubernetes/`));
+  }
+  assert.deepEqual(check(p, paths({ backupDir: '/' })).map((x) => x.field), ['spec.driver.staticPod.backupDir'], 'the root is no folder of plain segments');
+  const exact = policy({ ...KUBEADM_PATHS, agentImages: [{ image: 'busybox:1.36' }], manifestPaths: [{ path: '/etc/kubernetes/manifests/kube-apiserver.yaml' }] });
+  assert.ok(allowed(exact, paths({})));
+  assert.ok(!allowed(exact, paths({ manifestPath: '/etc/kubernetes/manifests/etcd.yaml' })), 'a path rule is that file only');
+});
+
+test('node paths: what a prefix check would be fooled by is refused before any list is read (dot segments, //, odd characters, a newline)', () => {
+  const p = agents({ image: 'busybox:1.36' });
+  for (const bad of [
+    '/etc/kubernetes/manifests/../../../root/.ssh/authorized_keys', '/etc/kubernetes/manifests/./kube-apiserver.yaml', '/etc/kubernetes//manifests/kube-apiserver.yaml',
+    '/etc/kubernetes/manifests/', 'etc/kubernetes/manifests/kube-apiserver.yaml', '/etc/kubernetes/manifests/kube apiserver.yaml',
+    '/etc/kubernetes/manifests/kube-apiserver.yaml\n- --authorization-mode=AlwaysAllow', '/etc/kubernetes/manifests/$(reboot)', '/etc/kubernetes/manifests/a;b', `/${'a'.repeat(1100)}`,
+  ]) {
+    const v = check(p, paths({ manifestPath: bad }));
+    assert.deepEqual(v.map((x) => x.field), ['spec.driver.staticPod.manifestPath'], JSON.stringify(bad));
+    assert.doesNotMatch(v[0]!.message, /matches no entry/, 'refused for its form, not for the list');
+  }
+  const ca = check(p, paths({ peerCAFile: '/etc/kubernetes/pki/ca.crt\n    - --authorization-mode=AlwaysAllow' }));
+  assert.deepEqual(ca.map((x) => x.field), ['spec.driver.staticPod.peerCAFile'], 'the injection of issue 21 is refused by the policy too');
+});
+
+test('node paths: a backup folder inside the manifest folder is refused (the kubelet would run the backups), whatever the lists allow', () => {
+  const wide = policy({ agentImages: [{ image: 'busybox:1.36' }], manifestPaths: [{ prefix: '/etc/kubernetes' }], backupDirs: [{ prefix: '/etc/kubernetes' }], peerCAFiles: [{ prefix: '/etc/kubernetes' }] });
+  for (const backupDir of ['/etc/kubernetes/manifests', '/etc/kubernetes/manifests/backup']) {
+    const v = check(wide, paths({ backupDir }));
+    assert.deepEqual(v.map((x) => x.field), ['spec.driver.staticPod.backupDir'], backupDir);
+    assert.match(v[0]!.message, /is inside the manifest folder \/etc\/kubernetes\/manifests: the kubelet would run the backups as static Pods/);
+  }
+  assert.ok(allowed(wide, paths({ backupDir: '/etc/kubernetes/manifests-backup' })), 'a sibling with a longer name is not inside');
+});
+
+test('node paths: a malformed path rule is an error naming it; there is no allow-everything rule', () => {
+  for (const [doc, re] of [
+    [{ manifestPaths: [{ prefix: '/' }] }, /manifestPaths\[0\]\.prefix: "\/" is not an absolute path of plain segments/],
+    [{ backupDirs: [{ prefix: '/etc/../var' }] }, /backupDirs\[0\]\.prefix: "\/etc\/\.\.\/var" has a \. or \.\. segment/],
+    [{ peerCAFiles: [{ path: 'ca.crt' }] }, /peerCAFiles\[0\]\.path: "ca\.crt" is not an absolute path/],
+    [{ peerCAFiles: [{ file: '/ca.crt' }] }, /peerCAFiles\[0\]: unknown field "file"/],
+    [{ manifestPaths: '/etc' }, /manifestPaths: must be a list/],
+  ] as [unknown, RegExp][]) {
+    assert.throws(() => parsePolicy(doc, 'f'), (e: Error) => e instanceof PolicyError && re.test(e.message), JSON.stringify(doc));
+  }
+});
+
+function viaPrometheus(address: string): ApiServerUpgradeSpec {
+  return baseSpec({ analysis: { source: 'Prometheus', prometheus: { address } } });
+}
+
+test('prometheusAddresses: the address must match an entry (http or https, compared parsed); none listed, none allowed — a cloud metadata address included', () => {
+  const none = policy({ webhooks: [{ url: 'https://hook.example/replace' }] });
+  for (const a of ['http://169.254.169.254/latest/meta-data/', 'http://metadata.google.internal/computeMetadata/v1/', 'http://prometheus.monitoring:9090']) {
+    const v = check(none, { ...viaPrometheus(a), driver: { webhook: { url: 'https://hook.example/replace' } } });
+    assert.deepEqual(v.map((x) => [x.field, x.rule]), [['spec.analysis.prometheus.address', 'prometheusAddresses']], a);
+    assert.match(v[0]!.message, /matches no entry of prometheusAddresses \(the list is empty\)/);
+  }
+  const p = policy({ webhooks: [{ url: 'https://hook.example/replace' }], prometheusAddresses: [{ prefix: 'http://prometheus.monitoring.svc:9090' }, { url: 'https://thanos.example.com/' }] });
+  const hooked = (a: string): ApiServerUpgradeSpec => ({ ...viaPrometheus(a), driver: { webhook: { url: 'https://hook.example/replace' } } });
+  for (const ok of ['http://prometheus.monitoring.svc:9090', 'http://prometheus.monitoring.svc:9090/', 'http://PROMETHEUS.monitoring.svc:9090/prom', 'https://thanos.example.com']) assert.ok(allowed(p, hooked(ok)), ok);
+  for (const no of [
+    'http://prometheus.monitoring.svc:9091', 'https://prometheus.monitoring.svc:9090', 'http://prometheus.monitoring.svc.evil.net:9090', 'http://prometheus.monitoring.svc:9090@169.254.169.254/',
+    'http://169.254.169.254/', 'https://thanos.example.com/other', 'ftp://thanos.example.com/', 'http://[fd00:ec2::254]/',
+  ]) assert.ok(!allowed(p, hooked(no)), no);
+  assert.match(check(p, hooked('http://user:pw@prometheus.monitoring.svc:9090'))[0]!.message, /has userinfo/);
+  assert.deepEqual(check(p, baseSpec({})).filter((v) => v.rule === 'prometheusAddresses'), [], 'Direct: no address to check');
+  assert.throws(() => parsePolicy({ prometheusAddresses: [{ prefix: 'ftp://x/' }] }, 'f'), /prometheusAddresses\[0\]\.prefix: "ftp:\/\/x\/" uses ftp, not http or https/);
+  assert.throws(() => parsePolicy({ webhooks: [{ url: 'http://hook.example/' }] }, 'f'), /webhooks\[0\]\.url: "http:\/\/hook\.example\/" uses http, not https/, 'hooks stay https only');
 });
 
 test('a broken policy allows nothing, and says why', () => {

@@ -1,0 +1,155 @@
+// The chart's ValidatingAdmissionPolicy (templates/admission-policy.yaml, docs/security.md) on a real kube-apiserver:
+// the chart is rendered with `helm template` and its ServiceAccount, RBAC and policy applied; then, as the operator's
+// ServiceAccount (impersonated), the agent Job that the driver's agentJob() builds is ADMITTED, and hand-made Jobs —
+// another image, `sh -c`, an extra hostPath, an extra container, privileged, extra environment, paths outside the
+// policy — and a Pod are DENIED by the policy itself (403 naming it, with RBAC widened so that only the policy can
+// be what says no). Requests of other users are not the policy's business.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { parse, parseAllDocuments, stringify } from 'yaml';
+import { Cluster, OLD_VERSION, NEW_VERSION, waitFor } from './cluster/index.ts';
+import { tool, runOk } from './support/tools.ts';
+import { resolveSpec } from '../src/api/defaults.ts';
+import { agentJob } from '../src/drivers/static-pod.ts';
+import { idempotencyKey } from '../src/plan/keys.ts';
+import type { DriverRequest } from '../src/plan/actions.ts';
+
+const CHART = `${import.meta.dirname}/../charts/apiserver-upgrade-operator`;
+const RELEASE = 'apiserver-upgrade-operator';
+const NS = 'upgrade-system';
+const SA = `system:serviceaccount:${NS}:${RELEASE}`;
+const POLICY = `${RELEASE}-agent-jobs`;
+const JOBS = '/apis/batch/v1/namespaces/kube-system/jobs';
+
+interface K8sObject { apiVersion: string; kind: string; metadata: { name: string; namespace?: string; labels?: Record<string, string> }; [k: string]: unknown }
+type Job = { metadata: { name: string }; spec: { template: { spec: PodSpec } } };
+type Container = { name: string; image: string; command?: string[]; args?: string[]; env?: { name: string; value?: string }[]; securityContext?: Record<string, unknown>; volumeMounts?: { name: string; mountPath: string }[] };
+type PodSpec = { containers: Container[]; initContainers: Container[]; volumes: { name: string; hostPath: { path: string; type?: string } }[]; [k: string]: unknown };
+
+let cluster: Cluster;
+let kubectl: string;
+let rendered: K8sObject[];
+let agentImage: string;
+
+before(async () => {
+  const helm = tool('helm');
+  kubectl = tool('kubectl');
+  cluster = await Cluster.start({ servers: 1, version: OLD_VERSION, verbose: true });
+  rendered = parseAllDocuments(await runOk(helm, ['template', RELEASE, CHART, '--namespace', NS, '--kube-version', OLD_VERSION]))
+    .map((d) => d.toJSON() as K8sObject | null).filter((o): o is K8sObject => o !== null);
+  // The agent image the chart's default policy allows: an exact image, or a tag of an allowed repository.
+  const cm = rendered.find((o) => o.kind === 'ConfigMap' && o.metadata.name === `${RELEASE}-policy`) as unknown as { data: Record<string, string> };
+  const rule = (parse(cm.data['policy.yaml']!) as { agentImages: Record<string, string>[] }).agentImages[0]!;
+  agentImage = rule.image ?? `${rule.repository ?? `${rule.repositoryPrefix!.replace(/\/+$/, '')}/agent`}:e2e`;
+  await k(['create', 'namespace', NS]);
+  const wanted = new Set(['ServiceAccount', 'ClusterRole', 'ClusterRoleBinding', 'Role', 'RoleBinding', 'ValidatingAdmissionPolicy', 'ValidatingAdmissionPolicyBinding']);
+  await k(['apply', '-f', '-'], rendered.filter((o) => wanted.has(o.kind)).map((o) => stringify(o)).join('---\n'));
+  // Widened on purpose: the operator's ServiceAccount may create Pods and Jobs here too, so that every "no" below
+  // is the admission policy's, not RBAC's.
+  await k(['create', 'role', 'e2e-widened', '-n', 'kube-system', '--verb=create', '--resource=pods,jobs.batch,cronjobs.batch,deployments.apps']);
+  await k(['create', 'rolebinding', 'e2e-widened', '-n', 'kube-system', '--role=e2e-widened', `--serviceaccount=${NS}:${RELEASE}`]);
+  // The ServiceAccount admission plugin wants a Pod's ServiceAccount to exist (no kube-controller-manager here makes it).
+  await k(['create', 'serviceaccount', 'default', '-n', 'kube-system']);
+  // The policy takes effect once the apiserver's informer has it: wait until a hand-made Job is denied by it.
+  await waitFor('the admission policy to be in force', 60_000, async () => ((await create(handMade('probe', (p) => (p.containers[0]!.image = 'evil.example.com/x:1')), true)).status === 403 ? true : undefined), 500);
+});
+after(async () => {
+  await cluster?.teardown();
+});
+
+function k(args: string[], input?: string): Promise<string> {
+  return runOk(kubectl, ['--kubeconfig', cluster.kubeconfig, ...args], input === undefined ? {} : { input });
+}
+
+/** The Job the static Pod driver builds for one call, with the CRD's defaults and the chart's default agent image. */
+function realJob(name = 'cp-1', image = `registry.k8s.io/kube-apiserver:${NEW_VERSION}`): Job {
+  const spec = resolveSpec({ targetVersion: NEW_VERSION, driver: { staticPod: { agentImage } } });
+  assert.equal(spec.driver.kind, 'staticPod');
+  if (spec.driver.kind !== 'staticPod') throw new Error('unreachable');
+  const request: DriverRequest = {
+    idempotencyKey: idempotencyKey('uid', 1, name, 'Upgrade', NEW_VERSION), action: 'Upgrade', upgrade: 'vap', batch: 1,
+    server: { identity: `apiserver-${name}`, hostname: name, address: '10.0.0.11:6443' }, targetVersion: NEW_VERSION, featureGates: { UnknownVersionInteroperabilityProxy: true },
+  };
+  return agentJob(spec.driver.staticPod, request, 'vap', image) as unknown as Job;
+}
+
+let seq = 0;
+/** The real Job, changed by `edit`, under a name of its own. */
+function handMade(what: string, edit: (pod: PodSpec, job: Job) => void): Job {
+  const job = structuredClone(realJob());
+  job.metadata.name = `hand-made-${++seq}-${what}`.slice(0, 63).replace(/-+$/, '');
+  edit(job.spec.template.spec, job);
+  return job;
+}
+
+/** A create as the operator's ServiceAccount (impersonated by the admin), optionally a server-side dry run. */
+function create(obj: unknown, dryRun = false, path = JOBS, user = SA): Promise<{ status: number; body: string }> {
+  return cluster.request(0, `${path}${dryRun ? '?dryRun=All' : ''}`, { method: 'POST', headers: { 'Content-Type': 'application/json', 'Impersonate-User': user }, body: JSON.stringify(obj) });
+}
+
+function assertDenied(r: { status: number; body: string }, what: string, message?: RegExp): void {
+  assert.equal(r.status, 403, `${what}: expected 403, got ${r.status}: ${r.body.slice(0, 600)}`);
+  const msg = (JSON.parse(r.body) as { message?: string }).message ?? '';
+  assert.match(msg, new RegExp(`ValidatingAdmissionPolicy '${POLICY}' with binding '${POLICY}' denied request`), `${what}: denied by the policy, not RBAC: ${msg}`);
+  if (message) assert.match(msg, message, what);
+  process.stderr.write(`[denied] ${what}: ${msg.replace(/^.*denied request: /, '')}\n`);
+}
+
+test('the agent Job agentJob() builds is admitted (created for real, as the operator\'s ServiceAccount)', async () => {
+  const job = realJob();
+  const r = await create(job);
+  assert.equal(r.status, 201, `the driver's own Job was refused: ${r.body.slice(0, 1500)}\n${stringify(job.spec.template.spec)}`);
+  // A kube-apiserver from another registry, as the driver uses when the spec names none (the node's own repository).
+  const mirror = await create(realJob('cp-2', `mirror.example.com/k8s/kube-apiserver:${NEW_VERSION}`), true);
+  assert.equal(mirror.status, 201, mirror.body.slice(0, 800));
+});
+
+test('hand-made Jobs from the operator\'s ServiceAccount are denied by the policy, each saying why', async () => {
+  const cases: [string, (p: PodSpec, j: Job) => void, RegExp][] = [
+    ['another-agent-image', (p) => (p.containers[0]!.image = 'evil.example.com/root-shell:latest'), /the agent image evil\.example\.com\/root-shell:latest is neither the operator's own nor one the operator's policy allows/],
+    ['sh-c', (p) => (p.containers[0]!.command = ['sh', '-c', 'cat /etc/kubernetes/pki/ca.key']), /runs command \[node, \/app\/dist\/agent\/main\.js\]/],
+    ['args', (p) => (p.containers[0]!.args = ['--eval', 'process.exit(0)']), /with no args/],
+    ['host-root', (p) => {
+      p.volumes.push({ name: 'host', hostPath: { path: '/' } });
+      p.containers[0]!.volumeMounts!.push({ name: 'host', mountPath: '/host' });
+    }, /two volumes/],
+    ['extra-container', (p) => p.containers.push({ name: 'sidecar', image: p.containers[0]!.image, command: ['node', '/app/dist/agent/main.js'] }), /exactly one container/],
+    ['privileged', (p) => (p.containers[0]!.securityContext = { runAsUser: 0, privileged: true }), /not privileged/],
+    ['cap-sys-admin', (p) => (p.initContainers[0]!.securityContext = { capabilities: { add: ['SYS_ADMIN'] } }), /add no capabilities/],
+    ['host-pid', (p) => (p.hostPID = true), /no host PID/],
+    ['ld-preload', (p) => p.containers[0]!.env!.push({ name: 'NODE_OPTIONS', value: '--require /host/evil.js' }), /environment holds only literal values of MANIFEST/],
+    ['token', (p) => (p.automountServiceAccountToken = true), /automountServiceAccountToken false/],
+    ['init-sh', (p) => (p.initContainers[0]!.command = ['sh', '-c', 'id']), /the init container runs command \[kube-apiserver, --version\]/],
+    ['init-image', (p) => {
+      p.initContainers[0]!.image = 'evil.example.com/not-an-apiserver:v1.36.3';
+      for (const e of p.containers[0]!.env!) if (e.name === 'IMAGE') e.value = 'evil.example.com/not-an-apiserver:v1.36.3';
+    }, /the kube-apiserver image evil\.example\.com\/not-an-apiserver:v1\.36\.3 is not one/],
+    ['image-env-differs', (p) => { for (const e of p.containers[0]!.env!) if (e.name === 'IMAGE') e.value = `registry.k8s.io/kube-apiserver:v1.99.0`; }, /the image the agent puts in the manifest/],
+    ['etcd-manifest', (p) => { for (const e of p.containers[0]!.env!) if (e.name === 'MANIFEST') e.value = '/etc/kubernetes/manifests/etcd.yaml'; }, /the manifest \/etc\/kubernetes\/manifests\/etcd\.yaml is not one/],
+    ['backup-in-etc', (p) => {
+      for (const e of p.containers[0]!.env!) if (e.name === 'BACKUP_DIR') e.value = '/etc';
+      p.volumes.find((v) => v.name === 'backup')!.hostPath.path = '/etc';
+      p.containers[0]!.volumeMounts!.find((m) => m.name === 'backup')!.mountPath = '/etc';
+    }, /the backup folder \/etc is not one/],
+    ['peer-ca', (p) => { for (const e of p.containers[0]!.env!) if (e.name === 'PEER_CA') e.value = '/etc/kubernetes/pki/front-proxy-ca.crt'; }, /the peer CA file \/etc\/kubernetes\/pki\/front-proxy-ca\.crt is not one/],
+    ['mount-elsewhere', (p) => (p.containers[0]!.volumeMounts!.find((m) => m.name === 'manifests')!.mountPath = '/tmp/m'), /each at its host path/],
+  ];
+  for (const [what, edit, message] of cases) assertDenied(await create(handMade(what, edit), true), what, message);
+  const jobs = JSON.parse((await cluster.request(0, JOBS)).body) as { items: { metadata: { name: string } }[] };
+  assert.deepEqual(jobs.items.map((j) => j.metadata.name).filter((n) => n.startsWith('hand-made')), [], 'none was stored');
+});
+
+test('a Pod, a CronJob or a Deployment from the operator\'s ServiceAccount is denied, even with RBAC that allows it', async () => {
+  const pod = { apiVersion: 'v1', kind: 'Pod', metadata: { name: 'agent-as-pod', namespace: 'kube-system' }, spec: realJob().spec.template.spec };
+  assertDenied(await create(pod, true, '/api/v1/namespaces/kube-system/pods'), 'a Pod', /may create only agent Jobs: pods denied/);
+  const cron = { apiVersion: 'batch/v1', kind: 'CronJob', metadata: { name: 'agent-cron', namespace: 'kube-system' }, spec: { schedule: '* * * * *', jobTemplate: { spec: realJob().spec } } };
+  assertDenied(await create(cron, true, '/apis/batch/v1/namespaces/kube-system/cronjobs'), 'a CronJob', /cronjobs denied/);
+  const dep = { apiVersion: 'apps/v1', kind: 'Deployment', metadata: { name: 'agent-deploy', namespace: 'kube-system' }, spec: { selector: { matchLabels: { a: 'b' } }, template: { metadata: { labels: { a: 'b' } }, spec: { ...realJob().spec.template.spec, restartPolicy: 'Always' } } } };
+  assertDenied(await create(dep, true, '/apis/apps/v1/namespaces/kube-system/deployments'), 'a Deployment', /deployments denied/);
+});
+
+test('other users are not the policy\'s business: the admin creates a hand-made Job and a Pod', async () => {
+  const job = handMade('admin', (p) => (p.containers[0]!.command = ['sh', '-c', 'true']));
+  const r = await cluster.request(0, `${JOBS}?dryRun=All`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(job) });
+  assert.equal(r.status, 201, r.body.slice(0, 600));
+});
