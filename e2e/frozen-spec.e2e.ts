@@ -41,7 +41,7 @@ function assertFrozen(r: { status: number; body: string }, field: string, what: 
   const st = JSON.parse(r.body) as { message?: string; details?: { causes?: Cause[] } };
   const causes = st.details?.causes ?? [];
   assert.ok(
-    causes.some((c) => c.field === field && (c.message ?? '').startsWith(`${field} is frozen while the upgrade is under way`)),
+    causes.some((c) => c.field === field && (c.message ?? '').includes(`${field} is frozen while the upgrade is under way`)),
     `${what}: no cause at ${field} naming it frozen: ${JSON.stringify(causes)}`,
   );
   assert.ok((st.message ?? '').includes(field), `${what}: the message names ${field}: ${st.message}`);

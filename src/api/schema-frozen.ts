@@ -31,6 +31,10 @@ export const RUNNING =
   "has(oldSelf.status) && has(oldSelf.status.phase) && (oldSelf.status.phase in ['EnablingProxy', 'Upgrading', 'RollingBack'] || " +
   "(oldSelf.status.phase == 'Paused' && !(has(oldSelf.status.pause) && has(oldSelf.status.pause.resumePhase) && oldSelf.status.pause.resumePhase == 'Preflight')))";
 
+/** CEL's reserved words: a property so named is read as `__<name>__` in a rule (Kubernetes' escaping). */
+const CEL_RESERVED = new Set(['true', 'false', 'null', 'in', 'as', 'break', 'const', 'continue', 'else', 'for', 'function', 'if', 'import', 'let', 'loop', 'package', 'namespace', 'return', 'var', 'void', 'while']);
+const celName = (k: string): string => (CEL_RESERVED.has(k) ? `__${k}__` : k);
+
 /** The leaves of `schema` under `path`: objects with properties are walked, anything else is one leaf. */
 function leaves(schema: Schema, path: readonly string[]): string[][] {
   const props = schema.properties;
@@ -49,15 +53,18 @@ function at(spec: Schema, path: readonly string[]): Schema {
 }
 
 /**
- * One transition rule per frozen leaf, for the root of the schema. Optional field selection (`.?`) compares a
- * field that is set with one that is not (a driver switched from webhook to staticPod) without an error.
+ * One transition rule per frozen leaf, for the root of the schema. A leaf that may be absent (a driver switched
+ * from webhook to staticPod) is compared by presence first, then by value: each level is guarded with has(), not
+ * with optional field selection, whose result the CRD's cost estimator cannot bound.
  */
 export function frozenFieldRules(spec: Schema): ValidationRule[] {
   return FROZEN_SUBTREES.flatMap((sub) => leaves(at(spec, sub), sub)).map((leaf) => {
-    const chain = ['spec', ...leaf].map((k) => `.?${k}`).join('');
+    const path = ['spec', ...leaf].map(celName);
+    const present = (o: string): string => path.slice(1).map((_, i) => `has(${o}.${path.slice(0, i + 2).join('.')})`).join(' && ');
+    const value = (o: string): string => `${o}.${path.join('.')}`;
     const field = `spec.${leaf.join('.')}`;
     return {
-      rule: `!(${RUNNING}) || oldSelf${chain} == self${chain}`,
+      rule: `!(${RUNNING}) || ((${present('oldSelf')}) == (${present('self')}) && (!(${present('oldSelf')}) || ${value('oldSelf')} == ${value('self')}))`,
       message: `${field} is frozen while the upgrade is under way (EnablingProxy, Upgrading, RollingBack, or Paused after preflight): abort it or let it end, then create a new ApiServerUpgrade`,
       fieldPath: `.${field}`,
       reason: 'FieldValueForbidden',

@@ -57,7 +57,7 @@ test('policy: an empty document allows nothing of any kind; every list is option
 });
 
 test('policy: without spec.driver.staticPod.agentImage the operator\'s own image runs the agent, which no spec chose: nothing to judge', () => {
-  const p = policy({ apiserverImages: [{ repository: 'registry.k8s.io/kube-apiserver' }], agentImages: [] });
+  const p = policy({ apiserverImages: [{ repository: 'registry.k8s.io/kube-apiserver' }], agentImages: [], ...KUBEADM_PATHS });
   assert.equal(allowed(p, staticPod('')), true);
   assert.equal(allowed(p, staticPod('busybox:1.36')), false, 'an image the spec names is judged');
 });
