@@ -16,12 +16,14 @@ import { join } from 'node:path';
 import { parse, parseAllDocuments } from 'yaml';
 import { Cluster, ReplaceWebhook, OLD_VERSION, NEW_VERSION, PROXY_GATE, waitFor, sleep } from './cluster/index.ts';
 import { createServingCert } from './cluster/pki.ts';
-import { AGENT_IMAGE } from './cluster/images.ts';
+import { APP_VERSION } from './cluster/images.ts';
 import { installCrd, createUpgrade, getUpgrade, startOperator, type OperatorProcess } from './support/operator.ts';
 import { tool, runOk } from './support/tools.ts';
 import type { ApiServerUpgrade } from '../src/api/types.generated.ts';
 
 const root = join(import.meta.dirname, '..');
+/** The chart's default policy.agentImages entry: the operator's own image (the agent runs from it). */
+const AGENT_IMAGE = `ghcr.io/apiserver-upgrade-operator/apiserver-upgrade-operator:${APP_VERSION}`;
 const CHART = join(root, 'charts', 'apiserver-upgrade-operator');
 const UPGRADES = '/apis/upgrade.apiserver.dev/v1alpha1/apiserverupgrades';
 const SECRET_NS = 'default';
