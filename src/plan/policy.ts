@@ -11,6 +11,7 @@
  * Images are compared as parsed references (the distribution grammar, Docker's normalisation), URLs as parsed
  * WHATWG URLs — the parser node's https.request uses for the call itself — never as strings.
  */
+import { shownValue } from '../api/shown.ts';
 import type { ResolvedSpec, ResolvedStaticPod } from '../api/defaults.ts';
 import type { PlanContext } from './context.ts';
 import { pause, resume } from './breach.ts';
@@ -59,16 +60,16 @@ function parseName(name: string, what: string, opts: { explicitDomain?: boolean;
     domain = parts[0]!;
     rest = [];
   } else {
-    if (opts.explicitDomain) throw new PolicyError(`${what}: ${JSON.stringify(name)} must start with its registry host (e.g. registry.example.com/team)`);
+    if (opts.explicitDomain) throw new PolicyError(`${what}: ${shownValue(name)} must start with its registry host (e.g. registry.example.com/team)`);
     domain = 'docker.io';
     rest = parts;
   }
-  if (!DOMAIN.test(domain)) throw new PolicyError(`${what}: ${JSON.stringify(domain)} is not a registry host`);
+  if (!DOMAIN.test(domain)) throw new PolicyError(`${what}: ${shownValue(domain)} is not a registry host`);
   domain = domain.toLowerCase();
   if (domain === 'index.docker.io') domain = 'docker.io';
-  if (rest.length === 0 && !opts.allowEmptyPath) throw new PolicyError(`${what}: ${JSON.stringify(name)} names no repository`);
+  if (rest.length === 0 && !opts.allowEmptyPath) throw new PolicyError(`${what}: ${shownValue(name)} names no repository`);
   for (const c of rest) {
-    if (!PATH_COMPONENT.test(c)) throw new PolicyError(`${what}: ${JSON.stringify(c)} in ${JSON.stringify(name)} is not a repository path component (lower case letters, digits and single separators . _ __ -)`);
+    if (!PATH_COMPONENT.test(c)) throw new PolicyError(`${what}: ${shownValue(c)} in ${shownValue(name)} is not a repository path component (lower case letters, digits and single separators . _ __ -)`);
   }
   // Docker Hub's official images: `busybox` is library/busybox. A prefix is taken as written (docker.io/library).
   if (domain === 'docker.io' && rest.length === 1 && !opts.explicitDomain) rest = ['library', ...rest];
@@ -87,14 +88,14 @@ export function parseImageRef(ref: string, what = 'image'): ImageRef {
   if (at >= 0) {
     digest = rest.slice(at + 1);
     rest = rest.slice(0, at);
-    if (!DIGEST.test(digest)) throw new PolicyError(`${what}: ${JSON.stringify(ref)} has a digest that is not sha256:<64 hex> or sha512:<128 hex>`);
+    if (!DIGEST.test(digest)) throw new PolicyError(`${what}: ${shownValue(ref)} has a digest that is not sha256:<64 hex> or sha512:<128 hex>`);
   }
   let tag: string | undefined;
   const colon = rest.lastIndexOf(':');
   if (colon > rest.lastIndexOf('/')) {
     tag = rest.slice(colon + 1);
     rest = rest.slice(0, colon);
-    if (!TAG.test(tag)) throw new PolicyError(`${what}: ${JSON.stringify(ref)} has an invalid tag`);
+    if (!TAG.test(tag)) throw new PolicyError(`${what}: ${shownValue(ref)} has an invalid tag`);
   }
   const { domain, path } = parseName(rest, what);
   return { domain, path, ...(tag === undefined ? {} : { tag }), ...(digest === undefined ? {} : { digest }) };
@@ -174,9 +175,9 @@ export function parseHookUrl(raw: string, schemes: UrlSchemes = 'https'): URL | 
 function compileUrlRule(kind: 'url' | 'prefix', text: string, what: string, schemes: UrlSchemes): UrlRule {
   if (typeof text !== 'string' || text === '') throw new PolicyError(`${what}: must be a non-empty string`);
   const u = parseHookUrl(text, schemes);
-  if (typeof u === 'string') throw new PolicyError(`${what}: ${JSON.stringify(text)} ${u}`);
+  if (typeof u === 'string') throw new PolicyError(`${what}: ${shownValue(text)} ${u}`);
   if (kind === 'url') return { kind, href: u.href, text };
-  if (u.search !== '') throw new PolicyError(`${what}: ${JSON.stringify(text)} has a query; a prefix is a scheme, host, port and path`);
+  if (u.search !== '') throw new PolicyError(`${what}: ${shownValue(text)} has a query; a prefix is a scheme, host, port and path`);
   const path = u.pathname.endsWith('/') ? u.pathname : `${u.pathname}/`;
   return { kind, origin: u.origin, path, text };
 }
@@ -216,7 +217,7 @@ export function badNodePath(raw: string): string | undefined {
 function compilePathRule(item: unknown, what: string): PathRule {
   const [kind, text] = oneOf(item, ['path', 'prefix'], what);
   const bad = badNodePath(text);
-  if (bad !== undefined) throw new PolicyError(`${what}.${kind}: ${JSON.stringify(text)} ${bad}`);
+  if (bad !== undefined) throw new PolicyError(`${what}.${kind}: ${shownValue(text)} ${bad}`);
   return { kind: kind as PathRule['kind'], path: text, text };
 }
 
@@ -278,7 +279,7 @@ function isObject(x: unknown): x is Record<string, unknown> {
 
 function onlyKeys(o: Record<string, unknown>, allowed: string[], what: string): void {
   const unknown = Object.keys(o).filter((k) => !allowed.includes(k));
-  if (unknown.length > 0) throw new PolicyError(`${what}: unknown field ${unknown.map((k) => JSON.stringify(k)).join(', ')} (known: ${allowed.join(', ')})`);
+  if (unknown.length > 0) throw new PolicyError(`${what}: unknown field ${unknown.map((k) => shownValue(k)).join(', ')} (known: ${allowed.join(', ')})`);
 }
 
 function list(doc: Record<string, unknown>, key: string): unknown[] {
@@ -304,15 +305,15 @@ function compileImageRule(item: unknown, what: string, kinds: ImageRule['kind'][
   const at = `${what}.${kind}`;
   if (kind === 'image') {
     const ref = parseImageRef(text, at);
-    if (ref.tag === undefined && ref.digest === undefined) throw new PolicyError(`${at}: ${JSON.stringify(text)} has neither tag nor digest: name the exact image (a digest where you can)`);
+    if (ref.tag === undefined && ref.digest === undefined) throw new PolicyError(`${at}: ${shownValue(text)} has neither tag nor digest: name the exact image (a digest where you can)`);
     return { kind, ref, text };
   }
   if (kind === 'repository') {
-    if (text.includes('@') || /:[^/]*$/.test(text.replace(/^[^/]*\//, ''))) throw new PolicyError(`${at}: ${JSON.stringify(text)} must be a repository without tag or digest`);
+    if (text.includes('@') || /:[^/]*$/.test(text.replace(/^[^/]*\//, ''))) throw new PolicyError(`${at}: ${shownValue(text)} must be a repository without tag or digest`);
     return { kind, repository: parseName(text, at), text };
   }
   const trimmed = text.replace(/\/+$/, '');
-  if (trimmed.includes('@') || trimmed.split('/').slice(1).some((c) => c.includes(':'))) throw new PolicyError(`${at}: ${JSON.stringify(text)} must be a registry host and path, without tag or digest`);
+  if (trimmed.includes('@') || trimmed.split('/').slice(1).some((c) => c.includes(':'))) throw new PolicyError(`${at}: ${shownValue(text)} must be a registry host and path, without tag or digest`);
   return { kind: 'repositoryPrefix', repository: parseName(trimmed, at, { explicitDomain: true, allowEmptyPath: true }), text };
 }
 
@@ -387,13 +388,13 @@ function checkImage(field: string, value: string, rules: ImageRule[], listName: 
   try {
     ref = parseImageRef(value, field);
   } catch (err) {
-    return { field, value, rule: listName, message: `${field} ${JSON.stringify(value)} is not an image reference the policy can judge: ${(err as Error).message}` };
+    return { field, value, rule: listName, message: `${field} ${shownValue(value)} is not an image reference the policy can judge: ${(err as Error).message}` };
   }
   if (repositoryOnly && (ref.tag !== undefined || ref.digest !== undefined)) {
-    return { field, value, rule: listName, message: `${field} ${JSON.stringify(value)} must be a repository without tag or digest` };
+    return { field, value, rule: listName, message: `${field} ${shownValue(value)} must be a repository without tag or digest` };
   }
   if (rules.some((r) => matchesImage(r, ref))) return undefined;
-  return { field, value, rule: listName, message: `${field} ${JSON.stringify(value)} (${formatImageRef(ref)}) matches no entry of ${listName} (${shown(rules)})` };
+  return { field, value, rule: listName, message: `${field} ${shownValue(value)} (${formatImageRef(ref)}) matches no entry of ${listName} (${shown(rules)})` };
 }
 
 function sameSecret(a: SecretRef, ns: string, name: string, key: string): boolean {
@@ -402,9 +403,9 @@ function sameSecret(a: SecretRef, ns: string, name: string, key: string): boolea
 
 function checkPath(field: string, value: string, rules: PathRule[], listName: string): PolicyViolation | undefined {
   const bad = badNodePath(value);
-  if (bad !== undefined) return { field, value, rule: listName, message: `${field} ${JSON.stringify(value)} ${bad}` };
+  if (bad !== undefined) return { field, value, rule: listName, message: `${field} ${shownValue(value)} ${bad}` };
   if (rules.some((r) => matchesPath(r, value))) return undefined;
-  return { field, value, rule: listName, message: `${field} ${JSON.stringify(value)} matches no entry of ${listName} (${shown(rules)})` };
+  return { field, value, rule: listName, message: `${field} ${shownValue(value)} matches no entry of ${listName} (${shown(rules)})` };
 }
 
 /**
@@ -422,7 +423,7 @@ function checkStaticPodPaths(policy: Policy, p: ResolvedStaticPod): PolicyViolat
     if (p.backupDir === folder || p.backupDir.startsWith(`${folder}/`)) {
       out.push({
         field: 'spec.driver.staticPod.backupDir', value: p.backupDir, rule: 'backupDirs',
-        message: `spec.driver.staticPod.backupDir ${JSON.stringify(p.backupDir)} is inside the manifest folder ${folder}: the kubelet would run the backups as static Pods`,
+        message: `spec.driver.staticPod.backupDir ${shownValue(p.backupDir)} is inside the manifest folder ${folder}: the kubelet would run the backups as static Pods`,
       });
     }
   }
@@ -435,9 +436,9 @@ function checkPrometheus(policy: Policy, spec: ResolvedSpec): PolicyViolation[] 
   if (address === undefined) return [];
   const field = 'spec.analysis.prometheus.address';
   const u = parseHookUrl(address, 'http or https');
-  if (typeof u === 'string') return [{ field, value: address, rule: 'prometheusAddresses', message: `${field} ${JSON.stringify(address)} ${u}` }];
+  if (typeof u === 'string') return [{ field, value: address, rule: 'prometheusAddresses', message: `${field} ${shownValue(address)} ${u}` }];
   if (policy.prometheusAddresses.some((r) => matchesUrl(r, u))) return [];
-  return [{ field, value: address, rule: 'prometheusAddresses', message: `${field} ${JSON.stringify(address)} (${u.href}) matches no entry of prometheusAddresses (${shown(policy.prometheusAddresses)})` }];
+  return [{ field, value: address, rule: 'prometheusAddresses', message: `${field} ${shownValue(address)} (${u.href}) matches no entry of prometheusAddresses (${shown(policy.prometheusAddresses)})` }];
 }
 
 /**
@@ -465,12 +466,12 @@ export function checkSpec(policy: Policy, spec: ResolvedSpec): PolicyViolation[]
   const w = spec.driver.webhook;
   const field = 'spec.driver.webhook.url';
   const u = parseHookUrl(w.url);
-  if (typeof u === 'string') return [...out, { field, value: w.url, rule: 'webhooks', message: `${field} ${JSON.stringify(w.url)} ${u}` }];
+  if (typeof u === 'string') return [...out, { field, value: w.url, rule: 'webhooks', message: `${field} ${shownValue(w.url)} ${u}` }];
   const ref = w.authSecretRef;
   if (ref === undefined) {
     const rules = [...policy.webhooks, ...policy.webhookTokens.flatMap((t) => t.urls)];
     if (!rules.some((r) => matchesUrl(r, u))) {
-      out.push({ field, value: w.url, rule: 'webhooks', message: `${field} ${JSON.stringify(w.url)} (${u.href}) matches no entry of webhooks (${shown(policy.webhooks)})` });
+      out.push({ field, value: w.url, rule: 'webhooks', message: `${field} ${shownValue(w.url)} (${u.href}) matches no entry of webhooks (${shown(policy.webhooks)})` });
     }
     return out;
   }
@@ -482,7 +483,7 @@ export function checkSpec(policy: Policy, spec: ResolvedSpec): PolicyViolation[]
   }
   const urls = bindings.flatMap((t) => t.urls);
   if (!urls.some((r) => matchesUrl(r, u))) {
-    out.push({ field, value: w.url, rule: 'webhookTokens', message: `${field} ${JSON.stringify(w.url)} (${u.href}) is not a URL the Secret ${secret} may be sent to (webhookTokens: ${shown(urls)})` });
+    out.push({ field, value: w.url, rule: 'webhookTokens', message: `${field} ${shownValue(w.url)} (${u.href}) is not a URL the Secret ${secret} may be sent to (webhookTokens: ${shown(urls)})` });
   }
   return out;
 }
