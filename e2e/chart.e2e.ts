@@ -297,11 +297,12 @@ test('agentNamespace.create: the chart\'s namespace admits the agent Job\'s Pod 
   // What kube-controller-manager (not run here) gives every namespace: the ServiceAccount admission needs it.
   for (const ns of [AGENT_NS, 'agents-baseline']) await k(['create', 'serviceaccount', 'default', '-n', ns]);
   try {
-    const spec = resolveSpec({ targetVersion: NEW_VERSION, driver: { staticPod: { agentImage: 'ghcr.io/apiserver-upgrade-operator/node-agent:0.1.0', namespace: AGENT_NS } } });
+    const spec = resolveSpec({ targetVersion: NEW_VERSION, driver: { staticPod: { namespace: AGENT_NS } } });
     assert.equal(spec.driver.kind, 'staticPod');
     if (spec.driver.kind !== 'staticPod') return;
     const request: DriverRequest = { idempotencyKey: idempotencyKey('uid', 1, 'cp-1', 'Upgrade', NEW_VERSION), action: 'Upgrade', upgrade: 'psa', batch: 1, server: { identity: 'apiserver-x', hostname: 'cp-1', address: '10.0.0.11:6443' }, targetVersion: NEW_VERSION, featureGates: {} };
-    const job = agentJob(spec.driver.staticPod, request, 'psa', `registry.k8s.io/kube-apiserver:${NEW_VERSION}`) as { spec: { template: { spec: unknown } } };
+    // The agent runs from the operator's own image (the chart's --agent-image).
+    const job = agentJob(spec.driver.staticPod, request, 'psa', `registry.k8s.io/kube-apiserver:${NEW_VERSION}`, { operatorImage: 'ghcr.io/apiserver-upgrade-operator/apiserver-upgrade-operator:0.1.0' }) as { spec: { template: { spec: unknown } } };
     const pod = (namespace: string): string => stringify({ apiVersion: 'v1', kind: 'Pod', metadata: { name: 'agent-psa', namespace }, spec: job.spec.template.spec });
     const admitted = await run(kubectl, ['--kubeconfig', cluster.kubeconfig, 'create', '--dry-run=server', '-f', '-'], { input: pod(AGENT_NS) });
     assert.equal(admitted.code, 0, admitted.stderr);

@@ -14,7 +14,7 @@ import { dirname, join } from 'node:path';
 import { parse, stringify } from 'yaml';
 import { NodesCluster } from './cluster/nodes/nodes-cluster.ts';
 import { NEW_VERSION, OLD_VERSION, PROXY_GATE, waitFor } from './cluster/index.ts';
-import { AGENT_IMAGE, importImages } from './cluster/images.ts';
+import { importImages } from './cluster/images.ts';
 import { operatorImage, OPERATOR_IMAGE } from './cluster/operator-image.ts';
 import { getUpgrade } from './support/operator.ts';
 import { tool, runOk, run } from './support/tools.ts';
@@ -96,7 +96,6 @@ test('helm install on real kubelets: 2 operator Pods carry a static Pod upgrade 
   const tag = OPERATOR_IMAGE.slice(OPERATOR_IMAGE.lastIndexOf(':') + 1);
   await runDocBlock(c, 'helm-install.sh', REPO, [
     ['registry.example.com/apiserver-upgrade-operator --set image.tag=0.1.0', `${OPERATOR_IMAGE.slice(0, OPERATOR_IMAGE.lastIndexOf(':'))} --set image.tag=${tag}`],
-    ['registry.example.com/node-agent:0.1.0', AGENT_IMAGE],
     ['--create-namespace \\', '--create-namespace --set logLevel=debug --wait --timeout 5m \\'],
   ]);
   const pods = await waitFor('2 ready operator Pods on 2 nodes', 3 * 60_000, async () => {

@@ -1,17 +1,19 @@
 // The image library of the nodes mode (e2e/cluster/images.ts) against a real containerd: a throwaway
-// containerd (own root, state, socket and runc root under a temp folder) imports the pause, agent and
+// containerd (own root, state, socket and runc root under a temp folder) imports the pause, toolbox and
 // kube-apiserver images built here without a registry, and runs each once; and the operator's image, run as
-// the chart runs it (uid 1000 from the image config, read-only root, a tmpfs on /tmp for the chart's emptyDir). Builds go to a temp image cache,
+// the chart runs it (uid 1000 from the image config, read-only root, a tmpfs on /tmp for the chart's emptyDir),
+// and as the static Pod driver's Job runs it: the node agent editing a kubeadm manifest. Builds go to a temp image cache,
 // so the build times reported are cold ones (the Go build cache of the pause program aside). Run it alone,
 // under the shared lock: flock /tmp/auo-e2e.lock npx node --test e2e/images.e2e.ts
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFile, execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { createServer } from 'node:https';
-import type { AddressInfo } from 'node:net';
-import { existsSync, mkdirSync, mkdtempSync, openSync, readdirSync, readFileSync, rmdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, openSync, readdirSync, readFileSync, rmdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { agentImage, componentImage, importImages, listImages, pauseImage, staticBusybox, type ImageTar } from './cluster/images.ts';
+import { componentImage, importImages, listImages, pauseImage, staticBusybox, toolboxImage, type ImageTar } from './cluster/images.ts';
+import { AGENT_COMMAND } from '../src/drivers/static-pod.ts';
+import { createTestPki } from '../test/drivers/support/tls.ts';
+import { fakeServer } from '../test/drivers/support/agent-rig.ts';
 import { binary, builtBinary, OLD_VERSION } from './cluster/binaries.ts';
 import { OPERATOR_CONFIG, OPERATOR_IMAGE, operatorImageBuild } from './cluster/operator-image.ts';
 import { requireCommands } from './cluster/requirements.ts';
@@ -158,56 +160,35 @@ describe('image library against a real containerd', { timeout: 20 * 60_000 }, ()
     else process.env.AUO_IMAGE_CACHE = savedCache;
   });
 
-  it('builds the pause and agent images and imports them (idempotently): ctr lists both with their manifests', async (t) => {
-    for (const [key, build] of [['pause', () => pauseImage()], ['agent', () => agentImage()]] as const) {
+  it('builds the pause and toolbox images and imports them (idempotently): ctr lists both with their manifests', async (t) => {
+    for (const [key, build] of [['pause', () => pauseImage()], ['toolbox', () => toolboxImage()]] as const) {
       const t0 = Date.now();
       images[key] = await build();
       t.diagnostic(`${key} image ${images[key].name}: built in ${((Date.now() - t0) / 1000).toFixed(2)} s, ${(statSync(images[key].path).size / 1e6).toFixed(2)} MB`);
     }
     const t0 = Date.now();
-    await importImages(sock, [images.pause!, images.agent!]);
+    await importImages(sock, [images.pause!, images.toolbox!]);
     t.diagnostic(`imported both in ${((Date.now() - t0) / 1000).toFixed(2)} s`);
     const names = (await ctr(['images', 'ls', '-q'])).stdout.split('\n').filter(Boolean);
     assert.ok(names.includes('registry.k8s.io/pause:3.10'), names.join(', '));
-    assert.ok(names.includes(images.agent!.name), names.join(', '));
+    assert.ok(names.includes(images.toolbox!.name), names.join(', '));
     const listed = await listImages(sock);
     assert.equal(listed.get('registry.k8s.io/pause:3.10'), images.pause!.manifestDigest);
-    assert.equal(listed.get(images.agent!.name), images.agent!.manifestDigest);
+    assert.equal(listed.get(images.toolbox!.name), images.toolbox!.manifestDigest);
 
     // Again: nothing to import, the same listing.
     const t1 = Date.now();
-    await importImages(sock, [images.pause!, images.agent!]);
+    await importImages(sock, [images.pause!, images.toolbox!]);
     t.diagnostic(`second import (already there): ${((Date.now() - t1) / 1000).toFixed(2)} s`);
     assert.deepEqual(await listImages(sock), listed);
     // A tar whose manifest is not the one listed is caught.
-    await assert.rejects(importImages(sock, [{ ...images.agent!, manifestDigest: `sha256:${'0'.repeat(64)}` }]), /is sha256:[0-9a-f]{64}, not sha256:0{64}/);
+    await assert.rejects(importImages(sock, [{ ...images.toolbox!, manifestDigest: `sha256:${'0'.repeat(64)}` }]), /is sha256:[0-9a-f]{64}, not sha256:0{64}/);
   });
 
-  it('runs the agent image: a shell with busybox applets, as root; /bin/wget is the Go wget, not a busybox symlink', async () => {
-    const r = await ctr([...runArgs('t1'), '--rm', images.agent!.name, 't1', '/bin/sh', '-c', 'echo ok; id -un; echo x | sed -E "s/x/sed-works/"; readlink /bin/wget || echo not-a-link; readlink /bin/timeout; ls /bin/ssl_client; /bin/wget -x 2>&1; echo "wget exit $?"']);
+  it('runs the toolbox image: a shell with busybox applets, as root', async () => {
+    const r = await ctr([...runArgs('t1'), '--rm', images.toolbox!.name, 't1', '/bin/sh', '-c', 'echo ok; id -un; echo x | sed -E "s/x/sed-works/"; readlink /bin/httpd']);
     assert.equal(r.code, 0, r.stderr);
-    assert.deepEqual(r.stdout.trim().split('\n'), ['ok', 'root', 'sed-works', 'not-a-link', 'busybox', '/bin/ssl_client', 'wget: unknown option -x', 'wget exit 2']);
-  });
-
-  it('the agent image\'s wget reads a loopback HTTPS server (host network) as the agent script calls it: 200 -> 0 and the body, 500 -> 1', async () => {
-    const pem = join(dir, 'wget-tls');
-    mkdirSync(pem);
-    execFileSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-keyout', join(pem, 'k'), '-out', join(pem, 'c'), '-subj', '/CN=127.0.0.1', '-days', '1'], { stdio: 'ignore' });
-    const server = createServer({ key: readFileSync(join(pem, 'k')), cert: readFileSync(join(pem, 'c')) }, (req, res) => {
-      res.writeHead(req.url === '/readyz' ? 200 : 500);
-      res.end(req.url === '/readyz' ? 'ok' : 'no');
-    });
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    try {
-      const url = `https://127.0.0.1:${(server.address() as AddressInfo).port}`;
-      const script = `timeout 5 /bin/wget -q -O - --no-check-certificate ${url}/readyz; echo " exit $?"; timeout 5 /bin/wget -q -O - --no-check-certificate ${url}/fail 2>/dev/null; echo "exit $?"`;
-      const r = await ctr([...runArgs('w1'), '--rm', '--net-host', images.agent!.name, 'w1', '/bin/sh', '-c', script]);
-      assert.equal(r.code, 0, r.stderr);
-      assert.deepEqual(r.stdout.trim().split('\n'), ['ok exit 0', 'exit 1']);
-    } finally {
-      server.closeAllConnections();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
-    }
+    assert.deepEqual(r.stdout.trim().split('\n'), ['ok', 'root', 'sed-works', 'busybox']);
   });
 
   /**
@@ -253,7 +234,7 @@ describe('image library against a real containerd', { timeout: 20 * 60_000 }, ()
 
   it('(the check above can fail) a PID 1 that does not reap keeps the orphan as a zombie', async () => {
     // busybox sleep as PID 1: it never waits for children (nor stops on SIGTERM: PID 1 has no default action).
-    const r = await orphanAndStop('z1', images.agent!.name, ['/bin/sleep', '30'], 'SIGKILL');
+    const r = await orphanAndStop('z1', images.toolbox!.name, ['/bin/sleep', '30'], 'SIGKILL');
     assert.equal(r.zombies.length, 1, 'the orphaned sleep is left a zombie');
   });
 
@@ -307,6 +288,55 @@ describe('image library against a real containerd', { timeout: 20 * 60_000 }, ()
     const bad = await ctr([...ro('o3'), ...OPERATOR_CONFIG.entrypoint, '--no-such-option']);
     assert.notEqual(bad.code, 0);
     assert.match(bad.stderr, /Unknown option '--no-such-option'/);
+    images.operator = cold;
+  });
+
+  it('runs the node agent from the operator image as its Job does (its command, the env, host network, the manifest and backup folders mounted): the kubeadm manifest edited as YAML, exit 0; a hostile value exit 2', async (t) => {
+    const img = images.operator!;
+    const node = join(dir, 'agent-node');
+    const manifests = join(node, 'manifests');
+    const backup = join(node, 'backup');
+    mkdirSync(manifests, { recursive: true });
+    mkdirSync(backup, { recursive: true });
+    const original = readFileSync(new URL('../test/fixtures/kubeadm/kube-apiserver-v1.35.4.yaml', import.meta.url), 'utf8');
+    const manifest = join(manifests, 'kube-apiserver.yaml');
+    writeFileSync(manifest, original);
+    // ctr has no --user: the image's uid 1000 runs it here (the Job runs it as root), so the folders are open to it.
+    for (const d of [node, manifests, backup]) chmodSync(d, 0o777);
+    chmodSync(manifest, 0o666);
+    const pki = createTestPki();
+    const server = await fakeServer(pki.serving, manifest, 'kubelet', 0);
+    try {
+      const env = {
+        MANIFEST: '/etc/kubernetes/manifests/kube-apiserver.yaml', BACKUP_DIR: '/etc/kubernetes/apiserver-upgrade-backup', KEY: 'upgrade-cp-1-0123456789abcdef',
+        IMAGE: 'registry.k8s.io/kube-apiserver:v1.36.3', VERSION: 'v1.36.3', GATE: 'true', PEER_CA: '/etc/kubernetes/pki/ca.crt', PEER_IP: '127.0.0.1',
+        PEER_PORT: String(server.port), EMULATED_VERSION: '1.35', READY_TIMEOUT: '30', POLL_INTERVAL: '0.2', TERMINATION_LOG: '/tmp/termination-log',
+      };
+      const runAgent = (id: string, e: Record<string, string>): Promise<{ code: number; stdout: string; stderr: string }> => ctr([...runArgs(id), '--rm', '--net-host',
+        '--mount', `type=bind,src=${manifests},dst=/etc/kubernetes/manifests,options=rbind:rw`, '--mount', `type=bind,src=${backup},dst=/etc/kubernetes/apiserver-upgrade-backup,options=rbind:rw`,
+        '--mount', 'type=tmpfs,src=tmpfs,dst=/tmp,options=rw:nosuid:nodev',
+        ...Object.entries(e).flatMap(([k, v]) => ['--env', `${k}=${v}`]), img.name, id, ...AGENT_COMMAND]);
+      const t0 = Date.now();
+      const r = await runAgent('n1', env);
+      t.diagnostic(`the agent ran in the operator image in ${((Date.now() - t0) / 1000).toFixed(2)} s: ${r.stdout.trim().replace(/\n/g, ' | ')}`);
+      assert.equal(r.code, 0, `${r.stdout}\n${r.stderr}`);
+      assert.match(r.stdout, /^manifest replaced: image registry\.k8s\.io\/kube-apiserver:v1\.36\.3, gate true, emulated version 1\.35/m);
+      assert.match(r.stdout, /^ready: https:\/\/127\.0\.0\.1:\d+\/readyz answered 200/m);
+      const edited = readFileSync(manifest, 'utf8');
+      const added = edited.split('\n').filter((l) => !original.split('\n').includes(l));
+      assert.deepEqual(added, ['    - --emulated-version=1.35', '    - --feature-gates=UnknownVersionInteroperabilityProxy=true', '    - --peer-advertise-ip=127.0.0.1',
+        `    - --peer-advertise-port=${server.port}`, '    - --peer-ca-file=/etc/kubernetes/pki/ca.crt', '    image: registry.k8s.io/kube-apiserver:v1.36.3']);
+      assert.equal(readFileSync(join(backup, 'upgrade-cp-1-0123456789abcdef.yaml'), 'utf8'), original);
+      assert.deepEqual(readdirSync(manifests), ['kube-apiserver.yaml'], 'no temp file left');
+      // The issue 21 injection, handed to the agent directly (a Job made by hand): refused, nothing written.
+      const hostile = await runAgent('n2', { ...env, KEY: 'upgrade-cp-1-fedcba9876543210', PEER_CA: '/etc/kubernetes/pki/ca.crt\n    - --authorization-mode=AlwaysAllow' });
+      assert.equal(hostile.code, 2, hostile.stderr);
+      assert.match(hostile.stderr, /^PEER_CA must be an absolute path/);
+      assert.equal(readFileSync(manifest, 'utf8'), edited);
+    } finally {
+      await server.close();
+      pki.cleanup();
+    }
   });
 
   it('teardown leaves no process, mount, cgroup or file behind', async () => {

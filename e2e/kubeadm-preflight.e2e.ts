@@ -207,7 +207,7 @@ test('each kubeadm preflight finding on real servers: certificates close to expi
       targetVersion: NEW_VERSION, paused: true,
       strategy: { batchSize: 1, soakDuration: '5s', batchTimeout: '3m' },
       proxy: { allowAlphaGate: true },
-      driver: { staticPod: { agentImage: 'registry.auo.test/node-agent:e2e', readyTimeout: '2m' } },
+      driver: { staticPod: { readyTimeout: '2m' } },
       analysis: { interval: '2s', failureLimit: 3 },
     },
   });

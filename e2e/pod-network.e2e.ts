@@ -12,7 +12,7 @@ import { NodesCluster } from './cluster/nodes/nodes-cluster.ts';
 import { POD_CIDR } from './cluster/nodes/kubeadm-layout.ts';
 import { binary, OLD_VERSION, waitFor } from './cluster/index.ts';
 import { SECURE_PORT, SERVICE_IP } from './cluster/apiserver-flags.ts';
-import { AGENT_IMAGE } from './cluster/images.ts';
+import { TOOLBOX_IMAGE } from './cluster/images.ts';
 import { run } from './cluster/exec.ts';
 import { runOk } from './support/tools.ts';
 
@@ -62,7 +62,7 @@ function probePod(name: string, node: string, hostNetwork: boolean, kubectl: str
       restartPolicy: 'Never',
       terminationGracePeriodSeconds: 1,
       containers: [{
-        name: 'probe', image: AGENT_IMAGE, imagePullPolicy: 'Never', command: ['sh', '-c', script],
+        name: 'probe', image: TOOLBOX_IMAGE, imagePullPolicy: 'Never', command: ['sh', '-c', script],
         volumeMounts: [{ name: 'kubectl', mountPath: '/opt/kubectl', readOnly: true }],
       }],
       // The node's mount namespace is a copy of this machine's: the built kubectl is at the same path there.

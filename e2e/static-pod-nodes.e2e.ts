@@ -10,8 +10,10 @@ import { join } from 'node:path';
 import { stringify } from 'yaml';
 import { NodesCluster, MIRROR_REPOSITORY } from './cluster/nodes/nodes-cluster.ts';
 import { NEW_VERSION, OLD_VERSION, waitFor, sleep } from './cluster/index.ts';
-import { AGENT_IMAGE, buildImage, importImages, staticBusybox } from './cluster/images.ts';
-import { installCrd, getUpgrade, startOperator, type OperatorProcess } from './support/operator.ts';
+import { buildImage, importImages, staticBusybox } from './cluster/images.ts';
+import { OPERATOR_IMAGE } from './cluster/operator-image.ts';
+import { installCrd, getUpgrade, startOperator as startOperatorProcess, type OperatorProcess } from './support/operator.ts';
+import { AGENT_COMMAND } from '../src/drivers/static-pod.ts';
 import { NEW_ONLY } from './support/rig.ts';
 import { tool, runOk } from './support/tools.ts';
 import { sweepStale } from './cluster/cleanup.ts';
@@ -28,7 +30,12 @@ async function cleanUp(): Promise<void> {
 after(cleanUp);
 
 interface PodList { items: { metadata: { name: string; uid: string }; spec: { containers: { image: string }[] }; status?: { containerStatuses?: { restartCount: number }[] } }[] }
-interface JobList { items: { metadata: { name: string; annotations?: Record<string, string> }; status?: { succeeded?: number; failed?: number; active?: number } }[] }
+interface JobList { items: { metadata: { name: string; annotations?: Record<string, string> }; spec: { template: { spec: { containers: { name: string; image: string; command: string[] }[] } } }; status?: { succeeded?: number; failed?: number; active?: number } }[] }
+
+/** The operator as a host process, with its own image (imported into every node) as the node agent's, as the chart passes it. */
+function startOperator(c: NodesCluster, opts: { healthPort: number }): Promise<OperatorProcess> {
+  return startOperatorProcess(c, { ...opts, extraArgs: ['--agent-image', OPERATOR_IMAGE] });
+}
 
 async function startCluster(): Promise<NodesCluster> {
   const t0 = Date.now();
@@ -53,7 +60,8 @@ function upgrade(name: string, staticPod: Record<string, unknown>, extra: { onBr
       targetVersion: NEW_VERSION,
       strategy: { batchSize: 1, soakDuration: '5s', batchTimeout: '5m' },
       proxy: { gate: 'Auto', allowAlphaGate: true }, // the gate is alpha on v1.35: consent (docs/versions.md)
-      driver: { staticPod: { agentImage: AGENT_IMAGE, readyTimeout: '2m', ...staticPod } },
+      // No agentImage: the agent runs from the operator's own image.
+      driver: { staticPod: { readyTimeout: '2m', ...staticPod } },
       analysis: { interval: '5s', failureLimit: 3, onBreach: extra.onBreach ?? 'Pause' },
     },
   };
@@ -135,6 +143,10 @@ test('kubeadm on real kubelets: gate turned on node by node, every node upgraded
   assert.equal(jobs.length, 6, `3 EnableProxy and 3 Upgrade Jobs: ${jobs.map((j) => j.metadata.name).join(', ')}`);
   for (const [key, count] of byKey) assert.equal(count, 1, `one Job per key (${key})`);
   for (const j of jobs) assert.deepEqual([j.status?.succeeded, j.status?.failed ?? 0], [1, 0], `${j.metadata.name} ran once and succeeded`);
+  for (const j of jobs) {
+    const agent = j.spec.template.spec.containers[0]!;
+    assert.deepEqual([agent.name, agent.image, agent.command], ['agent', OPERATOR_IMAGE, [...AGENT_COMMAND]], `${j.metadata.name} ran the Node agent from the operator's image`);
+  }
   assert.ok(jobs.some((j) => j.metadata.name === firstUpgradeJob.metadata.name), 'the Job running at the SIGKILL is the one that finished its call');
   assert.equal(op.exits.length, 0, 'the restarted operator never restarted');
 });

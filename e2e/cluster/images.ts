@@ -1,6 +1,6 @@
 // The image library of the nodes mode: container images without a registry. No registry is reachable from the
-// test nodes and this machine has no Docker engine, so every image a node runs — the sandbox (pause), the node
-// agent, kube-apiserver, kube-controller-manager, kube-scheduler — is written here as an OCI image-layout tar
+// test nodes and this machine has no Docker engine, so every image a node runs — the sandbox (pause), the test
+// toolbox, kube-apiserver, kube-controller-manager, kube-scheduler (and the operator's, operator-image.ts) — is written here as an OCI image-layout tar
 // (one uncompressed layer) from files on this machine, cached by content outside the repo, and imported into
 // each node's containerd with `ctr images import`.
 //
@@ -31,19 +31,14 @@ export const PAUSE_IMAGE = 'registry.k8s.io/pause:3.10';
 
 /** The repository's root (this file is e2e/cluster/images.ts). */
 export const REPO_ROOT = fileURLToPath(new URL('../../', import.meta.url));
-/** The chart's appVersion: the tag of the images this repository builds (the operator's and the node agent's). */
+/** The chart's appVersion: the tag of the image this repository builds (the operator's, which also runs the node agent). */
 export const APP_VERSION = ((): string => {
   const chart = parseYaml(readFileSync(join(REPO_ROOT, 'charts/apiserver-upgrade-operator/Chart.yaml'), 'utf8')) as { appVersion?: unknown };
   if (typeof chart.appVersion !== 'string' || chart.appVersion === '') throw new Error('charts/apiserver-upgrade-operator/Chart.yaml has no appVersion');
   return chart.appVersion;
 })();
-/** The repository the node agent image is published to (images/node-agent/Dockerfile). */
-export const AGENT_REPOSITORY = 'ghcr.io/apiserver-upgrade-operator/node-agent';
-/**
- * The node agent image's name: the one images/node-agent/Dockerfile is published as, and the chart's default
- * policy.agentImages. Built here (agentImage()) from this machine's busybox-static instead of Docker Hub's busybox.
- */
-export const AGENT_IMAGE = `${AGENT_REPOSITORY}:${APP_VERSION}`;
+/** The harness's toolbox image (toolboxImage()): a shell and busybox's applets for test Pods, never published. */
+export const TOOLBOX_IMAGE = 'registry.auo.test/toolbox:e2e';
 export const DEFAULT_REPOSITORY = 'registry.k8s.io';
 
 /** Bump when the layout written for the same inputs changes, so cached tars of the old layout are not reused. */
@@ -471,7 +466,7 @@ async function buildInto(spec: ImageSpec, entries: NormEntry[], dir: string, out
 // ---------------------------------------------------------------------------------------------------------
 // The images
 
-/** How our static Go programs are built: `CGO_ENABLED=0 go <GO_BUILD_ARGS> -o <out> .` (images/node-agent/Dockerfile builds its wget the same way). */
+/** How our static Go programs are built: `CGO_ENABLED=0 go <GO_BUILD_ARGS> -o <out> .`. */
 export const GO_BUILD_ARGS = ['build', '-trimpath', '-ldflags', '-s -w'] as const;
 
 /**
@@ -513,17 +508,6 @@ export function pauseBinary(): Promise<string> {
   return staticGoProgram('pause', 'e2e/cluster/images/pause', 'the pause program of the nodes mode');
 }
 
-/** The node agent's wget: its sources, relative to the repository (built by images/node-agent/Dockerfile too). */
-export const AGENT_WGET_DIR = 'images/node-agent/wget';
-
-/**
- * Builds the node agent's wget (images/node-agent/wget: Go's TLS client, because busybox 1.35's wget
- * sends no signature_algorithms and Go >= 1.25 servers refuse it) into the image cache, once per its sources.
- */
-export function agentWgetBinary(): Promise<string> {
-  return staticGoProgram('agent-wget', AGENT_WGET_DIR, 'the node agent\'s wget');
-}
-
 /** registry.k8s.io/pause:3.10 (or the name given): /pause, a static Go program that blocks until SIGTERM and reaps children. */
 export async function pauseImage(name = PAUSE_IMAGE): Promise<ImageTar> {
   return strip(await buildImage({ name, entries: [{ path: 'pause', type: 'file', mode: 0o755, source: await pauseBinary() }], entrypoint: ['/pause'] }));
@@ -545,8 +529,8 @@ export function isDynamicElf(path: string): boolean {
 export function staticBusybox(): string {
   const install = aptCommand(['busybox-static']);
   const path = ['/bin/busybox', '/usr/bin/busybox'].find((p) => existsSync(p)) ?? onPath('busybox');
-  if (path === undefined) throw new Error(`the node agent image is made from a static busybox, and this machine has none: run \`${install}\` as root`);
-  if (isDynamicElf(path)) throw new Error(`the node agent image needs a static busybox, and ${path} is dynamically linked (Debian's busybox package): run \`${install}\` as root (it replaces it)`);
+  if (path === undefined) throw new Error(`the harness's toolbox and test images are made from a static busybox, and this machine has none: run \`${install}\` as root`);
+  if (isDynamicElf(path)) throw new Error(`the harness's toolbox and test images need a static busybox, and ${path} is dynamically linked (Debian's busybox package): run \`${install}\` as root (it replaces it)`);
   return path;
 }
 
@@ -557,33 +541,16 @@ function busyboxApplets(path: string): Promise<string[]> {
   });
 }
 
-/** The applets the node agent's script uses (src/drivers/static-pod-script.ts). */
-export const AGENT_APPLETS = ['sh', 'sed', 'grep', 'cp', 'mv', 'mkdir', 'cat', 'sleep', 'date', 'timeout', 'cmp', 'tr', 'cut', 'dirname', 'basename', 'rm'] as const;
-
 /**
- * What the node agent image adds to a busybox image: our wget at /bin/wget and a /usr/bin/env link
- * (images/node-agent/Dockerfile adds the same to Docker Hub's busybox; test/e2e-cluster/dockerfiles.test.ts).
+ * The toolbox image's spec: /bin/busybox with every applet (sh, httpd, sleep, …) a symlink to it in /bin, /etc/passwd
+ * and /etc/group with root, /root, /tmp. Root, no entrypoint, `Cmd ["/bin/sh"]`. For the harness's test Pods
+ * (e2e/pod-network.e2e.ts); the node agent runs from the operator's image.
  */
-export const AGENT_ADDS = { wget: 'bin/wget', links: { 'usr/bin/env': '../../bin/busybox' } } as const;
-
-/**
- * The node agent image's spec, from a static busybox, its applets and the wget binary: /bin/busybox with every
- * applet (sh, sed, grep, cp, mv, mkdir, cat, sleep, date, timeout, …) a symlink to it in /bin, except wget:
- * /bin/wget is our static Go wget (agentWgetBinary), because busybox 1.35's sends no TLS signature_algorithms and
- * the kube-apiservers built with Go 1.25 or later refuse its handshake, so the agent could never see a new server
- * ready. Also /etc/passwd and /etc/group with root, /root, /tmp (as Docker Hub's busybox has them). Root, no
- * entrypoint, `Cmd ["/bin/sh"]`, the default PATH.
- */
-export function agentImageSpec(busybox: string, applets: string[], wget: string, name = AGENT_IMAGE): ImageSpec {
-  for (const need of AGENT_APPLETS) {
-    if (!applets.includes(need)) throw new Error(`${busybox} has no ${need} applet, which the node agent uses`);
-  }
+export function toolboxImageSpec(busybox: string, applets: string[], name = TOOLBOX_IMAGE): ImageSpec {
+  if (!applets.includes('sh')) throw new Error(`${busybox} has no sh applet`);
   const entries: LayerEntry[] = [
     { path: 'bin/busybox', type: 'file', mode: 0o755, source: busybox },
-    ...applets.filter((a) => `bin/${a}` !== AGENT_ADDS.wget).map((a): LayerEntry => ({ path: `bin/${a}`, type: 'symlink', target: 'busybox' })),
-    { path: AGENT_ADDS.wget, type: 'file', mode: 0o755, source: wget },
-    // Scripts written for other images call /usr/bin/env.
-    ...Object.entries(AGENT_ADDS.links).map(([path, target]): LayerEntry => ({ path, type: 'symlink', target })),
+    ...applets.map((a): LayerEntry => ({ path: `bin/${a}`, type: 'symlink', target: 'busybox' })),
     { path: 'etc/passwd', type: 'file', data: 'root:x:0:0:root:/root:/bin/sh\n' },
     { path: 'etc/group', type: 'file', data: 'root:x:0:\n' },
     { path: 'root', type: 'dir', mode: 0o700 },
@@ -592,13 +559,10 @@ export function agentImageSpec(busybox: string, applets: string[], wget: string,
   return { name, entries, cmd: ['/bin/sh'] };
 }
 
-/**
- * The node agent image (agentImageSpec) from Debian's busybox-static on this machine and our wget, built into
- * the image cache. The image tar is keyed by its files' contents.
- */
-export async function agentImage(name = AGENT_IMAGE): Promise<ImageTar> {
+/** The toolbox image (toolboxImageSpec) from Debian's busybox-static on this machine, built into the image cache. */
+export async function toolboxImage(name = TOOLBOX_IMAGE): Promise<ImageTar> {
   const bb = staticBusybox();
-  return strip(await buildImage(agentImageSpec(bb, await busyboxApplets(bb), await agentWgetBinary(), name)));
+  return strip(await buildImage(toolboxImageSpec(bb, await busyboxApplets(bb), name)));
 }
 
 /**

@@ -16,7 +16,6 @@ import { dirname, join } from 'node:path';
 import { parse } from 'yaml';
 import { KubeadmCluster } from '../cluster/kubeadm/kubeadm-cluster.ts';
 import { NEW_VERSION, PROXY_GATE, waitFor } from '../cluster/index.ts';
-import { AGENT_IMAGE, agentImage } from '../cluster/images.ts';
 import { operatorImage, OPERATOR_IMAGE } from '../cluster/operator-image.ts';
 import { getUpgrade } from '../support/operator.ts';
 import { tool, runOk } from '../support/tools.ts';
@@ -64,7 +63,8 @@ interface Step { step: string; seconds: number; restarts: Record<string, Restart
 
 test('the platform team\'s day on real kubeadm: helm install, the operator upgrades kube-apiserver to v1.36.3 under client traffic, then kubeadm upgrade plan/apply/node v1.36.3 accept what it left', { timeout: 90 * 60_000 }, async () => {
   const steps: Step[] = [];
-  const images = await Promise.all([operatorImage(), agentImage()]);
+  // The operator's image also runs the static Pod driver's node agent (issue 21): one image.
+  const images = await Promise.all([operatorImage()]);
   const c = await KubeadmCluster.start({ nodes: 3, upgradeVersions: [NEW_VERSION], images, verbose: true });
   cluster = c;
   process.stderr.write(`[day] kubeadm cluster ready: ${JSON.stringify(c.timings)}\n`);
@@ -89,7 +89,6 @@ test('the platform team\'s day on real kubeadm: helm install, the operator upgra
     const tag = OPERATOR_IMAGE.slice(OPERATOR_IMAGE.lastIndexOf(':') + 1);
     await runDocBlock(c, 'helm-install.sh', REPO, [
       ['registry.example.com/apiserver-upgrade-operator --set image.tag=0.1.0', `${OPERATOR_IMAGE.slice(0, OPERATOR_IMAGE.lastIndexOf(':'))} --set image.tag=${tag}`],
-      ['registry.example.com/node-agent:0.1.0', AGENT_IMAGE],
       ['--create-namespace \\', '--create-namespace --wait --timeout 8m \\'],
     ]);
     await waitFor('2 ready operator Pods', 5 * 60_000, async () => {
@@ -102,7 +101,6 @@ test('the platform team\'s day on real kubeadm: helm install, the operator upgra
   const final = await measure('ApiServerUpgrade to v1.36.3 (static Pod driver)', async () => {
     await writeFile(join(c.dir, `${UPGRADE}.yaml`), substitute(docBlock(QUICKSTART, DOC_TAG, `${UPGRADE}.yaml`), [
       ['soakDuration: 5m', 'soakDuration: 5s'], ['interval: 15s', 'interval: 5s'],
-      ['ghcr.io/apiserver-upgrade-operator/node-agent:0.1.0', AGENT_IMAGE],
     ]));
     await runDocBlock(c, 'apply.sh', c.dir, []);
     await waitFor('preflight to pass while paused', 5 * 60_000, async () => {

@@ -1,17 +1,18 @@
-// The repository's Dockerfiles and the images the harness builds without Docker (e2e/cluster/operator-image.ts,
-// e2e/cluster/images.ts agentImage) say the same thing: base version, user, working folder, environment, ports,
-// entrypoint and command, what is copied where, and how the production dependencies and the agent's wget are
-// made — and the chart's defaults name these images. Specs only: nothing is built here (e2e/images.e2e.ts builds
+// The repository's Dockerfile and the image the harness builds without Docker (e2e/cluster/operator-image.ts) say
+// the same thing: base version, user, working folder, environment, ports, entrypoint and command, what is copied
+// where, and how the production dependencies are made — and the chart's defaults name this image, which also runs
+// the static Pod driver's node agent. Specs only: nothing is built here (e2e/images.e2e.ts builds
 // and runs them).
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync, chmodSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync, chmodSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, posix } from 'node:path';
 import { parse as parseYaml } from 'yaml';
 import { copyArgs, envPairs, execForm, instructions, stages, type Stage } from '../../e2e/cluster/dockerfile.ts';
-import { AGENT_ADDS, AGENT_IMAGE, AGENT_REPOSITORY, AGENT_WGET_DIR, APP_VERSION, GO_BUILD_ARGS, PATH_ENV, REPO_ROOT, agentImageSpec, type ImageSpec, type LayerEntry } from '../../e2e/cluster/images.ts';
-import { APP_COPIES, BUILD_ARGS, BUILD_COPIES, BUILD_OUTPUT, ETC_PASSWD, NODE_PATH_IN_IMAGE, NPM_CI_ARGS, OPERATOR_IMAGE, OPERATOR_REPOSITORY, elfInterpreter, nodePackageBinary, nodeRuntime, operatorImageSpec, parseLdd, type NodeRuntime } from '../../e2e/cluster/operator-image.ts';
+import { PATH_ENV, REPO_ROOT, type ImageSpec, type LayerEntry } from '../../e2e/cluster/images.ts';
+import { AGENT_COMMAND } from '../../src/drivers/static-pod.ts';
+import { APP_COPIES, BUILD_ARGS, BUILD_COPIES, BUILD_OUTPUT, ETC_PASSWD, NODE_PATH_IN_IMAGE, NPM_CI_ARGS, OPERATOR_CONFIG, OPERATOR_IMAGE, OPERATOR_REPOSITORY, elfInterpreter, nodePackageBinary, nodeRuntime, operatorImageSpec, parseLdd, type NodeRuntime } from '../../e2e/cluster/operator-image.ts';
 
 const read = (p: string): string => readFileSync(join(REPO_ROOT, p), 'utf8');
 const only = (stage: Stage, op: string): string | undefined => {
@@ -179,57 +180,22 @@ describe('the operator image: Dockerfile and operatorImageSpec agree', () => {
   });
 });
 
-describe('the node agent image: images/node-agent/Dockerfile and agentImageSpec agree', () => {
-  let dir: string;
-  let spec: ImageSpec;
-  let wgetStage: Stage;
-  let final: Stage;
-  before(() => {
-    dir = mkdtempSync(join(tmpdir(), 'auo-dockerfiles-agent-'));
-    for (const f of ['busybox', 'wget']) writeFileSync(join(dir, f), f);
-    spec = agentImageSpec(join(dir, 'busybox'), ['sh', 'sed', 'grep', 'cp', 'mv', 'mkdir', 'cat', 'sleep', 'date', 'timeout', 'cmp', 'tr', 'cut', 'dirname', 'basename', 'rm', 'wget', 'env'], join(dir, 'wget'));
-    const all = stages(read('images/node-agent/Dockerfile'));
-    assert.equal(all.length, 2);
-    [wgetStage, final] = [all[0]!, all[1]!];
-  });
-  after(() => rmSync(dir, { recursive: true, force: true }));
-
-  it('the wget is built from images/node-agent/wget as the harness builds it: CGO_ENABLED=0 go build -trimpath -ldflags \'-s -w\'', () => {
-    const copy = wgetStage.instructions.filter((i) => i.op === 'COPY').map(copyArgs);
-    assert.equal(copy.length, 1);
-    assert.equal(posix.join('images/node-agent', copy[0]!.sources[0]!), `${AGENT_WGET_DIR}/`);
-    const run = only(wgetStage, 'RUN')!;
-    const quoted = GO_BUILD_ARGS.map((a) => (a.includes(' ') ? `'${a}'` : a)).join(' ');
-    assert.match(run, /(^|\s)CGO_ENABLED=0\s/);
-    assert.ok(run.includes(`go ${quoted} -o /wget .`), run);
-    assert.ok(readdirSync(join(REPO_ROOT, AGENT_WGET_DIR)).includes('main.go'));
-  });
-
-  it('FROM busybox, plus /bin/wget (the built one, not busybox\'s link) and the /usr/bin/env link; root, CMD ["/bin/sh"]', () => {
-    assert.match(final.from, /^busybox:1\.\d+(\.\d+)?$/, 'a pinned busybox');
-    const copies = final.instructions.filter((i) => i.op === 'COPY').map(copyArgs);
-    assert.deepEqual(copies, [{ flags: { from: wgetStage.name! }, sources: ['/wget'], dest: `/${AGENT_ADDS.wget}` }]);
-    const run = only(final, 'RUN')!;
-    assert.ok(run.split('&&').map((s) => s.trim()).includes(`rm /${AGENT_ADDS.wget}`), 'busybox\'s wget link removed before the COPY');
-    for (const [path, target] of Object.entries(AGENT_ADDS.links)) assert.ok(run.includes(`ln -s ${target} /${path}`), `${path} -> ${target}: ${run}`);
-    assert.deepEqual(spec.cmd, execForm(final.instructions.find((i) => i.op === 'CMD')!));
-    for (const op of ['USER', 'ENTRYPOINT', 'WORKDIR', 'ENV', 'EXPOSE']) assert.equal(only(final, op), undefined, `${op}: the base image's`);
-    assert.equal(spec.user, undefined);
-    assert.equal(spec.entrypoint, undefined);
-    assert.equal(spec.env, undefined, 'the default PATH, as busybox\'s');
-    const wget = spec.entries.find((e) => e.path === AGENT_ADDS.wget);
-    assert.ok(wget && wget.type === 'file' && 'source' in wget && wget.source === join(dir, 'wget'), 'our wget, not a symlink to busybox');
-    assert.deepEqual(spec.entries.find((e) => e.path === 'usr/bin/env'), { path: 'usr/bin/env', type: 'symlink', target: '../../bin/busybox' });
-    assert.throws(() => agentImageSpec(join(dir, 'busybox'), ['sh'], join(dir, 'wget')), /no sed applet/);
-  });
-
-  it('the chart\'s default policy.agentImages, the examples and the docs name this image', () => {
-    assert.equal(AGENT_IMAGE, `${AGENT_REPOSITORY}:${APP_VERSION}`);
+describe('the node agent runs from the operator image: no second image', () => {
+  it('the chart\'s default policy.agentImages is the operator image, the chart passes it as --agent-image, the examples name no other', () => {
     const values = parseYaml(read('charts/apiserver-upgrade-operator/values.yaml')) as { policy: { agentImages: unknown[] } };
-    assert.deepEqual(values.policy.agentImages, [{ image: AGENT_IMAGE }]);
+    assert.deepEqual(values.policy.agentImages, [{ image: OPERATOR_IMAGE }]);
+    assert.match(read('charts/apiserver-upgrade-operator/templates/deployment.yaml'), /- --agent-image=\{\{ \.Values\.image\.repository \}\}:\{\{ \.Values\.image\.tag \| default \.Chart\.AppVersion \}\}\n/);
     for (const f of readdirSync(join(REPO_ROOT, 'examples')).filter((x) => x.endsWith('.yaml'))) {
-      for (const m of read(`examples/${f}`).matchAll(/agentImage:\s*(\S+)/g)) assert.equal(m[1], AGENT_IMAGE, `examples/${f}`);
+      assert.doesNotMatch(read(`examples/${f}`), /^\s*agentImage:/m, `examples/${f}: the operator's own image, unnamed`);
     }
-    assert.match(read('images/node-agent/Dockerfile'), new RegExp(`docker build -t ${AGENT_REPOSITORY.replace(/[.]/g, '\\.')}:<chart appVersion> images/node-agent`));
+    assert.equal(existsSync(join(REPO_ROOT, 'images/node-agent')), false);
+  });
+
+  it('the image holds what the agent Job runs: node on PATH and /app/dist/agent/main.js from the compiled src/agent/main.ts', () => {
+    assert.deepEqual(AGENT_COMMAND, ['node', '/app/dist/agent/main.js']);
+    assert.equal(`/${NODE_PATH_IN_IMAGE}`, '/usr/local/bin/node');
+    assert.ok(PATH_ENV.split('=')[1]!.split(':').includes('/usr/local/bin'));
+    assert.ok(existsSync(join(REPO_ROOT, 'src/agent/main.ts')));
+    assert.equal(`${OPERATOR_CONFIG.workingDir}/${BUILD_OUTPUT.dest.replace(/^\.\//, '')}agent/main.js`, AGENT_COMMAND[1]);
   });
 });

@@ -22,7 +22,8 @@ import { registerTeardown, unregisterTeardown, destroySync, sweepStale, stateDir
 import { adminRequest, type HttpResult } from '../http.ts';
 import { run, waitFor } from '../exec.ts';
 import { requireCommands } from '../requirements.ts';
-import { agentImage, componentImage, importImages, pauseImage, PAUSE_IMAGE, type ImageTar } from '../images.ts';
+import { componentImage, importImages, pauseImage, PAUSE_IMAGE, toolboxImage, type ImageTar } from '../images.ts';
+import { operatorImage } from '../operator-image.ts';
 import { apiServerManifest, CNI_STATE_DIR, cniConflist, containerdConfig, controllerManagerManifest, K8S_DIR, KUBELET_DIR, kubeletConfig, kubeProxyConfig, PKI_DIR, podSubnet, registryConfigPath, schedulerManifest } from './kubeadm-layout.ts';
 import { pushOciTar, writeMirrorHosts } from '../registry.ts';
 
@@ -129,7 +130,8 @@ export class NodesCluster {
     const [etcdBin, kubeletBin, kubeProxyBin, cniDir] = await ensureBinaries(specs);
     const tImages = Date.now();
     const images = await Promise.all([
-      pauseImage(), agentImage(),
+      // The operator's image runs the static Pod driver's node agent (node dist/agent/main.js); the toolbox, test Pods.
+      pauseImage(), toolboxImage(), operatorImage(),
       componentImage('kube-controller-manager', version, MIRROR_REPOSITORY), componentImage('kube-scheduler', version, MIRROR_REPOSITORY),
       ...[...new Set([version, NEW_VERSION])].map((v) => componentImage('kube-apiserver', v, MIRROR_REPOSITORY)),
     ]);

@@ -1,3 +1,0 @@
-module auo.local/agent-wget
-
-go 1.22
