@@ -13,6 +13,7 @@ import { toolCache } from '../e2e/support/tools.ts';
 /** Packages of SYSTEM that stay, and why: removing them would break the machine, not test the set-up. */
 export const KEEP: Record<string, string> = {
   'util-linux': 'Essential in Debian and Ubuntu: apt refuses to remove it, and every machine has it',
+  mount: 'required by the base system (util-linux, initscripts and the kernel tooling depend on it): purging it would take the machine\'s mount command',
   openssl: 'ca-certificates depends on it: purging it takes the CA roots that apt, npm\'s registry and the Go module proxy need, which `--no-install-recommends` does not bring back',
 };
 

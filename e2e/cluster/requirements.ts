@@ -38,6 +38,7 @@ export const SYSTEM: SystemNeed[] = [
   { command: 'docker-registry', pkg: 'docker-registry', why: 'the harness registry (distribution 2.8) the nodes pull the chart\'s and kubeadm\'s images from (e2e/cluster/registry.ts)', for: ['e2e'] },
   { command: 'skopeo', pkg: 'skopeo', why: 'pushes the harness\'s OCI image tars to a registry (e2e/cluster/registry.ts, npm run release)', for: ['e2e'] },
   { command: 'busybox', pkg: 'busybox-static', why: 'the e2e images of the nodes mode are made from a static busybox', for: ['e2e'] },
+  { command: 'losetup', pkg: 'mount', why: 'the real-kubeadm cluster gives each node a loop-mounted /var/lib (e2e/extended/kubeadm-cluster.e2e.ts)', for: ['e2e'] },
   { command: 'ps', pkg: 'procps', why: 'the nodes-mode tests look for processes left behind', for: ['e2e'] },
   { command: 'pgrep', pkg: 'procps', why: 'the runtime e2e finds the server processes it disrupts', for: ['e2e'] },
 ];
