@@ -166,6 +166,7 @@ const pause: Schema = {
   properties: {
     reason: { tsType: 'PauseReasonName', type: 'string', description: 'Why the upgrade paused.', enum: PAUSE_REASONS },
     message: stringField('Details, naming the servers, signals or resources involved.', 32768),
+    heldRollback: stringField('The cause of the rollback this pause holds (RollbackSafetyUnknown, RollbackOrphans): the rollback starts with it once its safety is known and allows it.', 4096),
     since: timeField('When the pause began.'),
     /** The phase the upgrade returns to when the pause ends. */
     resumePhase: phaseSchema,

@@ -886,6 +886,11 @@ export interface PauseStatus {
   reason: PauseReasonName;
   /** Details, naming the servers, signals or resources involved. */
   message?: string;
+  /**
+   * The cause of the rollback this pause holds (RollbackSafetyUnknown, RollbackOrphans): the rollback starts
+   * with it once its safety is known and allows it.
+   */
+  heldRollback?: string;
   /** When the pause began. */
   since?: string;
   /** A phase of the upgrade. */

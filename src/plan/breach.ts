@@ -48,12 +48,14 @@ function heldBySafety(ctx: PlanContext, message: string, resumePhase: UpgradePha
   }
   if (safety.verdict === 'unknown') {
     pause(ctx, 'RollbackSafetyUnknown', `${message}${NOT_STARTED}${safety.message}. The rollback starts by itself once this is known; resume to continue the upgrade instead`, resumePhase);
+    holdRollback(ctx, message);
     return true;
   }
   if (safety.verdict === 'orphans') {
     ctx.status.orphanedObjects = safety.orphans.slice(0, 64).map((o) => ({ resource: o.resource, count: o.count, names: o.names.slice(0, 20) }));
     if (ctx.spec.rollback.orphanedObjects !== 'Proceed') {
       pause(ctx, 'RollbackOrphans', `${message}${NOT_STARTED}${safety.message}. Set spec.rollback.orphanedObjects to Proceed to roll back anyway, or resume to continue the upgrade`, resumePhase);
+      holdRollback(ctx, message);
       return true;
     }
     if (!quiet) ctx.event('Warning', 'OrphanedObjects', safety.message);
@@ -75,8 +77,13 @@ export function mayRollBack(ctx: PlanContext, hostname: string): boolean {
   return !heldBySafety(ctx, `rolling back ${hostname}`, started ? 'Upgrading' : 'EnablingProxy', true);
 }
 
-/** Separates a held rollback's cause from what holds it, in a RollbackSafetyUnknown pause's message. */
+/** Separates a held rollback's cause from what holds it, in the pause's message (for people; the cause itself is kept in status). */
 const NOT_STARTED = '; rollback not started: ';
+
+/** Keeps the held rollback's cause as a field of the pause: the re-check starts the rollback with it, never reading it back from the message. */
+function holdRollback(ctx: PlanContext, cause: string): void {
+  if (ctx.status.pause) ctx.status.pause.heldRollback = safeMessage(cause, { maxChars: 4096 });
+}
 
 /**
  * A rollback held by RollbackSafetyUnknown fails closed on an unknown, and re-checks it on every step: the shell
@@ -92,9 +99,7 @@ export function recheckRollback(ctx: PlanContext): boolean {
   if (p?.reason !== 'RollbackSafetyUnknown' || !ctx.status.fromVersion) return true;
   const verdict = rollbackVerdict(ctx);
   if (verdict.verdict === 'unknown') return true;
-  const held = p.message ?? '';
-  const at = held.lastIndexOf(NOT_STARTED);
-  const cause = at >= 0 ? held.slice(0, at) : 'a rollback held while its safety was unknown';
+  const cause = p.heldRollback ?? 'a rollback held while its safety was unknown';
   ctx.event('Normal', 'RollbackSafetyKnown', `rollback safety is known now (${verdict.verdict}): ${verdict.message}`);
   startRollback(ctx, cause, p.resumePhase ?? 'Upgrading');
   return ctx.phase === 'Paused';

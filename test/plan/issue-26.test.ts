@@ -127,3 +127,16 @@ test('a server that joins on the target during EnablingProxy keeps its version: 
   assert.deepEqual(sim.distinctCalls('Upgrade'), ['Upgrade:cp-1', 'Upgrade:cp-2']);
   assert.ok(sim.peers.every((p) => p.version === NEW && p.proxyGate === 'on'));
 });
+
+test('the held rollback\'s cause is kept in status.pause.heldRollback, not read back from the message: a rewritten message changes nothing', () => {
+  const sim = abortedWhileUpgradeInFlight(2);
+  assert.match(sim.status?.pause?.heldRollback ?? '', /aborted by the .* annotation \(now\)/);
+  // Whatever the message says (a person or a tool may shorten it), the rollback starts with the recorded cause.
+  sim.status!.pause!.message = 'rewritten; rollback not started: by hand';
+  sim.land('cp-1');
+  sim.reconcile(10_000);
+  assert.equal(phase(sim), 'RollingBack');
+  const rolling = sim.events.find((e) => e.reason === 'RollingBack');
+  assert.match(rolling?.note ?? '', /aborted by the .* annotation \(now\); rolling back to v1\.35\.4/);
+  assert.doesNotMatch(rolling?.note ?? '', /by hand/);
+});
