@@ -3,8 +3,11 @@
 // discovery) played through the simulated shell, with the invariants of run.ts checked after every step.
 //
 // Each invariant has its own property (so a failure names one invariant and shrinks to its own minimal
-// schedule), on a fixed seed; a last property checks them all on a random seed, printed for replay.
+// schedule), on a fixed seed. Exploration — every invariant on a random seed, printed for replay — runs with
+// `npm run test:explore` (MODEL_EXPLORE=1), not in `npm test`: the gate is deterministic, and what exploration finds
+// becomes a fix with a pinned example (examples.ts) or an open defect named in the issue tracker with its seed.
 //
+//   MODEL_EXPLORE=1                add the random-seed property (npm run test:explore)
 //   FC_SEED=<n> [FC_PATH=<path>]   replay: every property runs on that seed (and path, from a failure report)
 //   MODEL_RUNS=<n>                 runs per fixed-seed property (default 1500; 7 properties)
 //   MODEL_RANDOM_RUNS=<n>          runs of the random-seed property (default 500)
@@ -72,7 +75,7 @@ test('the generated schedules reach calls the driver reports failed: Failed, ret
   assert.ok(failed >= 4 && retried >= 2 && landedDespiteReport >= 2, `of 400 runs: ${failed} with a Failed call, ${retried} retrying one after a resume, ${landedDespiteReport} Done despite a failed report`);
 });
 
-test('model, every invariant, random seed', (t) => {
+if (process.env.MODEL_EXPLORE === '1' || replaySeed !== undefined) test('model, every invariant, random seed', (t) => {
   const seed = replaySeed ?? (Date.now() ^ Math.floor(Math.random() * 0x7fffffff)) >>> 0;
   t.diagnostic(`random seed ${seed} (replay with FC_SEED=${seed}), ${RANDOM_RUNS} runs`);
   // Printed as well, so the seed shows even where the reporter hides diagnostics.

@@ -76,6 +76,12 @@ export class ModelRun {
   readonly noted: Violation[] = [];
   private fromSeen = false;
   private targetSeen = false;
+  /**
+   * The target storage the planner's verdict needs was observed: in TwoPhase's phase one, that of a server running
+   * the target emulating the from-minor (a joiner on the new binary without emulation adds its own, it does not
+   * stand in for it: I9 judges the verdict the planner can know, I4 the conservative truth).
+   */
+  private plannedTargetSeen = false;
   private resumes = 0;
   private aborts = 0;
   private batchSucceededEvents = 0;
@@ -225,6 +231,7 @@ export class ModelRun {
     this.failedCalls += (p.status.driverCalls ?? []).filter((c) => c.result === 'Failed' && before?.driverCalls?.find((x) => x.key === c.key)?.result !== 'Failed').length;
     if (obs.storage?.some((s) => release(s.version) === release(this.setup.fromVersion))) this.fromSeen = true;
     if (obs.storage?.some((s) => release(s.version) === release(this.setup.targetVersion))) this.targetSeen = true;
+    if (obs.storage?.some((s) => release(s.version) === release(this.setup.targetVersion) && (!this.setup.twoPhase || s.emulation === minor(this.setup.fromVersion)))) this.plannedTargetSeen = true;
     this.checkPersisted(before, obs, p);
     const parts: string[] = [];
     let crashed = '';
@@ -410,7 +417,7 @@ export class ModelRun {
     }
     // I9: a pause on an unknown acts once the unknown is known (the planner records the target's hashes in the
     // step that first observes them, so a persisted step after both were observed knows the verdict).
-    if (phase === 'Paused' && s.pause?.reason === 'RollbackSafetyUnknown' && this.spec.paused !== true && s.fromVersion !== undefined && this.fromSeen && this.targetSeen && s.stage !== 'API') {
+    if (phase === 'Paused' && s.pause?.reason === 'RollbackSafetyUnknown' && this.spec.paused !== true && s.fromVersion !== undefined && this.fromSeen && this.plannedTargetSeen && s.stage !== 'API') {
       this.fail('I9', `Paused RollbackSafetyUnknown although both versions' storage hashes were observed (plan.targetStorage ${s.plan?.targetStorage?.length ?? 0} entries): ${s.pause.message ?? ''}`);
     }
     // I7: the call lifecycle.
@@ -471,7 +478,12 @@ function olderRelease(a: string, b: string): boolean {
 
 /** The servers of the batches before batch k: from the frozen plan, or (older statuses) the peer rows. */
 function earlierBatchServers(s: ApiServerUpgradeStatus, k: number): string[] {
-  if (s.plan?.batches) return s.plan.batches.filter((b) => b.index < k).flatMap((b) => b.servers);
+  // TwoPhase: phase two's batches hold phase one's servers again; a server of batch k itself is that batch's own
+  // business (its replacement may be under way), never an earlier batch's.
+  if (s.plan?.batches) {
+    const own = new Set(s.plan.batches.filter((b) => b.index === k).flatMap((b) => b.servers));
+    return s.plan.batches.filter((b) => b.index < k).flatMap((b) => b.servers).filter((h) => !own.has(h));
+  }
   return (s.peers ?? []).filter((r) => r.batch !== undefined && r.batch > 0 && r.batch < k).map((r) => r.hostname);
 }
 
