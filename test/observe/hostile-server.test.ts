@@ -7,52 +7,13 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { createServer } from 'node:https';
-import type { AddressInfo } from 'node:net';
-import { gzipSync } from 'node:zlib';
 import { tlsMaterial } from './fixture-server.ts';
+import { startHostileServer } from '../support/hostile-server.ts';
 
 test('a hostile server: 200 MiB discovery, a gzip bomb, a /metrics bomb, nested JSON and a slow body; the client process stays within the heap', async (t) => {
-  const bomb = gzipSync(Buffer.alloc(32 * 1024 * 1024, 0x20), { level: 9 });
-  const groups = Buffer.from('{"metadata":{"name":"hostile.example.com"},"versions":[]},'.repeat(16_384));
-  const series = Buffer.from(Array.from({ length: 20_000 }, (_, i) => `apiserver_request_total{code="200",resource="r${i}",verb="GET"} 1\n`).join(''));
-  const brackets = Buffer.from('[{},'.repeat(262_144));
-  const served = new Map<string, number>();
-  const server = createServer(tlsMaterial(1), (req, res) => {
-    const path = (req.url ?? '/').split('?')[0]!;
-    // Writes `chunk` until `total` bytes or the client hangs up, respecting backpressure.
-    const stream = (head: string, chunk: Buffer, total: number, headers: Record<string, string> = {}): void => {
-      res.writeHead(200, { 'Content-Type': 'application/json', ...headers });
-      res.write(head);
-      let sent = 0;
-      const more = (): void => {
-        while (sent < total && !res.destroyed) {
-          sent += chunk.length;
-          served.set(path, (served.get(path) ?? 0) + chunk.length);
-          if (!res.write(chunk)) return void res.once('drain', more);
-        }
-        res.end();
-      };
-      more();
-    };
-    if (path === '/apis') return stream('{"kind":"APIGroupDiscoveryList","items":[', groups, 200 * 1024 * 1024);
-    if (path === '/api') return stream('', bomb, 32 * bomb.length, { 'Content-Encoding': 'gzip' });
-    if (path === '/metrics') return stream('# TYPE apiserver_request_total counter\n', series, 64 * 1024 * 1024, { 'Content-Type': 'text/plain' });
-    if (path === '/apis/brackets/v1') return stream('', brackets, brackets.length);
-    if (path === '/apis/slow/v1') {
-      res.writeHead(200, { 'Content-Type': 'application/json' });
-      const timer = setInterval(() => res.write(' '), 100);
-      res.on('close', () => clearInterval(timer));
-      return;
-    }
-    res.writeHead(404).end();
-  });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  t.after(() => {
-    server.closeAllConnections();
-    server.close();
-  });
-  const address = `127.0.0.1:${(server.address() as AddressInfo).port}`;
+  const server = await startHostileServer(tlsMaterial(1));
+  t.after(() => server.close());
+  const { served, address } = server;
   const child = spawn(process.execPath, [new URL('./hostile/client.ts', import.meta.url).pathname, address], {
     env: { ...process.env, NODE_OPTIONS: '--max-semi-space-size=4 --max-old-space-size=160' },
     stdio: ['ignore', 'pipe', 'pipe'],
