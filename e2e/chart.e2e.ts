@@ -164,7 +164,7 @@ test('helm template with the default values: the objects a Deployment of the ope
   assert.equal(ports.livenessProbe.httpGet.port, 'health');
   assert.equal(ports.readinessProbe.httpGet.port, 'health');
   const svc = find(objs, 'Service', `${RELEASE}-metrics`)[0] as unknown as { spec: { ports: { port: number; targetPort: string; appProtocol: string }[] } };
-  assert.deepEqual(svc.spec.ports.map((p) => [p.port, p.targetPort, p.appProtocol]), [[8080, 'metrics', 'http']]);
+  assert.deepEqual(svc.spec.ports.map((p) => [p.port, p.targetPort, p.appProtocol]), [[8080, 'metrics', 'https']]);
   assert.equal(find(objs, 'NetworkPolicy').length, 0, 'the NetworkPolicy is off by default');
 
   // /metrics auth: the operator reviews tokens (the rules of system:auth-delegator), and Prometheus gets a role to bind.
