@@ -11,6 +11,7 @@ import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { accessSync, constants, cpSync, mkdirSync, mkdtempSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
+import { connect, createServer, type AddressInfo, type Server } from 'node:net';
 import { delimiter, dirname, join } from 'node:path';
 import { parse } from 'yaml';
 import { NEW_VERSION, OLD_VERSION, waitFor, type Cluster } from './cluster/index.ts';
@@ -202,6 +203,33 @@ test('plan changes nothing and prints the batches and the calls the upgrade then
   assert.equal(phases.at(-1), 'Succeeded');
 });
 
+/** A loopback port that refuses connections now (bound once to pick it, then released). */
+async function closedPort(): Promise<number> {
+  const probe = createServer();
+  await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
+  const port = (probe.address() as AddressInfo).port;
+  await new Promise<void>((resolve) => probe.close(() => resolve()));
+  return port;
+}
+
+/** Forwards TCP from a loopback port to another (TLS passes through: the hook's certificate names 127.0.0.1). */
+async function forward(from: number, to: number): Promise<Server> {
+  const server = createServer((client) => {
+    const upstream = connect(to, '127.0.0.1');
+    client.pipe(upstream).pipe(client);
+    const end = (): void => { client.destroy(); upstream.destroy(); };
+    client.on('error', end);
+    upstream.on('error', end);
+  });
+  await new Promise<void>((resolve) => server.listen(from, '127.0.0.1', resolve));
+  return server;
+}
+
+const forwarders: Server[] = [];
+after(() => {
+  for (const f of forwarders) f.close();
+});
+
 test('abort after the first batch: RolledBack, every server on the old version; resume acts on an automatic pause', async () => {
   const { cluster, hook } = rig;
   // Back to the old version (the previous test upgraded the fleet), with the gate on as it is now.
@@ -209,10 +237,13 @@ test('abort after the first batch: RolledBack, every server on the old version; 
   assert.deepEqual(await versions(cluster), cluster.servers.map(() => OLD_VERSION));
   const callsBefore = new Set(hook.calls.keys());
 
-  // A driver that cannot be reached: the first call times out (batchTimeout) and the upgrade pauses.
+  // A driver that cannot be reached: the first call times out (batchTimeout) and the upgrade pauses. The URL is a
+  // loopback port nothing listens on yet; the driver settings are frozen while the upgrade runs (docs/security.md),
+  // so the cause is fixed where it lies — the hook comes up at that address — not by a spec edit.
   const name = 'plugin-abort';
+  const door = await closedPort();
   const m = upgradeManifest(name, hook, { strategy: { batchTimeout: '30s', soakDuration: '5s' } }) as { spec: { driver: { webhook: { url: string } } } };
-  m.spec.driver.webhook.url = 'https://127.0.0.1:1/replace';
+  m.spec.driver.webhook.url = `https://127.0.0.1:${door}/replace`;
   await createUpgrade(cluster, m);
   await until(name, 'BatchTimeout', 3 * 60_000, (u) => u.status?.pause?.reason === 'BatchTimeout' || u.status?.phase === 'Failed');
   const get = await ok('get', name);
@@ -220,8 +251,9 @@ test('abort after the first batch: RolledBack, every server on the old version; 
   assert.match(get, /the driver was never reached/);
   await refused(/plugin-abort is already paused \(BatchTimeout\)/, 'pause', name);
 
-  // Fix the cause (a spec edit the operator reads on every reconcile), then resume: an annotation, no spec edit.
-  await patchSpec(name, { driver: { webhook: { url: hook.url } }, strategy: { batchTimeout: '3m' } });
+  // Fix the cause (the hook answers at that address now; batchTimeout stays editable), then resume: an annotation.
+  forwarders.push(await forward(door, Number(new URL(hook.url).port)));
+  await patchSpec(name, { strategy: { batchTimeout: '3m' } });
   const generation = (await must(name)).metadata?.generation;
   assert.match(await ok('resume', name), /annotated upgrade\.apiserver\.dev\/resume=\S+ \(no spec edit\)/);
   const resumed = await must(name);
