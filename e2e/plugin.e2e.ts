@@ -11,12 +11,12 @@ import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { accessSync, constants, cpSync, mkdirSync, mkdtempSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { connect, createServer, type AddressInfo, type Server } from 'node:net';
 import { delimiter, dirname, join } from 'node:path';
 import { parse } from 'yaml';
 import { NEW_VERSION, OLD_VERSION, waitFor, type Cluster } from './cluster/index.ts';
 import { createUpgrade, getUpgrade, startOperator } from './support/operator.ts';
 import { startRig, upgradeManifest, type Rig } from './support/rig.ts';
+import { closedPort, forward, type Forwarder } from './support/tcp-forward.ts';
 import { run, runOk, tool, toolCache } from './support/tools.ts';
 import { buildArchive, fillManifest } from '../src/cli/krew-archive.ts';
 import type { ApiServerUpgrade } from '../src/api/types.generated.ts';
@@ -203,31 +203,9 @@ test('plan changes nothing and prints the batches and the calls the upgrade then
   assert.equal(phases.at(-1), 'Succeeded');
 });
 
-/** A loopback port that refuses connections now (bound once to pick it, then released). */
-async function closedPort(): Promise<number> {
-  const probe = createServer();
-  await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
-  const port = (probe.address() as AddressInfo).port;
-  await new Promise<void>((resolve) => probe.close(() => resolve()));
-  return port;
-}
-
-/** Forwards TCP from a loopback port to another (TLS passes through: the hook's certificate names 127.0.0.1). */
-async function forward(from: number, to: number): Promise<Server> {
-  const server = createServer((client) => {
-    const upstream = connect(to, '127.0.0.1');
-    client.pipe(upstream).pipe(client);
-    const end = (): void => { client.destroy(); upstream.destroy(); };
-    client.on('error', end);
-    upstream.on('error', end);
-  });
-  await new Promise<void>((resolve) => server.listen(from, '127.0.0.1', resolve));
-  return server;
-}
-
-const forwarders: Server[] = [];
-after(() => {
-  for (const f of forwarders) f.close();
+const forwarders: Forwarder[] = [];
+after(async () => {
+  for (const f of forwarders) await f.close();
 });
 
 test('abort after the first batch: RolledBack, every server on the old version; resume acts on an automatic pause', async () => {

@@ -11,6 +11,7 @@ import { Registry } from 'prom-client';
 import { Cluster, NEW_VERSION, OLD_VERSION, PROXY_GATE } from './cluster/index.ts';
 import { createServingCert } from './cluster/pki.ts';
 import { installCrd, createUpgrade, getUpgrade } from './support/operator.ts';
+import { forward } from './support/tcp-forward.ts';
 import { loadKubeConfig, KubeClient, KubeApiError } from '../src/runtime/kube.ts';
 import { silentLogger } from '../src/runtime/logger.ts';
 import { FleetObserver } from '../src/observe/fleet.ts';
@@ -115,7 +116,9 @@ test('a call is recorded Requested in status before it reaches the hook; the ans
 
 test("a call that fails transiently: the step's events are still emitted and the error is recorded on the call", async () => {
   hookMode = 'fail';
-  await createUpgrade(cluster, manifest('shell-fail', hookUrl));
+  // The hook through a forwarder the test closes later: the driver URL is frozen once the upgrade runs.
+  const door = await forward(0, Number(new URL(hookUrl).port));
+  await createUpgrade(cluster, manifest('shell-fail', `https://127.0.0.1:${door.port}/replace`));
   const u = await reconcileUntilCall(reconciler(), 'shell-fail');
   const call = u.status!.driverCalls![0]!;
   assert.equal(call.result, 'Requested', 'not delivered: it stays Requested and is sent again with the same key');
@@ -123,10 +126,7 @@ test("a call that fails transiently: the step's events are still emitted and the
   const r = await reasons('shell-fail');
   for (const e of ['Started', 'PreflightPassed', 'BatchStarted']) assert.ok(r.includes(e), `event ${e} emitted although the call failed: ${r.join(', ')}`);
   // A hook that refuses connections: the error names the refusal, and the next reconcile re-sends the same key.
-  await cluster.request('lb', '/apis/upgrade.apiserver.dev/v1alpha1/apiserverupgrades/shell-fail', {
-    method: 'PATCH', headers: { 'Content-Type': 'application/merge-patch+json' },
-    body: JSON.stringify({ spec: { driver: { webhook: { url: 'https://127.0.0.1:1/replace', caBundle, timeout: '5s' } } } }),
-  });
+  await door.close();
   await reconciler().reconcile('shell-fail');
   const again = (await getUpgrade(cluster, 'shell-fail'))!.status!.driverCalls!;
   assert.equal(again.length, 1, 'the same call, not a new one');
