@@ -38,7 +38,10 @@ test('kubeadm preflight blocks on a kubelet 4 minors behind the target, passes o
   await createUpgrade(cluster, upgradeManifest(name, hook));
   const blocked = await waitFor('preflight to report the old kubelet', 3 * 60_000, async () => {
     const u = await getUpgrade(cluster, name);
-    return u?.status?.kubeadmPreflight?.findings?.some((f) => f.reason === 'KubeletTooOld') ? u : undefined;
+    // The fleet's own health is judged in the same pass: servers that have just started can read as UnhealthyFleet
+    // for a moment under load, which outranks the kubeadm finding in the condition; wait for the steady verdict.
+    const reason = u?.status?.conditions?.find((c) => c.type === 'PreflightPassed')?.reason;
+    return u?.status?.kubeadmPreflight?.findings?.some((f) => f.reason === 'KubeletTooOld') && reason === 'KubeadmPreflightFailed' ? u : undefined;
   }, 500);
   assert.equal(blocked.status?.phase, 'Preflight');
   const finding = blocked.status!.kubeadmPreflight!.findings!.find((f) => f.reason === 'KubeletTooOld')!;
