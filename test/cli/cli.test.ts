@@ -1,63 +1,19 @@
 // run() end to end over a fake cluster: what each command prints, writes and exits with.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { run, upgradeFromManifest, type CliDeps } from '../../src/cli/cli.ts';
-import { CliError, type UpgradeApi } from '../../src/cli/client.ts';
-import { KubeApiError } from '../../src/runtime/kube.ts';
+import { upgradeFromManifest } from '../../src/cli/cli.ts';
+import { CliError } from '../../src/cli/client.ts';
 import { RESUME_ANNOTATION } from '../../src/api/vocabulary.ts';
 import type { ApiServerUpgrade } from '../../src/api/types.generated.ts';
-import { NOW, event, fleet, paused, upgrading, withPhase } from './fixtures.ts';
+import { NOW, event, paused, upgrading, withPhase } from './fixtures.ts';
+import { FakeApi as SharedFakeApi, cli } from './fake-api.ts';
 
-class FakeApi implements UpgradeApi {
-  objects = new Map<string, ApiServerUpgrade>();
-  patches: { name: string; patch: Record<string, unknown> }[] = [];
-  conflicts = 0;
-  observed = 0;
-  watchers: ((u: ApiServerUpgrade | undefined) => void)[] = [];
+/** The fake with the Started event every command test here expects in `describe`. */
+class FakeApi extends SharedFakeApi {
   constructor(...us: ApiServerUpgrade[]) {
-    for (const u of us) this.objects.set(u.metadata!.name!, u);
+    super(...us);
+    this.eventList = [event('Started', 'upgrade to v1.36.3 started', 290)];
   }
-  async get(name: string) {
-    return structuredClone(this.objects.get(name));
-  }
-  async list() {
-    return [...this.objects.values()].map((u) => structuredClone(u));
-  }
-  async patch(name: string, patch: Record<string, unknown>) {
-    if (this.conflicts > 0) {
-      this.conflicts--;
-      throw new KubeApiError('PATCH', name, 409, '{"reason":"Conflict","message":"the object has been modified"}', undefined);
-    }
-    this.patches.push({ name, patch });
-    return this.objects.get(name)!;
-  }
-  async events() {
-    return [event('Started', 'upgrade to v1.36.3 started', 290)];
-  }
-  watch(_name: string, onChange: (u: ApiServerUpgrade | undefined) => void) {
-    this.watchers.push(onChange);
-    return { stop: async () => undefined };
-  }
-  async observe() {
-    this.observed++;
-    return { observation: fleet('off'), inventory: undefined };
-  }
-  close() {}
-}
-
-async function cli(api: UpgradeApi | (() => never), argv: string[], over: Partial<CliDeps> = {}): Promise<{ code: number; out: string; err: string }> {
-  let out = '';
-  let err = '';
-  const code = await run(argv, {
-    out: (s) => (out += s), err: (s) => (err += s),
-    connect: () => (typeof api === 'function' ? api() : api),
-    now: () => NOW,
-    readFile: async () => { throw new Error('no file'); },
-    isTTY: false,
-    interrupted: async () => undefined,
-    ...over,
-  });
-  return { code, out, err };
 }
 
 test('usage errors exit 2 without connecting; --help exits 0', async () => {

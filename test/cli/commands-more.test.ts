@@ -2,55 +2,9 @@
 // name and jsonpath, and get without a NAME (all of them; with -w, redrawn on every change of any).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { run, type CliDeps } from '../../src/cli/cli.ts';
-import type { UpgradeApi } from '../../src/cli/client.ts';
-import type { ApiServerUpgrade } from '../../src/api/types.generated.ts';
-import { NOW, fleet, paused, upgrading } from './fixtures.ts';
+import { paused, upgrading } from './fixtures.ts';
+import { FakeApi as Fake, cli } from './fake-api.ts';
 
-class Fake implements UpgradeApi {
-  objects = new Map<string, ApiServerUpgrade>();
-  watched: (string | undefined)[] = [];
-  watchers: ((u: ApiServerUpgrade | undefined) => void)[] = [];
-  constructor(...us: ApiServerUpgrade[]) {
-    for (const u of us) this.objects.set(u.metadata!.name!, u);
-  }
-  async get(name: string) {
-    return structuredClone(this.objects.get(name));
-  }
-  async list() {
-    return [...this.objects.values()].map((u) => structuredClone(u));
-  }
-  async patch(name: string) {
-    return this.objects.get(name)!;
-  }
-  async events() {
-    return [];
-  }
-  watch(name: string | undefined, onChange: (u: ApiServerUpgrade | undefined) => void) {
-    this.watched.push(name);
-    this.watchers.push(onChange);
-    return { stop: async () => undefined };
-  }
-  async observe() {
-    return { observation: fleet('off'), inventory: undefined };
-  }
-  close() {}
-}
-
-async function cli(api: UpgradeApi | undefined, argv: string[], over: Partial<CliDeps> = {}): Promise<{ code: number; out: string; err: string }> {
-  let out = '';
-  let err = '';
-  const code = await run(argv, {
-    out: (s) => (out += s), err: (s) => (err += s),
-    connect: () => {
-      if (!api) throw new Error('must not connect');
-      return api;
-    },
-    now: () => NOW, readFile: async () => '', isTTY: false, interrupted: async () => undefined,
-    ...over,
-  });
-  return { code, out, err };
-}
 
 test('COMMAND --help prints that command\'s help, not the global one', async () => {
   const g = await cli(undefined, ['get', '--help']);
