@@ -13,7 +13,7 @@ import type { Schema, ValidationRule } from './schema-types.ts';
  */
 export const FROZEN_SUBTREES: readonly (readonly string[])[] = [
   ['driver'],
-  // The gate every call asks for (Auto/Enabled: on; Unmanaged: untouched) and whether the end turns it off again.
+  // The gate every call asks for (Enabled, and Auto across a minor step: on; a patch under Auto, and Unmanaged: untouched) and whether the end turns it off again.
   ['proxy'],
   // Frozen in status.plan at preflight anyway: refused here rather than silently ignored.
   ['strategy', 'phases'],

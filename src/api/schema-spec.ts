@@ -90,7 +90,7 @@ const proxy: Schema = {
       tsType: 'ProxyGateMode',
       type: 'string',
       description:
-        'Auto: before the first replacement, turn the gate on (a rolling pass of its own) on the old servers where it is off, and keep it on in the new servers. Enabled: like Auto, and preflight fails when a server cannot have it on. Unmanaged: never touch the gate; only report its state.',
+        'Auto: for a minor upgrade, before the first replacement, turn the gate on (a rolling pass of its own) on the old servers where it is off, and keep it on in the new servers (and in rollbacks); a patch upgrade leaves each server\'s gate as it found it. Enabled: the same for every upgrade, patch included, and preflight fails when a server cannot have it on. Unmanaged: never touch the gate; only report its state.',
       enum: ['Auto', 'Enabled', 'Unmanaged'],
       default: 'Auto',
     },

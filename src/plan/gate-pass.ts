@@ -1,7 +1,7 @@
 import type { PlanContext } from './context.ts';
 import { callPollMs, driveStep, emulationOf } from './calls.ts';
 import { onBreach } from './breach.ts';
-import { minorOf, sameRelease } from './version.ts';
+import { classifyUpgrade, minorOf, sameRelease } from './version.ts';
 
 /**
  * The version (and emulation) a gate call keeps a server at: the one it runs. Turning the gate on happens at the
@@ -47,4 +47,20 @@ export function gatePass(ctx: PlanContext, want: 'on' | 'off', version: string):
     return false;
   }
   return true;
+}
+
+/**
+ * The gate a replacement (Upgrade or Rollback) carries; undefined means none, and the driver keeps what the server
+ * has. Unmanaged: none. Enabled: on. Auto: on only across a minor step, where the versions serve different APIs and
+ * the proxy is what keeps clients served; a patch upgrade leaves each server's gate as it found it, so it can never
+ * turn on an alpha gate that preflight did not ask consent for (preflight plans no gate pass for a patch).
+ */
+export function replacementGate(ctx: PlanContext): boolean | undefined {
+  const mode = ctx.spec.proxy.gate;
+  if (mode === 'Unmanaged') return undefined;
+  if (mode === 'Enabled') return true;
+  const from = ctx.status.fromVersion;
+  if (from === undefined) return true;
+  const kind = classifyUpgrade(from, ctx.spec.targetVersion, { allowPrerelease: ctx.spec.allowPrerelease });
+  return kind.ok && kind.kind === 'patch' ? undefined : true;
 }

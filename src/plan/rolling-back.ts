@@ -3,6 +3,7 @@ import { callInFlight, callPollMs, driveStep, emulationOf, inFlight, serverAt } 
 import { mayRollBack, onBreach, pause } from './breach.ts';
 import { minorOf, sameRelease } from './version.ts';
 import { isUp } from './peers.ts';
+import { replacementGate } from './gate-pass.ts';
 
 /**
  * Where a rollback takes the fleet. Before the API moved (OnePhase, or phase one of TwoPhase): back to the
@@ -69,8 +70,8 @@ export function touchedServers(ctx: PlanContext): string[] {
 }
 
 /**
- * Puts the touched servers back on the rollback goal, one at a time, with the proxy gate on (unless the
- * gate is Unmanaged: then the call carries no gate). A server with a call in flight is waited for first —
+ * Puts the touched servers back on the rollback goal, one at a time, with the gate replacementGate() gives
+ * (on across a minor step; none, so kept as found, for Unmanaged or a patch upgrade). A server with a call in flight is waited for first —
  * its replacement may still land. Ends RolledBack only when every Rollback call is Done and every member
  * is up at the goal with nothing in flight.
  */
@@ -81,7 +82,7 @@ export function runRollingBack(ctx: PlanContext): void {
     return;
   }
   const goal = rollbackGoal(ctx);
-  const gate = ctx.spec.proxy.gate === 'Unmanaged' ? undefined : true;
+  const gate = replacementGate(ctx);
   for (const h of goal.touched) {
     const busy = callInFlight(ctx, h);
     if (busy && busy.action !== 'Rollback') {

@@ -3,7 +3,7 @@ import type { PlanContext } from './context.ts';
 import { CALL_POLL_MS, driveStep, callInFlight, callPollMs, fastLookMs, inFlight, serverAt, withinComingUpWindow } from './calls.ts';
 import { onBreach } from './breach.ts';
 import { applyAnalysis, describeBreaches } from './analysis.ts';
-import { gatePass } from './gate-pass.ts';
+import { gatePass, replacementGate } from './gate-pass.ts';
 import { applyBatchSizeEdit, batchDef, batchOf, startedBatches } from './frozen-plan.ts';
 import { emulationCheck } from './two-phase.ts';
 import { finishSucceeded } from './preflight.ts';
@@ -37,10 +37,6 @@ function finishBatch(ctx: PlanContext, k: number): void {
 }
 
 /** The gate an Upgrade call asks for: on across the skew, unless the gate is Unmanaged (then untouched). */
-function upgradeGate(ctx: PlanContext): boolean | undefined {
-  return ctx.spec.proxy.gate === 'Unmanaged' ? undefined : true;
-}
-
 /** Servers of the batches started so far that are not up at their goal (the latest started batch's, per server). */
 function startedBatchesBack(ctx: PlanContext): string[] {
   const target = ctx.spec.targetVersion;
@@ -67,7 +63,7 @@ export function runUpgrading(ctx: PlanContext): void {
 
   let waiting = false;
   for (const h of servers) {
-    const r = driveStep(ctx, h, k, 'Upgrade', target, upgradeGate(ctx), emulatedVersion === undefined ? {} : { emulatedVersion });
+    const r = driveStep(ctx, h, k, 'Upgrade', target, replacementGate(ctx), emulatedVersion === undefined ? {} : { emulatedVersion });
     if (r === 'waiting') {
       waiting = true;
       ctx.setPeerState(h, 'Replacing', `upgrade to ${target} ${callInFlight(ctx, h)?.result === 'Accepted' ? 'in progress' : 'requested'}`);

@@ -4,12 +4,12 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Sim, peer, spec, storage } from './fleet.ts';
-import type { ObservedPeer, Observation } from '../../src/plan/index.ts';
+import { ABORT_ANNOTATION, type ObservedPeer, type Observation } from '../../src/plan/index.ts';
 import type { ApiServerUpgradeSpec } from '../../src/api/types.generated.ts';
 
 /**
  * Steps, carrying out each call at once, until terminal or paused; returns the calls as action:server[@emulation]
- * (every Upgrade call asks for the gate on unless proxy.gate is Unmanaged, so only the gate passes show it).
+ * (the gate is shown on gate passes only: the test below checks what Upgrade and Rollback calls carry).
  */
 function run(sim: Sim, max = 200): string[] {
   const out: string[] = [];
@@ -42,6 +42,33 @@ test('v1.36.1 -> v1.36.3, a patch release: no gate pass even with the gate off, 
   assert.deepEqual(calls, ['Upgrade:cp-1', 'Upgrade:cp-2', 'Upgrade:cp-3']);
   assert.match(sim.condition('PreflightPassed')!.message, /patch upgrade to v1\.36\.3/);
   assert.equal(sim.status?.coverage?.builtInAdded, 0);
+});
+
+test('a patch upgrade leaves each server\'s gate as it found it: no Upgrade or Rollback carries the gate (an alpha gate is never turned on without consent); a minor one carries it on', () => {
+  const gates = (sim: Sim, action: string): (boolean | undefined)[] => {
+    const seen: (boolean | undefined)[] = [];
+    for (let i = 0; i < 200 && !['Succeeded', 'RolledBack', 'Failed', 'Paused'].includes(sim.status?.phase ?? ''); i++) {
+      sim.step(5000);
+      for (const a of sim.last.actions) if (a.kind === 'callDriver' && a.request.action === action) seen.push(a.request.featureGates.UnknownVersionInteroperabilityProxy);
+      sim.applyDriverCalls();
+    }
+    return seen;
+  };
+  // v1.35 has the gate alpha and off by default: a patch inside it must not switch it on.
+  const patch = pathSim('v1.35.1', 'v1.35.4', 'off');
+  assert.deepEqual(gates(patch, 'Upgrade'), [undefined, undefined, undefined]);
+  assert.equal(patch.status?.phase, 'Succeeded', JSON.stringify(patch.status?.conditions));
+  assert.ok(patch.peers.every((p) => p.version === 'v1.35.4' && p.proxyGate === 'off'), JSON.stringify(patch.peers));
+  // Rolled back by hand mid-way: the Rollback calls carry no gate either.
+  const back = pathSim('v1.36.1', 'v1.36.3', 'off', { strategy: { batchSize: 1, soakDuration: '10m' } });
+  for (let i = 0; i < 20 && back.status?.batch?.current !== 1; i++) { back.step(5000); back.applyDriverCalls(); }
+  back.upgrade = { ...back.upgrade, annotations: { [ABORT_ANNOTATION]: 'a1' } };
+  assert.deepEqual(gates(back, 'Rollback'), [undefined]);
+  assert.equal(back.status?.phase, 'RolledBack', JSON.stringify(back.status?.conditions));
+  assert.ok(back.peers.every((p) => p.version === 'v1.36.1' && p.proxyGate === 'off'));
+  // Across a minor step the proxy is what keeps clients served: every Upgrade asks for the gate on.
+  const minor = pathSim('v1.36.3', 'v1.37.2', 'on');
+  assert.deepEqual(gates(minor, 'Upgrade'), [true, true, true]);
 });
 
 test('v1.36.3 -> v1.37.2: the gate is already on (beta since 1.36), no gate pass; the coverage report knows 1.37 from its sources', () => {
