@@ -1,15 +1,21 @@
 // A control plane made by real kubeadm (issue 22): `kubeadm init` on cp-1, `kubeadm join --control-plane` on cp-2 and
 // cp-3 (stacked etcd), in the nodes mode's per-node namespaces, haproxy as controlPlaneEndpoint. Checks what kubeadm
-// made (Nodes, mirror Pods, a 3-member etcd, kubeadm-config, the kube-apiserver manifest) and that the manifest keeps
-// the shape of test/fixtures/kubeadm/kube-apiserver-kubeadm-v1.35.4.yaml, which this cluster wrote once (set
-// AUO_WRITE_KUBEADM_FIXTURE=1 to write it again).
+// made (Nodes, mirror Pods, a 3-member etcd, kubeadm-config, the kube-apiserver manifest), that every node's
+// containerd pulled kubeadm's images (registry.k8s.io/..., names untouched) from the harness registry through its
+// hosts.toml mirrors, and that the manifest keeps the shape of test/fixtures/kubeadm/kube-apiserver-kubeadm-v1.35.4.yaml,
+// which this cluster wrote (set AUO_WRITE_KUBEADM_FIXTURE=1 to write it again). The fixture's addresses are
+// normalised to the node 10.0.0.11 and the balancer 10.0.0.1:6443, so the node agent's tests (test/agent/) edit it
+// as they edit every manifest of that folder.
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFile, writeFile } from 'node:fs/promises';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parse } from 'yaml';
 import { KubeadmCluster } from '../cluster/kubeadm/kubeadm-cluster.ts';
 import { OLD_VERSION } from '../cluster/binaries.ts';
+import { containerdPulls } from '../cluster/registry.ts';
+import { etcdImageTag, pauseImageName } from '../cluster/kubeadm/kubeadm-images.ts';
 
 const FIXTURE = join(import.meta.dirname, '..', '..', 'test', 'fixtures', 'kubeadm', `kube-apiserver-kubeadm-${OLD_VERSION}.yaml`);
 
@@ -21,10 +27,10 @@ after(async () => {
 interface PodDoc { metadata: { name: string; labels?: Record<string, string>; annotations?: Record<string, string> }; spec: { containers: { image: string; command: string[] }[]; volumes?: { name: string; hostPath?: { path: string } }[] } }
 interface NodeDoc { metadata: { name: string; labels: Record<string, string> }; spec: { taints?: { key: string; effect: string }[] }; status: { nodeInfo: { kubeletVersion: string } } }
 
-/** The manifest with this run's addresses and ports replaced, so two runs compare equal. */
+/** The manifest with this run's addresses and ports replaced (node 10.0.0.11, balancer 10.0.0.1:6443), so two runs compare equal. */
 function normalised(text: string, c: KubeadmCluster, i: number): string {
   const lb = new URL(c.lbUrl);
-  return text.replaceAll(c.node(i).address, '<node-address>').replaceAll(`${lb.hostname}:${lb.port}`, '<control-plane-endpoint>').replaceAll(lb.hostname, '<balancer-address>');
+  return text.replaceAll(c.node(i).address, '10.0.0.11').replaceAll(`${lb.hostname}:${lb.port}`, '10.0.0.1:6443').replaceAll(lb.hostname, '10.0.0.1');
 }
 
 function flagNames(pod: PodDoc): string[] {
@@ -55,6 +61,15 @@ test('kubeadm init + 2 x join --control-plane: 3 Nodes, stacked etcd of 3 member
     assert.match(p.spec.containers[0]!.image, /^registry\.k8s\.io\/etcd:3\.6\.16-0$/);
   }
   assert.equal((await c.request(2, '/readyz/etcd')).status, 200);
+
+  // Every image came from the registry, by its upstream name: containerd resolved each tag there, once per node.
+  const pulls = containerdPulls(readFileSync(c.registry.logPath, 'utf8'));
+  const repo = 'registry.k8s.io';
+  for (const img of [`${repo}/kube-apiserver:${OLD_VERSION}`, `${repo}/kube-controller-manager:${OLD_VERSION}`, `${repo}/kube-scheduler:${OLD_VERSION}`, `${repo}/etcd:${etcdImageTag()}`, pauseImageName(OLD_VERSION)]) {
+    const n = pulls.filter((p) => p === img).length;
+    assert.ok(n >= 3, `containerd resolved ${img} at the harness registry ${n} times, not once per node (pulls: ${[...new Set(pulls)].join(', ')})`);
+  }
+  for (const p of pods) assert.match(p.spec.containers[0]!.image, /^registry\.k8s\.io\//, `${p.metadata.name} runs kubeadm's image name, not rewritten`);
 
   const cm = await c.json<{ data: { ClusterConfiguration: string } }>('/api/v1/namespaces/kube-system/configmaps/kubeadm-config');
   const cfg = parse(cm.data.ClusterConfiguration) as { apiVersion: string; kubernetesVersion: string; controlPlaneEndpoint: string; dns?: { disabled?: boolean }; proxy?: { disabled?: boolean } };

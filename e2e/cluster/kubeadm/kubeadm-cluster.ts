@@ -4,7 +4,9 @@
 // kube-proxy as a process), but every file of /etc/kubernetes and /var/lib/kubelet is kubeadm's: the harness only
 // provides the cluster CA (kubeadm's "external CA files" path, so the harness's admin certificate is trusted), and
 // runs the kubelet as kubeadm's systemd unit would (kubelet-service.ts). The kubeadm-shaped mode stays the fast one;
-// this is the reference. What is skipped and why: docs/e2e-cluster.md "Real kubeadm".
+// this is the reference. Every image (kubeadm's registry.k8s.io/... and the test's own) is pushed to the harness
+// registry (registry.ts) and pulled by each node's containerd through hosts.toml mirrors, under its upstream name:
+// nothing is imported with ctr and no name is rewritten. What is skipped and why: docs/e2e-cluster.md "Real kubeadm".
 import { chmod, copyFile, mkdir, readFile, readdir, symlink, writeFile } from 'node:fs/promises';
 import { createWriteStream } from 'node:fs';
 import { createHash, randomBytes, X509Certificate } from 'node:crypto';
@@ -20,8 +22,9 @@ import { SECURE_PORT } from '../apiserver-flags.ts';
 import { unregisterTeardown, destroySync, sweepStale, writeState, type ClusterState } from '../cleanup.ts';
 import { waitFor } from '../exec.ts';
 import { requireCommands } from '../requirements.ts';
-import { importImages, type ImageTar } from '../images.ts';
-import { CNI_STATE_DIR, cniConflist, containerdConfig, K8S_DIR, KUBELET_DIR, kubeletConfig, kubeProxyConfig } from '../nodes/kubeadm-layout.ts';
+import type { ImageTar } from '../images.ts';
+import { CNI_STATE_DIR, cniConflist, containerdConfig, K8S_DIR, KUBELET_DIR, kubeletConfig, kubeProxyConfig, registryConfigPath } from '../nodes/kubeadm-layout.ts';
+import { startRegistry, writeMirrorHosts, type Registry } from '../registry.ts';
 import { FleetView, withFleet, type Fleet } from '../nodes/node-fleet.ts';
 import { raiseInotifyLimits, startNodeContainerd, tail, type NodeInfo } from '../nodes/nodes-cluster.ts';
 import { ETCD_DATA_DIR, initConfiguration, joinConfiguration, systemctlShim, type ClusterInput, type KubeadmNode } from './kubeadm-files.ts';
@@ -39,8 +42,13 @@ export interface KubeadmClusterOptions {
   version?: string;
   /** kubeadm versions to build besides the init one (for `kubeadm upgrade`), and the control-plane images they need. */
   upgradeVersions?: string[];
-  /** Further images every node's containerd gets (the operator's). */
+  /** Further images pushed to the registry for the nodes to pull (the operator's). */
   images?: ImageTar[];
+  /**
+   * The registry the nodes pull through (registry.ts startRegistry); the cluster pushes its images there. Absent,
+   * the cluster starts its own and stops it at teardown.
+   */
+  registry?: Registry;
   verbose?: boolean;
 }
 
@@ -61,6 +69,9 @@ export class KubeadmCluster extends FleetView {
   readonly timings: Record<string, number> = {};
   /** Every kubeadm command run, in order, with its output (the tests print and check them). */
   readonly kubeadmRuns: KubeadmRun[] = [];
+  /** The registry every node pulls through. */
+  readonly registry: Registry;
+  private readonly ownRegistry: boolean;
   private readonly slots: Slot[];
   private readonly state: ClusterState;
   private readonly bins: Map<string, string>;
@@ -68,8 +79,10 @@ export class KubeadmCluster extends FleetView {
   private haproxy?: ManagedProcess;
   private tornDown = false;
 
-  private constructor(f: Fleet, bins: Map<string, string>, log: (m: string) => void) {
+  private constructor(f: Fleet, bins: Map<string, string>, registry: { registry: Registry; own: boolean }, log: (m: string) => void) {
     super(f);
+    this.registry = registry.registry;
+    this.ownRegistry = registry.own;
     this.slots = f.nodes.map((info) => ({ info }));
     this.state = f.state;
     this.bins = bins;
@@ -99,24 +112,33 @@ export class KubeadmCluster extends FleetView {
     const bins = new Map(specs.map((s, i) => [`${s.what}@${s.version}`, paths[i]!]));
     const tImages = Date.now();
     const images = [...await kubeadmImages(versions), ...(opts.images ?? [])];
+    const registry = opts.registry ?? await startRegistry({ verbose: opts.verbose ?? false });
+    try {
+      // One at a time: skopeo reads and hashes each tar, and CPU is what this machine lacks.
+      for (const img of images) await registry.push(img.path, img.name);
+    } catch (err) {
+      if (opts.registry === undefined) await registry.stop();
+      throw err;
+    }
     const imagesSeconds = (Date.now() - tImages) / 1000;
 
     return withFleet(n, BINDS, async (f) => {
-      const c = new KubeadmCluster(f, bins, log);
+      const c = new KubeadmCluster(f, bins, { registry, own: opts.registry === undefined }, log);
       c.timings.images = imagesSeconds;
       try {
-        return await c.bringUp(f, version, images, t0, n);
+        return await c.bringUp(f, version, t0, n);
       } catch (err) {
         // Before withFleet tears the nodes down: the logs, and the kubelet services' timers.
         await c.keepLogs();
         await Promise.all(c.slots.map((s) => s.kubelet?.close()));
+        if (c.ownRegistry) await registry.stop();
         throw err;
       }
     });
   }
 
   /** haproxy, every node prepared, kubeadm init on cp-1, join --control-plane on the others, kube-proxy. */
-  private async bringUp(f: Fleet, version: string, images: ImageTar[], t0: number, n: number): Promise<KubeadmCluster> {
+  private async bringUp(f: Fleet, version: string, t0: number, n: number): Promise<KubeadmCluster> {
     const { dir, state, hostAddress, pki, lbPort, lbUrl } = f;
     const slots = this.slots;
     const cfg = await writeHaproxyConfig(dir, `${hostAddress}:${lbPort}`, slots.map((s) => ({ name: s.info.name, address: s.info.address, port: SECURE_PORT })));
@@ -133,7 +155,7 @@ export class KubeadmCluster extends FleetView {
       kubelet: kubeletSettings(),
     };
     const tNodes = Date.now();
-    await Promise.all(slots.map((s) => this.prepareNode(s, images, version)));
+    await Promise.all(slots.map((s) => this.prepareNode(s, version)));
     this.timings.nodesPrepared = (Date.now() - tNodes) / 1000;
     const first = slots[0]!;
     await copyFile(pki.caCert, join(first.info.root, 'etc/kubernetes/pki/ca.crt'));
@@ -198,8 +220,8 @@ export class KubeadmCluster extends FleetView {
     return output;
   }
 
-  /** Files, binaries, containerd, images and the kubelet service of one node; kubeadm comes next. */
-  private async prepareNode(slot: Slot, images: ImageTar[], version: string): Promise<void> {
+  /** Files, binaries, containerd (pulling through the registry's mirrors) and the kubelet service of one node; kubeadm comes next. */
+  private async prepareNode(slot: Slot, version: string): Promise<void> {
     const { root, name } = slot.info;
     const bin = join(root, 'bin');
     const systemd = join(root, 'systemd');
@@ -215,9 +237,9 @@ export class KubeadmCluster extends FleetView {
       writeFile(join(bin, 'systemctl'), systemctlShim(join(systemd, 'requests'), join(systemd, 'kubelet.state'))).then(() => chmod(join(bin, 'systemctl'), 0o755)),
       writeFile(join(root, 'containerd.toml'), containerdConfig({ root, pauseImage: pauseImageName(version) })),
       writeFile(join(root, 'cni', 'net.d', '10-auo-pods.conflist'), cniConflist({ subnet: slot.info.podSubnet })),
+      writeMirrorHosts(registryConfigPath(root), this.registry.address),
     ]);
     slot.containerd = await startNodeContainerd(slot.info, BINDS, join(this.dir, `${name}.containerd.log`));
-    await importImages(this.containerdSocket(slot.info.index), images);
     slot.kubelet = new KubeletService({ name, root, kubeletBin, nsPid: slot.containerd.pid, logPath: join(this.dir, `${name}.kubelet.log`), requestsDir: join(systemd, 'requests'), stateFile: join(systemd, 'kubelet.state') });
     slot.kubelet.begin();
   }
@@ -272,6 +294,7 @@ export class KubeadmCluster extends FleetView {
     unregisterTeardown(this.runId);
     destroySync(this.state);
     await Promise.all([this.haproxy?.kill(), ...this.slots.flatMap((s) => [s.kubeProxy?.kill(), s.containerd?.kill()])]);
+    if (this.ownRegistry) await this.registry.stop();
   }
 }
 
