@@ -48,7 +48,7 @@ test('every minor the sources were read for has a catalog entry equal to them, k
 
 test('v1.36.3 -> v1.37.2 from the catalog read from the sources: four built-in resources added, none removed', () => {
   const r = coverageReport({ fromVersion: 'v1.36.3', targetVersion: 'v1.37.2', own: [{ server: 'cp-1', version: 'v1.36.3', resources: own(NEW) }], storage: [], observed: { apiServices: [] }, proxyOn: true });
-  assert.equal(r.targetSource, 'Catalog v1.37.2 source');
+  assert.equal(r.targetSource, 'Catalog v1.37.2');
   assert.deepEqual(r.entries!.filter((e) => e.kind === 'BuiltInAdded').map((e) => `${e.name} ${e.resourceKind}`), [
     'certificates.k8s.io/v1/clustertrustbundles ClusterTrustBundle',
     'certificates.k8s.io/v1/podcertificaterequests PodCertificateRequest',

@@ -77,7 +77,7 @@ test('v1.36.3 -> v1.37.2: the gate is already on (beta since 1.36), no gate pass
   assert.equal(sim.status?.phase, 'Succeeded', JSON.stringify(sim.status?.conditions));
   // revertAfter turns nothing off: 1.37 has the gate on by default.
   assert.deepEqual(calls, ['Upgrade:cp-1', 'Upgrade:cp-2', 'Upgrade:cp-3']);
-  assert.equal(sim.status?.coverage?.targetSource, 'Catalog v1.37.2 source');
+  assert.equal(sim.status?.coverage?.targetSource, 'Catalog v1.37.2');
   assert.equal(sim.status?.coverage?.builtInAdded, 4);
 });
 
