@@ -1,4 +1,3 @@
-import { createHash } from 'node:crypto';
 /**
  * Aggregated discovery (apidiscovery.k8s.io/v2) as sets of resources, and the convergence rule:
  * every server's peer-aggregated `/apis` equals the union of all servers' own (`profile=nopeer`)
@@ -240,14 +239,8 @@ export function resourceKinds(list: APIResourceList): Map<string, string> {
   return out;
 }
 
-/**
- * The apiserver's storageVersionHash of a group/version/kind (k8s.io/apiserver endpoints/discovery:
- * base64 of the first 8 bytes of sha256("<group>/<version>/<kind>")). Checked against the real servers'
- * discovery in the unit tests: Pods are xPOwRZ+Yhw8=.
- */
-export function storageVersionHash(group: string, version: string, kind: string): string {
-  return createHash('sha256').update(`${group}/${version}/${kind}`).digest().subarray(0, 8).toString('base64');
-}
+// The hash of a group/version/kind is the planner's (it decodes hashes); observe/ reads it from there.
+export { storageVersionHash } from '../plan/keys.ts';
 
 /** Merges several groupVersions' hash maps of one server into one. */
 export function mergeHashes(maps: Iterable<ReadonlyMap<string, string>>): Map<string, string> {

@@ -2,7 +2,7 @@ import type { PlanContext } from './context.ts';
 import type { UpgradePhase } from '../api/types.generated.ts';
 import type { PauseReason } from '../api/vocabulary.ts';
 import { reportRollbackSafety, rollbackVerdict } from './rollback-verdict.ts';
-import { touchedServers } from './rolling-back.ts';
+import { touchedServers } from './rollback-goal.ts';
 import { safeMessage } from './redact.ts';
 import { acceptMembership } from './membership.ts';
 

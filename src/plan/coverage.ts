@@ -16,20 +16,9 @@ import { BUILTIN_CATALOG } from './coverage-catalog.ts';
 import { minorOf, sameRelease } from './version.ts';
 import type { ObservedOwnDiscovery, ObservedStorage } from './observation.ts';
 import type { PlanContext } from './context.ts';
+import type { ObservedCoverage } from './observed-preflight.ts';
 
-/** An APIService as the coverage report needs it (src/observe/coverage.ts reads them). */
-export interface ObservedAPIService {
-  name: string;
-  group: string;
-  version: string;
-  /** namespace/name of spec.service: set for an aggregated API. */
-  service?: string;
-  /** The `kube-aggregator.kubernetes.io/automanaged` label: `onstart` for built-in group/versions, `true` for CRDs'. */
-  automanaged?: string;
-}
-
-/** What the shell read for the report: the APIServices, or why they could not be listed. */
-export type ObservedCoverage = { apiServices: ObservedAPIService[] } | { error: string };
+export type { ObservedAPIService, ObservedCoverage } from './observed-preflight.ts';
 
 export const COVERAGE_ENTRIES_LIMIT = 50;
 

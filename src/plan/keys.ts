@@ -12,3 +12,13 @@ export function idempotencyKey(upgradeUid: string, batch: number, hostname: stri
   // The hash is never cut: a long hostname is shortened instead, so distinct steps never share a key.
   return `${action.toLowerCase()}-${hostname.slice(0, 200)}-${h.slice(0, 16)}`;
 }
+
+/**
+ * The apiserver's storageVersionHash of a group/version/kind (k8s.io/apiserver endpoints/discovery:
+ * base64 of the first 8 bytes of sha256("<group>/<version>/<kind>")). Checked against the real servers'
+ * discovery in the unit tests: Pods are xPOwRZ+Yhw8=. Here, below observe/, because the rollback verdict
+ * (src/plan/rollback-safety.ts) decodes hashes with it.
+ */
+export function storageVersionHash(group: string, version: string, kind: string): string {
+  return createHash('sha256').update(`${group}/${version}/${kind}`).digest().subarray(0, 8).toString('base64');
+}

@@ -18,44 +18,11 @@
 import type { KubeadmFinding, KubeadmPreflightReport } from '../api/types.generated.ts';
 import type { ConditionInput } from '../api/conditions.ts';
 import type { KubeadmCheckName } from '../api/vocabulary.ts';
-import type { ObservedHandshake } from './trust.ts';
 import { parseVersion } from './version.ts';
 import type { PlanContext } from './context.ts';
+import type { ObservedDeprecatedApi, ObservedKubeadm, ObservedKubeadmServer } from './observed-preflight.ts';
 
-/** A sample of apiserver_requested_deprecated_apis (value 1: requested since the server started). */
-export interface ObservedDeprecatedApi {
-  group: string;
-  version: string;
-  resource: string;
-  subresource: string;
-  /** "1.36"; empty: deprecated without a planned removal. */
-  removedRelease: string;
-}
-
-export interface ObservedKubeadmServer {
-  hostname: string;
-  /** GET /readyz/etcd on the server itself. */
-  etcd: { status: number; body: string } | { error: string };
-  /** The serving certificate of the server's own address (a TLS handshake from the operator); absent: no address. */
-  certificate?: ObservedHandshake;
-  deprecated: ObservedDeprecatedApi[] | { error: string };
-  /** The server's kube-apiserver mirror Pod (namespace/name and spec.nodeName); undefined: none found (or ambiguous). */
-  mirrorPod?: { name: string; nodeName: string };
-}
-
-export interface ObservedNode {
-  name: string;
-  kubeletVersion?: string;
-  hostnameLabel?: string;
-}
-
-export interface ObservedKubeadm {
-  /** kube-system/kubeadm-config: there, not there, or not readable (why). */
-  configMap: 'present' | 'absent' | { error: string };
-  /** Absent: the rest was not read (not a kubeadm cluster and not the static Pod driver). */
-  nodes?: ObservedNode[] | { error: string };
-  servers?: ObservedKubeadmServer[];
-}
+export type { ObservedDeprecatedApi, ObservedKubeadm, ObservedKubeadmServer, ObservedNode } from './observed-preflight.ts';
 
 /** Findings kept in status.kubeadmPreflight.findings (blocking first; the counts cover all). */
 export const KUBEADM_FINDINGS_LIMIT = 64;

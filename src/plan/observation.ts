@@ -1,7 +1,5 @@
 import type { AnalysisSignals, Breach } from '../api/types.generated.ts';
-import type { ObservedTrust } from './trust.ts';
-import type { ObservedCoverage } from './coverage.ts';
-import type { ObservedKubeadm } from './kubeadm-preflight.ts';
+import type { ObservedCoverage, ObservedKubeadm, ObservedTrust } from './observed-preflight.ts';
 
 /**
  * What the shell observed of the fleet, handed to the pure planner. The planner never fetches: everything

@@ -12,10 +12,11 @@ import { runUpgrading } from './upgrading.ts';
 import { runRollingBack } from './rolling-back.ts';
 import { pause, recheckRollback, resume, startRollback } from './breach.ts';
 import { advanceCalls, inFlight } from './calls.ts';
-import { touchedServers } from './rolling-back.ts';
+import { touchedServers } from './rollback-goal.ts';
 import { membershipChange } from './membership.ts';
 import { recordTargetStorage, reportRollbackSafety } from './rollback-verdict.ts';
-import { policyGate, policyPause, policyViolations, refusePreflight, type Policy } from './policy.ts';
+import type { Policy } from './policy.ts';
+import { policyGate, policyPause, policyViolations, refusePreflight } from './policy-gate.ts';
 import { markKubeadmConfigPending } from './kubeadm-config.ts';
 import { sameRelease } from './version.ts';
 

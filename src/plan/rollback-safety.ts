@@ -9,7 +9,7 @@
  * the old servers simply do not serve them, and their objects stay in etcd untouched.
  */
 
-import { storageVersionHash } from '../observe/discovery.ts';
+import { storageVersionHash } from './keys.ts';
 
 /** One server's `group/version/resource` -> storageVersionHash map (see discovery.storageVersionHashes). */
 export interface ServerStorageHashes {

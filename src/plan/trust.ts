@@ -13,32 +13,9 @@ import type { TrustCheckName, TrustResult } from '../api/vocabulary.ts';
 import type { ObservedPeer } from './observation.ts';
 import type { PlanContext } from './context.ts';
 import { classifyUpgrade } from './version.ts';
+import type { ObservedFlags, ObservedServerTrust } from './observed-preflight.ts';
 
-/** Where one server's flags came from. */
-export type ObservedFlags =
-  | { source: 'MirrorPod' | 'Webhook'; values: Record<string, string> }
-  | { source: 'Unknown'; why: string };
-
-/** A TLS handshake from the operator to a server's peer address, with SNI kubernetes.default.svc (the proxy's ServerName). */
-export type ObservedHandshake =
-  | { ok: true; dnsNames: string[]; notBefore?: string; notAfter?: string }
-  | { ok: false; error: string };
-
-/** What the shell read of one server for the trust checks (src/observe/trust.ts). */
-export interface ObservedServerTrust {
-  hostname: string;
-  flags: ObservedFlags;
-  /** The address peers use: the identity Lease's peer-advertise annotation, else the address the driver will advertise. */
-  peerAddress?: string;
-  /** How peerAddress was found (the inventory's address source). */
-  addressSource?: string;
-  /** Absent: no address to try. */
-  handshake?: ObservedHandshake;
-}
-
-export interface ObservedTrust {
-  servers: ObservedServerTrust[];
-}
+export type { ObservedFlags, ObservedHandshake, ObservedServerTrust, ObservedTrust } from './observed-preflight.ts';
 
 /** The ServerName the proxy verifies a peer's serving certificate with (k8s.io/apiserver, code). */
 export const PEER_SERVER_NAME = 'kubernetes.default.svc';
