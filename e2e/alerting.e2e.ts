@@ -46,7 +46,6 @@ const RELEASE = 'apiserver-upgrade-operator';
 const NS = 'apiserver-upgrade-operator';
 const MONITORING = 'monitoring';
 const METRICS_SERVICE = `${RELEASE}-metrics`;
-const DEFAULT_RUNBOOK = 'https://github.com/apiserver-upgrade-operator/apiserver-upgrade-operator/blob/main/docs/operations.md';
 /** The alerts' `for:` in this test (the chart's default is 1m): set through the values file, as a reader could. */
 const ALERT_FOR = '5s';
 const PAUSED = 'alerting-refused';
@@ -158,7 +157,7 @@ before(async () => {
   // The page's rules command, run as written: it writes apiserver-upgrade-operator.rules.yml next to prometheus.yml.
   const rules = await runPageScript('rules.sh');
   assert.equal(rules.code, 0, `the page's rules command:\n${rules.stdout}${rules.stderr}`);
-  assert.match(rules.stdout, /SUCCESS: 9 rules found/, rules.stdout);
+  assert.match(rules.stdout, /SUCCESS: 10 rules found/, rules.stdout); // nine alerts, ApiServerUpgradeOperatorDown as a page and as a ticket
 
   const lb = new URL(cluster.lbUrl);
   prom = await startInClusterPrometheus({
@@ -184,7 +183,8 @@ after(async () => {
 test('the rules file of the page is the chart\'s nine alerts, with the values\' labels and for:', () => {
   const file = parse(readFileSync(join(work, 'apiserver-upgrade-operator.rules.yml'), 'utf8')) as { groups: { name: string; rules: { alert: string; for: string; labels: Record<string, string>; expr: string }[] }[] };
   const rules = file.groups.flatMap((g) => g.rules);
-  assert.equal(rules.length, 9);
+  assert.equal(rules.length, 10);
+  assert.equal(new Set(rules.map((r) => r.alert)).size, 9, 'nine alerts: ApiServerUpgradeOperatorDown has a paging rule and a ticket rule');
   const paused = rules.find((r) => r.alert === 'ApiServerUpgradePaused');
   assert.deepEqual(paused?.labels, { severity: 'critical', team: 'control-plane' });
   assert.equal(paused?.for, ALERT_FOR);
@@ -264,11 +264,11 @@ test('an upgrade that pauses on its own and one preflight refuses: ApiServerUpgr
   assert.deepEqual(alerts.map((a) => a.labels.alertname).sort(), ['ApiServerUpgradeFailed', 'ApiServerUpgradePaused'], 'nothing else fires');
   const p = alerts.find((a) => a.labels.alertname === 'ApiServerUpgradePaused')!;
   assert.deepEqual(p.labels, { alertname: 'ApiServerUpgradePaused', upgrade: PAUSED, reason: 'DriverFailed', severity: 'critical', team: 'control-plane' });
-  assert.equal(p.annotations.runbook_url, `${DEFAULT_RUNBOOK}#apiserverupgradepaused`);
+  assert.equal(p.annotations.runbook_url, undefined, 'a chart from a checkout links to no runbook (a release sets prometheusRule.runbookUrl)');
   assert.match(p.annotations.summary ?? '', new RegExp(`${PAUSED} is paused \\(DriverFailed\\)`));
   const f = alerts.find((a) => a.labels.alertname === 'ApiServerUpgradeFailed')!;
   assert.deepEqual(f.labels, { alertname: 'ApiServerUpgradeFailed', upgrade: FAILED, severity: 'warning', team: 'control-plane' });
-  assert.equal(f.annotations.runbook_url, `${DEFAULT_RUNBOOK}#apiserverupgradefailed`);
+  assert.equal(f.annotations.runbook_url, undefined);
 });
 
 test('Alertmanager, with the page\'s routing, pages ApiServerUpgradePaused and files ApiServerUpgradeFailed as a ticket, each grouped by alertname and upgrade', async () => {
@@ -284,7 +284,7 @@ test('Alertmanager, with the page\'s routing, pages ApiServerUpgradePaused and f
   assert.equal(pn.status, 'firing');
   assert.deepEqual(pn.groupLabels, { alertname: 'ApiServerUpgradePaused', upgrade: PAUSED });
   assert.deepEqual(pa.labels, { alertname: 'ApiServerUpgradePaused', upgrade: PAUSED, reason: 'DriverFailed', severity: 'critical', team: 'control-plane' });
-  assert.equal(pa.annotations.runbook_url, `${DEFAULT_RUNBOOK}#apiserverupgradepaused`);
+  assert.equal(pa.annotations.runbook_url, undefined);
   assert.match(pa.annotations.runbook ?? '', new RegExp(`kubectl annotate asu ${PAUSED} upgrade.apiserver.dev/resume=`), 'the resume command');
 
   const tickets = receiver!.alerts(TICKETS_PATH);

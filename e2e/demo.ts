@@ -112,7 +112,7 @@ try {
       say('    Annotations:');
       for (const [k, v] of Object.entries(p.annotations)) say(`      ${k}: ${v}`);
       say(`  ${p.confirmed ? 'confirmed: a second promtool run expecting exactly this alert at 2m, and none at 30s (before its for:), passes' : 'NOT confirmed: promtool did not pass a run expecting exactly this alert'}`);
-      say(`\nALERT ${p.labels.severity ?? ''} ApiServerUpgradePaused{upgrade="${p.labels.upgrade ?? ''}", reason="${p.labels.reason ?? ''}"}: ${p.annotations.summary ?? ''}\n  ${p.annotations.description ?? ''}\n  runbook: ${p.annotations.runbook_url ?? ''}`);
+      say(`\nALERT ${p.labels.severity ?? ''} ApiServerUpgradePaused{upgrade="${p.labels.upgrade ?? ''}", reason="${p.labels.reason ?? ''}"}: ${p.annotations.summary ?? ''}\n  ${p.annotations.description ?? ''}\n  runbook: ${p.annotations.runbook_url ?? p.annotations.runbook ?? ''}`);
     } catch (err) {
       fault.pageError = (err as Error).message;
       say(`  the alert could not be evaluated: ${fault.pageError}`);

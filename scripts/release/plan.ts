@@ -8,6 +8,11 @@ export const CHART_NAME = 'apiserver-upgrade-operator';
 export const IMAGE_NAME = 'apiserver-upgrade-operator';
 /** Where the project's GitHub releases keep their assets: <base>/v<version>/<file>. */
 export const DEFAULT_DOWNLOAD_BASE = 'https://github.com/apiserver-upgrade-operator/apiserver-upgrade-operator/releases/download';
+/**
+ * Where the project's docs are read at a tag: <base>/v<version>/docs/<page>. The release workflow runs on that tag of
+ * this repository, so the page exists as soon as the release does; the released chart's alerts link there.
+ */
+export const DEFAULT_DOCS_BASE = 'https://github.com/apiserver-upgrade-operator/apiserver-upgrade-operator/blob';
 /** The repository prefix of the images this project publishes by default: what the chart's defaults name before a release edits them. */
 export const PROJECT_REPOSITORY_PREFIX = 'ghcr.io/apiserver-upgrade-operator/';
 
@@ -51,16 +56,16 @@ export function parseRegistry(s: string, flag = '--registry'): RegistryPath {
 }
 
 /** The base URL of the release's downloads: https, a host, an optional port and path, nothing else (no query, no user). */
-export function checkDownloadBase(s: string): string {
+export function checkDownloadBase(s: string, flag = '--download-base'): string {
   let u: URL;
   try {
     u = new URL(s);
   } catch {
-    throw new Error(`--download-base is not a URL: ${JSON.stringify(s)}`);
+    throw new Error(`${flag} is not a URL: ${JSON.stringify(s)}`);
   }
   const clean = s.replace(/\/+$/, '');
   if (u.protocol !== 'https:' || u.username !== '' || u.password !== '' || u.search !== '' || u.hash !== '' || !/^https:\/\/[A-Za-z0-9.-]+(?::[0-9]{1,5})?(?:\/[A-Za-z0-9._~-]+)*$/.test(clean)) {
-    throw new Error(`--download-base must be an https URL with a host and a plain path (e.g. ${DEFAULT_DOWNLOAD_BASE}), not ${JSON.stringify(s)}`);
+    throw new Error(`${flag} must be an https URL with a host and a plain path (e.g. ${flag === '--download-base' ? DEFAULT_DOWNLOAD_BASE : DEFAULT_DOCS_BASE}), not ${JSON.stringify(s)}`);
   }
   return clean;
 }
@@ -75,6 +80,8 @@ export interface ReleaseInput {
    */
   mirrorOf?: RegistryPath;
   downloadBase: string;
+  /** The base of the docs' URLs at the release's tag (DEFAULT_DOCS_BASE); absent: the default. */
+  docsBase?: string;
 }
 
 export interface ReleaseNames {
@@ -96,6 +103,8 @@ export interface ReleaseNames {
   archiveUrl: string;
   krewManifestFile: string;
   sbomFile: string;
+  /** The runbook the released chart's alerts link to (prometheusRule.runbookUrl): docs/operations.md at the release's tag. */
+  runbookUrl: string;
 }
 
 export function releaseNames(r: ReleaseInput): ReleaseNames {
@@ -114,6 +123,7 @@ export function releaseNames(r: ReleaseInput): ReleaseNames {
     archiveUrl: `${checkDownloadBase(r.downloadBase)}/v${v}/${archiveFile}`,
     krewManifestFile: 'apiserver-upgrade.yaml',
     sbomFile: `${IMAGE_NAME}-${v}.spdx.json`,
+    runbookUrl: `${checkDownloadBase(r.docsBase ?? DEFAULT_DOCS_BASE, '--docs-base')}/v${v}/docs/operations.md`,
   };
 }
 
@@ -136,10 +146,12 @@ export function releaseChartYaml(text: string, version: string): string {
  * values.yaml with the defaults the release produces: image.repository is where the image was published, the tag
  * stays empty (the chart's appVersion, the release's version), and each policy.agentImages entry that names one of
  * this project's images (ghcr.io/apiserver-upgrade-operator/...) names the published operator image, which carries
- * the node agent. Comments are kept.
+ * the node agent; prometheusRule.runbookUrl is the release's docs/operations.md. Comments are kept.
  */
-export function releaseValues(text: string, n: Pick<ReleaseNames, 'imageRepository' | 'image'>): string {
+export function releaseValues(text: string, n: Pick<ReleaseNames, 'imageRepository' | 'image' | 'runbookUrl'>): string {
   const doc = yamlDoc(text, 'values.yaml');
+  if (!doc.hasIn(['prometheusRule', 'runbookUrl'])) throw new Error('values.yaml has no prometheusRule.runbookUrl');
+  doc.setIn(['prometheusRule', 'runbookUrl'], n.runbookUrl);
   if (!doc.hasIn(['image', 'repository'])) throw new Error('values.yaml has no image.repository');
   doc.setIn(['image', 'repository'], n.imageRepository);
   const tag = doc.getIn(['image', 'tag']);

@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parse, stringify } from 'yaml';
-import { checkDownloadBase, checkVersion, defaultImages, DEFAULT_DOWNLOAD_BASE, parseRegistry, releaseChartYaml, releaseKrewManifest, releaseNames, releaseValues } from '../../scripts/release/plan.ts';
+import { checkDownloadBase, checkVersion, defaultImages, DEFAULT_DOCS_BASE, DEFAULT_DOWNLOAD_BASE, parseRegistry, releaseChartYaml, releaseKrewManifest, releaseNames, releaseValues } from '../../scripts/release/plan.ts';
 import { parseReleaseArgs } from '../../scripts/release.ts';
 
 const root = join(import.meta.dirname, '..', '..');
@@ -45,6 +45,9 @@ test('the names a release publishes: pushed where --registry says, named by the 
   assert.equal(ghcr.chartInstallRef, 'oci://ghcr.io/apiserver-upgrade-operator/charts/apiserver-upgrade-operator');
   assert.equal(ghcr.chartFile, 'apiserver-upgrade-operator-0.2.0.tgz');
   assert.equal(ghcr.archiveUrl, 'https://github.com/apiserver-upgrade-operator/apiserver-upgrade-operator/releases/download/v0.2.0/kubectl-apiserver_upgrade-v0.2.0.tar.gz');
+  // The alerts' runbook: docs/operations.md at the tag the release workflow runs on (it exists once the release does).
+  assert.equal(ghcr.runbookUrl, 'https://github.com/apiserver-upgrade-operator/apiserver-upgrade-operator/blob/v0.2.0/docs/operations.md');
+  assert.equal(releaseNames({ version: '0.2.0', registry: parseRegistry('ghcr.io/fork'), downloadBase: DEFAULT_DOWNLOAD_BASE, docsBase: 'https://github.com/fork/auo/blob' }).runbookUrl, 'https://github.com/fork/auo/blob/v0.2.0/docs/operations.md');
   const mirror = releaseNames({ version: '0.2.0', registry: parseRegistry('10.77.3.1:5000/ghcr.io/apiserver-upgrade-operator'), mirrorOf: parseRegistry('ghcr.io/apiserver-upgrade-operator'), downloadBase: DEFAULT_DOWNLOAD_BASE });
   assert.equal(mirror.pushImage, '10.77.3.1:5000/ghcr.io/apiserver-upgrade-operator/apiserver-upgrade-operator:0.2.0');
   assert.equal(mirror.image, 'ghcr.io/apiserver-upgrade-operator/apiserver-upgrade-operator:0.2.0');
@@ -59,6 +62,8 @@ test('the command line: strict, every value validated before anything runs', () 
   assert.equal(o.registry.text, '10.77.3.1:5000/x');
   assert.equal(o.out, '/tmp/r');
   assert.equal(o.downloadBase, DEFAULT_DOWNLOAD_BASE);
+  assert.equal(o.docsBase, DEFAULT_DOCS_BASE);
+  assert.throws(() => parseReleaseArgs(['--version', '0.2.0', '--registry', 'ghcr.io/x', '--docs-base', 'http://example.com/blob']), /--docs-base must be an https URL/);
   assert.throws(() => parseReleaseArgs(['--version', '0.2.0']), /required/);
   assert.throws(() => parseReleaseArgs(['--version', '0.2.0', '--registry', 'ghcr.io/x', '--push-everything']), /Unknown option/);
   assert.throws(() => parseReleaseArgs(['--version', '0.2.0', '--registry', 'ghcr.io/x', 'extra']), /positional/);
@@ -79,18 +84,20 @@ test('Chart.yaml: version and appVersion are the release\'s, the rest and its co
 
 test('values.yaml: image.repository and the project\'s agent images become the published image; other entries and comments stay', () => {
   const text = readFileSync(join(chartDir, 'values.yaml'), 'utf8');
-  const names = { imageRepository: '10.77.3.1:5000/x/apiserver-upgrade-operator', image: '10.77.3.1:5000/x/apiserver-upgrade-operator:0.2.0' };
+  const names = { imageRepository: '10.77.3.1:5000/x/apiserver-upgrade-operator', image: '10.77.3.1:5000/x/apiserver-upgrade-operator:0.2.0', runbookUrl: `${DEFAULT_DOCS_BASE}/v0.2.0/docs/operations.md` };
   const out = releaseValues(text, names);
   const v = parse(out) as { image: { repository: string; tag: string }; policy: { agentImages: Record<string, string>[]; apiserverImages: unknown[] } };
   assert.equal(v.image.repository, names.imageRepository);
   assert.equal(v.image.tag, '');
+  assert.equal((parse(text) as { prometheusRule: { runbookUrl: string } }).prometheusRule.runbookUrl, '', 'a chart from a checkout links to no runbook');
+  assert.equal((parse(out) as { prometheusRule: { runbookUrl: string } }).prometheusRule.runbookUrl, names.runbookUrl, 'the released chart links to its tag\'s docs/operations.md');
   assert.deepEqual(v.policy.agentImages, [{ image: names.image }]);
   assert.deepEqual(v.policy.apiserverImages, (parse(text) as typeof v).policy.apiserverImages, 'the user\'s kube-apiserver repositories are not the release\'s to change');
   assert.ok(out.includes('# Defaults to the chart\'s appVersion.'), 'comments kept (the chart README is generated from them)');
   // An entry that is not the project's stays as it is; a repository rule of the project's becomes the exact image.
-  const custom = stringify({ image: { repository: 'r', tag: '' }, policy: { agentImages: [{ repository: 'example.com/mine' }, { repositoryPrefix: 'ghcr.io/apiserver-upgrade-operator/' }] } });
+  const custom = stringify({ image: { repository: 'r', tag: '' }, prometheusRule: { runbookUrl: '' }, policy: { agentImages: [{ repository: 'example.com/mine' }, { repositoryPrefix: 'ghcr.io/apiserver-upgrade-operator/' }] } });
   assert.deepEqual((parse(releaseValues(custom, names)) as typeof v).policy.agentImages, [{ repository: 'example.com/mine' }, { image: names.image }]);
-  assert.throws(() => releaseValues(stringify({ image: { repository: 'r', tag: '0.1.0' }, policy: { agentImages: [] } }), names), /pins image.tag/);
+  assert.throws(() => releaseValues(stringify({ image: { repository: 'r', tag: '0.1.0' }, prometheusRule: { runbookUrl: '' }, policy: { agentImages: [] } }), names), /pins image.tag/);
 });
 
 test('defaultImages reads every container image, the --agent-image argument and the policy\'s agent images from helm template output', () => {

@@ -70,10 +70,17 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- if or .Values.metrics.tls.secretName .Values.metrics.secure -}}https{{- else -}}http{{- end -}}
 {{- end -}}
 
-{{/* An alert's runbook_url: prometheusRule.runbookUrl and the alert's section in docs/operations.md (its name, lowercased, is its anchor). Call with (list $ "AlertName"). */}}
+{{/* An alert's runbook_url annotation: prometheusRule.runbookUrl and the alert's section in docs/operations.md (its name, lowercased, is its anchor); nothing when runbookUrl is empty (a chart not from a release: no link to a page nobody published). Call with (list $ "AlertName"). */}}
 {{- define "auo.runbookUrl" -}}
-{{- $ := index . 0 -}}
-{{- printf "%s#%s" (trimSuffix "/" $.Values.prometheusRule.runbookUrl) (lower (index . 1)) -}}
+{{- $alert := index . 1 -}}
+{{- with (index . 0).Values.prometheusRule.runbookUrl -}}
+runbook_url: {{ printf "%s#%s" (trimSuffix "/" .) (lower $alert) | quote }}
+{{- end -}}
+{{- end -}}
+
+{{/* prometheusRule.aggregationLabels joined for a PromQL label list: "cluster" (then `by (cluster)`), or "" (`by ()`). */}}
+{{- define "auo.aggregation" -}}
+{{- join ", " .Values.prometheusRule.aggregationLabels -}}
 {{- end -}}
 
 {{- define "auo.policyConfigMapName" -}}
