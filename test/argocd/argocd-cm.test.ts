@@ -7,7 +7,7 @@ import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parse } from 'yaml';
-import { ACTIONS_KEY, HEALTH_KEY, argocdCmData } from '../../argocd/argocd-cm.ts';
+import { ACTIONS_KEY, HEALTH_KEY, argocdCmData, committedFiles } from '../../argocd/argocd-cm.ts';
 import { DIR } from './lua.ts';
 
 const read = (...p: string[]): string => readFileSync(join(DIR, ...p), 'utf8');
@@ -35,4 +35,14 @@ test('the CLI prints a merge patch for argocd-cm, or the Helm chart values with 
   assert.deepEqual(patch, { data: argocdCmData() });
   const values = parse(execFileSync(node, [CLI, '--helm'], { encoding: 'utf8' })) as { configs: { cm: Record<string, string> } };
   assert.deepEqual(values, { configs: { cm: argocdCmData() } });
+});
+
+test('the committed argocd/argocd-cm.yaml and argocd-cm.helm-values.yaml are what the generator writes now (run npx node argocd/argocd-cm.ts --write)', () => {
+  const root = join(import.meta.dirname, '..', '..');
+  const files = committedFiles();
+  assert.deepEqual(files.map((f) => f.path), ['argocd/argocd-cm.yaml', 'argocd/argocd-cm.helm-values.yaml']);
+  for (const f of files) assert.equal(readFileSync(join(root, f.path), 'utf8'), f.content, `${f.path} is stale`);
+  // Ready to paste: the patch is the CLI's output, the values too, each a YAML document (the header is a comment).
+  assert.deepEqual(parse(files[0]!.content), { data: argocdCmData() });
+  assert.deepEqual(parse(files[1]!.content), { configs: { cm: argocdCmData() } });
 });
