@@ -138,7 +138,7 @@ describe('the dashboard JSON', () => {
   test('variables: the Prometheus datasource, the upgrade, the apiserver job, and thresholds whose defaults are the CRD\'s', () => {
     assert.equal(variable('datasource').type, 'datasource');
     assert.equal(variable('datasource').query, 'prometheus');
-    for (const [name, metric, label] of [['upgrade', 'apiserver_upgrade_phase', 'upgrade'], ['apiserver_job', 'apiserver_request_total', 'job']] as const) {
+    for (const [name, metric, label] of [['cluster', 'apiserver_upgrade_phase', 'cluster'], ['upgrade', 'apiserver_upgrade_phase{cluster=~"$cluster"}', 'upgrade'], ['apiserver_job', 'apiserver_request_total{cluster=~"$cluster"}', 'job']] as const) {
       const v = variable(name);
       assert.equal(v.type, 'query');
       assert.deepEqual(v.datasource, { type: 'prometheus', uid: DS_REF });
@@ -185,6 +185,7 @@ describe('the dashboard JSON', () => {
   test('the per-server signals are read as the operator reads them: its windowIncrease, its filters, the apiserver job', () => {
     const W = '$__rate_interval';
     const JOB = 'job="$apiserver_job"';
+    const CLUSTER = 'cluster=~"$cluster"';
     const healthProbes = `subresource!~"${HEALTH_PROBE_SUBRESOURCE_RE}"`;
     const shortRunning = `verb!~"${[...LONG_RUNNING_VERBS].join('|')}",subresource!~"${[...LONG_RUNNING_SUBRESOURCES, HEALTH_PROBE_SUBRESOURCE_RE].join('|')}"`;
     const families = [FAMILIES.rerouted, FAMILIES.peerProxyErrors, FAMILIES.requests, `${FAMILIES.requestDuration}_bucket`];
@@ -197,7 +198,7 @@ describe('the dashboard JSON', () => {
             if (f === FAMILIES.requests) assert.ok(sel.includes(healthProbes), `${p.title}: ${sel} leaves health probes out`);
             if (f.startsWith(FAMILIES.requestDuration)) assert.ok(sel.includes(shortRunning), `${p.title}: ${sel} leaves long-running requests and health probes out`);
             // A counter born inside a window counts from zero, as the operator's Prometheus source counts it.
-            const increase = windowIncrease(sel, W).replace(`(up offset ${W})`, `(up{${JOB}} offset ${W})`);
+            const increase = windowIncrease(sel, W).replace(`(up offset ${W})`, `(up{${CLUSTER},${JOB}} offset ${W})`);
             assert.ok(t.expr.includes(increase), `${p.title}: ${sel} is read through the operator's windowIncrease`);
             checked++;
           }
@@ -296,6 +297,8 @@ describe('every panel against a real Prometheus after a real upgrade', () => {
     const interval = Math.max(SCRAPE_SECONDS, Math.ceil(range / 1000));
     const rateInterval = Math.max(interval + SCRAPE_SECONDS, 4 * SCRAPE_SECONDS);
     const values: Record<string, string> = {
+      // The harness's series carry no cluster label: Grafana's variable has no value, and "" matches them.
+      cluster: '',
       upgrade: UPGRADE,
       apiserver_job: variable('apiserver_job').current?.value ?? '',
       __interval: `${interval}s`,
@@ -406,9 +409,11 @@ describe('every panel against a real Prometheus after a real upgrade', () => {
 
   test('the template variables\' queries list this run\'s upgrade and the apiserver job', async () => {
     for (const [name, label, want] of [['upgrade', 'upgrade', UPGRADE], ['apiserver_job', 'job', 'apiserver']] as const) {
-      const m = /^label_values\((\w+), (\w+)\)$/.exec(variable(name).definition ?? '');
-      assert.ok(m && m[2] === label, variable(name).definition);
-      const res = await fetch(`${prom}/api/v1/label/${label}/values?${new URLSearchParams({ 'match[]': m[1]!, start: String(from), end: String(to) })}`);
+      const m = /^label_values\((\w+)(\{[^}]*\})?, (\w+)\)$/.exec(variable(name).definition ?? '');
+      assert.ok(m && m[3] === label, variable(name).definition);
+      // Grafana substitutes $cluster (empty here: the harness's series carry no cluster label) before asking.
+      const match = `${m[1]!}${(m[2] ?? '').replace('$cluster', '')}`;
+      const res = await fetch(`${prom}/api/v1/label/${label}/values?${new URLSearchParams({ 'match[]': match, start: String(from), end: String(to) })}`);
       const doc = (await res.json()) as { data: string[] };
       assert.ok(doc.data.includes(want), `${name}: ${JSON.stringify(doc.data)}`);
     }
