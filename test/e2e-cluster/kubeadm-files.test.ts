@@ -34,6 +34,7 @@ test('init configuration: v1beta4 Init + Cluster + Kubelet documents, the balanc
   assert.equal(cluster.controlPlaneEndpoint, '10.77.9.1:40001');
   assert.equal(cluster.kubernetesVersion, 'v1.35.4');
   assert.equal(cluster.etcd.local.imageTag, '3.6.16-0');
+  assert.deepEqual(cluster.etcd.local.extraArgs.map((x: { name: string }) => x.name), ['unsafe-no-fsync', 'heartbeat-interval', 'election-timeout'], 'etcd tuned as the rest of the harness runs it (v1beta4: a list)');
   assert.deepEqual([cluster.dns.disabled, cluster.proxy.disabled], [true, true]);
   assert.equal(cluster.apiServer, undefined, 'the apiserver runs with kubeadm\'s own flags');
   assert.equal(kubelet.failCgroupV1, false);

@@ -180,6 +180,19 @@ export class KubeadmCluster extends FleetView {
     return this;
   }
 
+  /**
+   * kubeadm of `version` and the control-plane images `kubeadm upgrade apply` to it pulls, built (or waited for) and
+   * pushed to the registry: a test can start the cluster and the operator's part while these still build.
+   */
+  async prepareUpgrade(version: string): Promise<void> {
+    // One build at a time, beside a running cluster: CPU is what this machine lacks.
+    for (const what of ['kubeadm', 'kube-apiserver', 'kube-controller-manager', 'kube-scheduler'] as const) {
+      const [path] = await ensureBinaries([{ what, version }]);
+      this.bins.set(`${what}@${version}`, path!);
+    }
+    for (const img of await kubeadmImages([version])) await this.registry.push(img.path, img.name);
+  }
+
   /** How often node i's kubelet was started by its service (kubeadm's restarts included). */
   kubeletStarts(i: number): number {
     return this.slots[i]?.kubelet?.starts ?? 0;
