@@ -2,9 +2,9 @@ import type { PlanContext } from './context.ts';
 import type { UpgradePhase } from '../api/types.generated.ts';
 import type { PauseReason } from '../api/vocabulary.ts';
 import { reportRollbackSafety, rollbackVerdict } from './rollback-verdict.ts';
-import { touchedServers } from './rollback-goal.ts';
+import { serversToMove } from './rollback-goal.ts';
 import { safeMessage } from './redact.ts';
-import { acceptMembership } from './membership.ts';
+import { acceptMembership, membershipChange } from './membership.ts';
 
 /**
  * Acts on a crossed threshold, a timed-out or refused driver call: pause (and page a human through the
@@ -26,7 +26,7 @@ export function onBreach(ctx: PlanContext, reason: PauseReason, message: string)
  * is missing, and a resume returns to `resumePhase`. Nothing touched: nothing to judge or undo.
  */
 export function startRollback(ctx: PlanContext, message: string, resumePhase: UpgradePhase): void {
-  if (touchedServers(ctx).length > 0 && heldBySafety(ctx, message, resumePhase)) return;
+  if (serversToMove(ctx).length > 0 && heldBySafety(ctx, message, resumePhase)) return;
   delete ctx.status.pause;
   ctx.setPhase('RollingBack');
   ctx.status.rollbackStartedAt = ctx.now.toISOString();
@@ -47,7 +47,7 @@ function heldBySafety(ctx: PlanContext, message: string, resumePhase: UpgradePha
     return true;
   }
   if (safety.verdict === 'unknown') {
-    pause(ctx, 'RollbackSafetyUnknown', `${message}${NOT_STARTED}${safety.message}. The rollback starts by itself once this is known; resume to continue the upgrade instead`, resumePhase);
+    pause(ctx, 'RollbackSafetyUnknown', `${message}${NOT_STARTED}${safety.message}. The rollback starts by itself once this is known (or once no server it would move is off its goal); resume to continue the upgrade instead`, resumePhase);
     holdRollback(ctx, message);
     return true;
   }
@@ -98,11 +98,39 @@ export function recheckRollback(ctx: PlanContext): boolean {
   // Without a from-version there is nothing a rollback could go back to (runRollingBack's own pause): no verdict acts.
   if (p?.reason !== 'RollbackSafetyUnknown' || !ctx.status.fromVersion) return true;
   const verdict = rollbackVerdict(ctx);
-  if (verdict.verdict === 'unknown') return true;
+  // Still unknown, it holds only while the rollback would move a server: once every touched server is back on the
+  // goal with nothing in flight (a replacement that failed back), there is nothing the verdict would guard.
+  const moving = serversToMove(ctx).length > 0;
+  if (verdict.verdict === 'unknown' && moving) return true;
   const cause = p.heldRollback ?? 'a rollback held while its safety was unknown';
-  ctx.event('Normal', 'RollbackSafetyKnown', `rollback safety is known now (${verdict.verdict}): ${verdict.message}`);
+  if (verdict.verdict === 'unknown') ctx.event('Normal', 'RollbackSafetyKnown', 'every server the rollback concerns is back where it would take it, with nothing in flight: it moves none, so it needs no storage verdict');
+  else ctx.event('Normal', 'RollbackSafetyKnown', `rollback safety is known now (${verdict.verdict}): ${verdict.message}`);
   startRollback(ctx, cause, p.resumePhase ?? 'Upgrading');
   return ctx.phase === 'Paused';
+}
+
+/**
+ * A MembershipChanged pause fails closed on a fleet the plan does not cover, and re-checks it on every step: once
+ * the fleet is the plan's again (the member that was gone is back, the joiner left), the pause names nothing real
+ * and lifts by itself. It acknowledges nothing, as a human's resume would: a call that failed meanwhile still pauses
+ * on its own cause, and the batch ends only on a healthy check newer than now. Returns true while it stays paused.
+ */
+export function recheckMembership(ctx: PlanContext): boolean {
+  const p = ctx.status.pause;
+  if (p?.reason !== 'MembershipChanged' || membershipChange(ctx)) return true;
+  const to = p.resumePhase ?? 'Upgrading';
+  const why = `the fleet is the plan's members again (${(p.servers ?? []).join(', ') || 'the change'} as planned): the MembershipChanged pause lifts by itself`;
+  delete ctx.status.pause;
+  const b = ctx.status.batch;
+  if (b) {
+    b.checkAfter = ctx.now.toISOString();
+    delete b.discoveryPendingSince;
+  }
+  ctx.setPhase(to);
+  ctx.condition({ type: 'Paused', status: 'False', reason: 'Resumed', message: why });
+  ctx.event('Normal', 'Resumed', `${why}; back to ${to}`);
+  ctx.requeue(0);
+  return false;
 }
 
 export function pause(ctx: PlanContext, reason: PauseReason, raw: string, resumePhase: UpgradePhase, servers?: string[]): void {

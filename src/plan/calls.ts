@@ -170,6 +170,18 @@ export function landedInBatchUnderWay(ctx: PlanContext, hostname: string): boole
   return ctx.status.resumedAt === undefined || Date.parse(last.completedAt) > Date.parse(ctx.status.resumedAt);
 }
 
+/**
+ * Whether a later call of the other direction went to a Done call's server: a Rollback after an Upgrade (or a gate
+ * call), an Upgrade after a Rollback. What the Done call did may be undone, so the step is judged from observation
+ * again (a rollback resumed into the upgrade re-upgrades the servers it put back; a second rollback rolls back a
+ * server re-upgraded since). A refused call changed nothing.
+ */
+function undone(ctx: PlanContext, done: DriverCall): boolean {
+  const calls = ctx.status.driverCalls ?? [];
+  const back = done.action === 'Rollback';
+  return calls.slice(calls.indexOf(done) + 1).some((c) => c.server === done.server && c.result !== 'Rejected' && (c.action === 'Rollback') !== back);
+}
+
 export type StepState = 'done' | 'waiting' | { failed: 'DriverFailed' | 'BatchTimeout'; message: string };
 
 /**
@@ -179,7 +191,7 @@ export type StepState = 'done' | 'waiting' | { failed: 'DriverFailed' | 'BatchTi
  */
 export function driveStep(ctx: PlanContext, hostname: string, batch: number, action: DriverAction, target: string, gate: boolean | undefined, opts: { always?: boolean; emulatedVersion?: string } = {}): StepState {
   const latest = latestAttempt(ctx, hostname, batch, action, target);
-  if (latest && !latest.acknowledged) {
+  if (latest && !latest.acknowledged && !(latest.call.result === 'Done' && undone(ctx, latest.call))) {
     const c = latest.call;
     if (c.result === 'Done') return 'done';
     if (c.result === 'Requested') {

@@ -79,9 +79,16 @@ export function replanRemaining(ctx: PlanContext): void {
   const members = plan.members ?? [];
   const size = resolveBatchSize(ctx.spec.strategy.batchSize, members.length);
   // Per stage, the members no started batch of that stage holds: none skipped, none moved twice.
+  // A member already on the target's own API (a joiner on the new binary, accepted once phase one had nothing left
+  // to protect) gets no phase-one batch: re-applying the emulation over the objects only it served would take an
+  // API away.
+  const onTargetApi = (h: string): boolean => {
+    const p = ctx.observed(h);
+    return p?.version !== undefined && sameRelease(p.version, ctx.spec.targetVersion) && (p.emulation ?? minorOf(p.version)) === minorOf(ctx.spec.targetVersion);
+  };
   const remaining = (d: StageDef): string[] => {
     const taken = new Set(started.filter((b) => b.stage === d.stage).flatMap((b) => b.servers));
-    return members.filter((h) => !taken.has(h));
+    return members.filter((h) => !taken.has(h) && !(d.emulatedVersion !== undefined && onTargetApi(h)));
   };
   plan.batches = [...started, ...cutStages(stageDefs(plan.phases, plan.fromVersion ?? ''), remaining, size, started.length + 1)];
   plan.batchSize = String(ctx.spec.strategy.batchSize);

@@ -1,5 +1,5 @@
 import type { PlanContext } from './context.ts';
-import { callInFlight, failedSinceResume, landedInBatchUnderWay } from './calls.ts';
+import { callInFlight, emulationOf, failedSinceResume, landedInBatchUnderWay } from './calls.ts';
 import { peerRowFrom } from './peers.ts';
 import { replanRemaining } from './frozen-plan.ts';
 import { minorOf, sameRelease } from './version.ts';
@@ -37,7 +37,11 @@ export function membershipChange(ctx: PlanContext): MembershipChange | undefined
   // TwoPhase, phase one: every server runs the from-version or the target emulating it. One on the target's own
   // API (a node provisioned with the new binary) serves and writes what the old servers cannot read, and phase
   // one's batch would re-apply the emulation over objects only it serves: the plan cannot cover it either.
-  const unemulated = unemulatedTargetServers(ctx);
+  // Once every member is observed and every server runs the target's own API, no server serves the from-version's
+  // API any more: phase one has nothing left to protect (the fleet is at phase two's goal; resumed, the plan moves
+  // no server back into emulation, see replanRemaining), and a pause until one is brought back or the last server
+  // removed would never end. The rollback verdict still counts what such a server wrote (plan.targetApiStorage).
+  const unemulated = phaseOneMoot(ctx, missing.length) ? [] : unemulatedTargetServers(ctx);
   if (joined.length === 0 && vanished.length === 0 && offPolicy.length === 0 && unemulated.length === 0) return undefined;
   const emulating = `${ctx.spec.targetVersion} emulating ${minorOf(from)}`;
   const parts = [
@@ -48,6 +52,12 @@ export function membershipChange(ctx: PlanContext): MembershipChange | undefined
     ...(joined.length && missing.length > vanished.length ? [`being replaced and not back: ${missing.filter((h) => !vanished.includes(h)).join(', ')} (a replacement back under a new hostname?)`] : []),
   ];
   return { joined, vanished, servers: [...new Set([...joined, ...vanished, ...offPolicy.map((p) => p.hostname), ...unemulated])], message: `the fleet changed since the plan was made (${parts.join('; ')}); resume to re-plan from the servers observed now` };
+}
+
+/** TwoPhase, phase one: every member observed, and every server observed on the target's own API (no emulation). */
+function phaseOneMoot(ctx: PlanContext, missingMembers: number): boolean {
+  const target = ctx.spec.targetVersion;
+  return missingMembers === 0 && ctx.obs.peers.length > 0 && ctx.obs.peers.every((p) => p.version !== undefined && sameRelease(p.version, target) && emulationOf(p) === minorOf(target));
 }
 
 /**

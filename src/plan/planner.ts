@@ -10,7 +10,7 @@ import { runPreflight } from './preflight.ts';
 import { gatePass } from './gate-pass.ts';
 import { runUpgrading } from './upgrading.ts';
 import { runRollingBack } from './rolling-back.ts';
-import { pause, recheckRollback, resume, startRollback } from './breach.ts';
+import { pause, recheckMembership, recheckRollback, resume, startRollback } from './breach.ts';
 import { advanceCalls, inFlight } from './calls.ts';
 import { touchedServers } from './rollback-goal.ts';
 import { membershipChange } from './membership.ts';
@@ -185,6 +185,7 @@ function handlePause(ctx: PlanContext, resumeToken: string | undefined): boolean
     return false;
   }
   if (p?.reason === 'RollbackSafetyUnknown') return recheckRollback(ctx);
+  if (p?.reason === 'MembershipChanged') return recheckMembership(ctx);
   return true;
 }
 

@@ -1,5 +1,5 @@
 import type { PlanContext } from './context.ts';
-import { emulationOf, serverAt } from './calls.ts';
+import { callInFlight, emulationOf, serverAt } from './calls.ts';
 import { minorOf, sameRelease } from './version.ts';
 import { isUp } from './peers.ts';
 
@@ -65,4 +65,19 @@ export function rollbackGoal(ctx: PlanContext): RollbackGoal {
 
 export function touchedServers(ctx: PlanContext): string[] {
   return rollbackGoal(ctx).touched;
+}
+
+/**
+ * Whether a rollback would move `hostname`: it has a call in flight (which may still land), or it is not seen up on
+ * the rollback's goal. One already back there with nothing in flight (its Upgrade failed and it restarted on the
+ * from-version) is only restarted where it stands: whatever its failed replacement may have written, it reads already.
+ */
+export function rollbackMoves(ctx: PlanContext, hostname: string, goal: RollbackGoal = rollbackGoal(ctx)): boolean {
+  return callInFlight(ctx, hostname) !== undefined || !serverAt(ctx, hostname, goal.target, undefined, goal.emulatedVersion);
+}
+
+/** The touched servers a rollback would move (rollbackMoves): only those need the storage verdict. */
+export function serversToMove(ctx: PlanContext): string[] {
+  const goal = rollbackGoal(ctx);
+  return goal.touched.filter((h) => rollbackMoves(ctx, h, goal));
 }

@@ -60,6 +60,23 @@ export function unemulatedTargetServers(ctx: PlanContext): string[] {
 }
 
 /**
+ * Whether a server may have written at the storage versions of the target the verdict reads (TwoPhase's phase one:
+ * the target emulating the from-version): an Upgrade call to it that the driver did not refuse (it may have landed,
+ * or land late), or a server seen on it now or in the last recorded peer rows. A joiner never observed cannot be
+ * known; one observed has its hashes recorded in the step that reads them.
+ */
+function mayHaveRunTarget(ctx: PlanContext): boolean {
+  const plan = ctx.status.plan;
+  const target = ctx.spec.targetVersion;
+  const emulated = plan?.phases === 'TwoPhase' ? minorOf(plan.fromVersion ?? '') : undefined;
+  const onIt = (p: { version?: string; emulation?: string }): boolean => p.version !== undefined && sameRelease(p.version, target) && (emulated === undefined || emulationOf(p) === emulated);
+  return (ctx.status.driverCalls ?? []).some((c) => c.action === 'Upgrade' && c.result !== 'Rejected' && (emulated === undefined || c.emulatedVersion === emulated))
+    || ctx.obs.peers.some(onIt)
+    // A peer row keeps no emulation: it tells a server seen on the target only where there is none to tell (OnePhase).
+    || (emulated === undefined && (ctx.status.peers ?? []).some(onIt));
+}
+
+/**
  * May the fleet go back to the from-version? Judged only from what status holds (the from-version's hashes
  * read at preflight, the target's read since), never from memory: unknown is unsafe.
  */
@@ -71,13 +88,18 @@ export function rollbackVerdict(ctx: PlanContext): RollbackVerdict {
   // TwoPhase, phase one: a server on the target without emulation wrote at the target's own storage versions.
   const api = plan?.targetApiStorage ?? [];
   const unemulated = unemulatedTargetServers(ctx);
+  const needTarget = target.length > 0 || mayHaveRunTarget(ctx);
   const missing = [
     ...(from.length === 0 ? [`the storage version hashes of ${plan?.fromVersion ?? 'the from-version'} were never recorded`] : []),
-    ...(target.length === 0 ? [`the storage version hashes of ${ctx.spec.targetVersion} have not been read from a server running it yet`] : []),
+    ...(target.length === 0 && needTarget ? [`the storage version hashes of ${ctx.spec.targetVersion} have not been read from a server running it yet`] : []),
     ...(api.length === 0 && unemulated.length > 0 ? [`the storage version hashes of ${ctx.spec.targetVersion} without emulation (${unemulated.join(', ')} runs it) have not been read yet`] : []),
   ];
   if (missing.length > 0) return { verdict: 'unknown', message: `rollback safety unknown: ${missing.join('; ')}` };
-  const written = [asServer(plan?.targetStorageServer ?? 'target', target), ...(api.length ? [asServer(plan?.targetApiStorageServer ?? 'target-api', api)] : [])];
+  const written = [...(target.length ? [asServer(plan?.targetStorageServer ?? 'target', target)] : []), ...(api.length ? [asServer(plan?.targetApiStorageServer ?? 'target-api', api)] : [])];
+  // Nothing may have run the target (no Upgrade call the driver did not refuse, no server seen on it): nothing was
+  // written at its storage versions, so the from-version reads all there is. Waiting for hashes no server will ever
+  // show (an abort while only gate calls were made) would hold the rollback forever.
+  if (written.length === 0) return { verdict: 'safe', message: `no server has run ${ctx.spec.targetVersion} (no Upgrade call made, none observed on it): nothing was written at its storage versions` };
   const r = rollbackSafety([asServer(plan?.fromStorageServer ?? 'from', from)], written);
   if (r.safe) return { verdict: 'safe', message: r.reason };
   return {

@@ -1,6 +1,6 @@
 import type { PlanContext } from './context.ts';
 import { callInFlight, callPollMs, driveStep, inFlight, serverAt } from './calls.ts';
-import { rollbackGoal } from './rollback-goal.ts';
+import { rollbackGoal, rollbackMoves } from './rollback-goal.ts';
 import { mayRollBack, onBreach, pause } from './breach.ts';
 import { replacementGate } from './gate-pass.ts';
 
@@ -26,7 +26,7 @@ export function runRollingBack(ctx: PlanContext): void {
       ctx.requeue(2_000);
       return;
     }
-    if (!mayRollBack(ctx, h)) return;
+    if (rollbackMoves(ctx, h, goal) && !mayRollBack(ctx, h)) return;
     const r = driveStep(ctx, h, -1, 'Rollback', goal.target, gate, { always: true, ...(goal.emulatedVersion ? { emulatedVersion: goal.emulatedVersion } : {}) });
     if (r === 'waiting') {
       ctx.setPeerState(h, 'RollingBack', `rollback to ${goal.describe} requested`);

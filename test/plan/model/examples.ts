@@ -86,4 +86,31 @@ export const PINNED: Pinned[] = [
   ]),
   pin('I2: an abort with nothing touched ended RolledBack at once although a server had joined on the target', { pausedAtCreation: true }, [at(0), at(0, { e: 'join', at: 'target' }), at(0, { e: 'abort' })]),
   pin('I6: an abort while an EnableProxy hung with its server stopped (stale lease): the rollback never called that server, BatchTimeout after every resume', { staleOnStop: true }, [at(0, { e: 'fate', f: 'hangDown' }), at(0, { e: 'abort' })]),
+  // Exploration (npm run test:explore), seeds 104 and 120 of 2026-12-03.
+  pin('I6 (seed 120): a rollback put a server of batch 1 back, a resume continued the upgrade, and batch 1 waited forever for it: its Upgrade call was still counted Done', { servers: 2, batchSize: 3, onBreach: 'Rollback', gate: 'Unmanaged', phases: 'TwoPhase' }, [
+    at(0, { e: 'fate', f: 'fail' }),
+    at(10),
+    at(10, undefined, 0),
+    at(45),
+    at(0),
+    at(0, { e: 'join', at: 'target' }),
+  ]),
+  pin('I6 (seed 104): TwoPhase: the only planned server left and a joiner on the target without emulation was the last server standing: MembershipChanged after every resume, asking to remove it or move it back into emulation', { phases: 'TwoPhase' }, [
+    at(0, { e: 'fate', f: 'hangDown' }),
+    at(90),
+    at(0, { e: 'join', at: 'target' }, 0),
+  ]),
+  pin('I11: an abort while an EnableProxy was in flight (its server stopped): Paused RollbackSafetyUnknown forever, waiting for the target\'s hashes although no server ever ran it', { servers: 2, upDelayS: 25 }, [at(0), at(2, { e: 'abort' }), at(30)]),
+  pin('I11: TwoPhase: the same with a joiner on the target without emulation: its hashes were read, yet the pause waited for those of the emulated target no server ran', { servers: 2, upDelayS: 25, storageSafe: true, phases: 'TwoPhase' }, [
+    at(0),
+    at(2, { e: 'join', at: 'target' }),
+    at(2, { e: 'abort' }),
+    at(30),
+  ]),
+  pin('I11: a member gone after a late EnableProxy timed out came back, yet the MembershipChanged pause stayed, naming it gone', {}, [
+    at(0, { e: 'fault', f: 'unreachable', n: 1 }),
+    at(20, { e: 'fate', f: 'late' }),
+    at(45),
+    at(90),
+  ]),
 ];

@@ -13,22 +13,23 @@ import type { ApiServerUpgradeSpec, ApiServerUpgradeStatus, DriverCall } from '.
 import { plan, ABORT_ANNOTATION, RESUME_ANNOTATION, type Plan, type UpgradeInput, type Observation, type DriverRequest } from '../../../src/plan/index.ts';
 import { recordCallOutcome } from '../../../src/plan/call-outcome.ts';
 import type { CallReport } from '../../../src/plan/context.ts';
-import { World, GATE, minor, release, short, stamp } from './world.ts';
+import { World, GATE, minor, release, short, stamp, storageKey } from './world.ts';
 
-export const INVARIANTS = ['I1', 'I2', 'I3', 'I4', 'I5', 'I6', 'I7', 'I8', 'I9', 'I10'] as const;
+export const INVARIANTS = ['I1', 'I2', 'I3', 'I4', 'I5', 'I6', 'I7', 'I8', 'I9', 'I10', 'I11'] as const;
 export type Inv = (typeof INVARIANTS)[number];
 
 export const INVARIANT_TEXT: Record<Inv, string> = {
   I1: 'no server ever has two accepted ops in flight at the driver; a stopping step emits no call (RollingBack: only Rollback calls); nothing new is sent to a server with a call Requested/Accepted',
   I2: 'Succeeded => every current member runs the target and the driver holds no op; RolledBack => every member runs the from-version and the driver holds no op',
   I3: 'an Upgrade call for batch k is decided only while every member of batches < k is up at the target; one that starts batch k > 1 only when the last check did not breach and, after a resume during batch k-1, on a healthy check newer than that resume',
-  I4: 'no Rollback call while rollback safety is unknown (from- or target-version storage never persisted-observed) or unsafe (truth)',
+  I4: 'no Rollback call while rollback safety is unknown (from- or target-version storage never persisted-observed, the target\'s once a server may have run it) or unsafe (truth: something a server wrote is unreadable)',
   I5: 'status stays writable: < 512 KiB as JSON, batch.history <= 256, driverCalls <= 1024, peers <= 256',
   I6: 'never silent: Paused has a reason, an active phase requeues; once faults stop the run reaches a terminal phase or a Paused with a reason, and resuming leads on to a terminal phase',
   I7: 'hygiene: proxy.gate Unmanaged never touches the gate; RevertProxy only on servers in plan.gateTurnedOn whose gate a call of this upgrade did turn on; one batch-history record and one BatchSucceeded per batch; a Done, Rejected, Failed, TimedOut or Abandoned call keeps its result, Abandoned only from Requested, Done only once the driver carried out that very call and its server restarted at the goal',
   I8: 'an Accepted call the driver reports failed ends in that step; it ends Failed only from Accepted, on the driver\'s failed report for that very key, unless it is seen landed (observation wins: Done), and is never in flight at the driver; its server gets nothing else sent until a resume or retry (a rollback\'s Rollback call after a failed non-Rollback call excepted)',
   I9: 'a pause that fails closed on an unknown re-checks it: never Paused RollbackSafetyUnknown (spec.paused false) once both versions\' storage hashes were observed by a persisted plan (the verdict is known)',
   I10: 'no downgrade: an EnableProxy or RevertProxy call targets the release its server runs, an Upgrade never a release older than it; only a Rollback goes back',
+  I11: 'once faults stop, a pause names a real, still-present cause: MembershipChanged a server that joined, is gone or down, runs the target without emulation in phase one or runs neither version; RollbackUnsafe only when storage truly is unsafe; RollbackSafetyUnknown only while a server is down, an Upgrade call is in flight or some storage a server wrote was never observed',
 };
 
 const STOPPING = new Set(['Paused', 'Succeeded', 'RolledBack', 'Failed']);
@@ -82,6 +83,10 @@ export class ModelRun {
    * stand in for it: I9 judges the verdict the planner can know, I4 the conservative truth).
    */
   private plannedTargetSeen = false;
+  /** The storage a persisted plan observed, as storageKey (release and emulation). */
+  private readonly seenStorage = new Set<string>();
+  /** A persisted plan observed a server running the target (whatever its emulation). */
+  private targetRunSeen = false;
   private resumes = 0;
   private aborts = 0;
   private batchSucceededEvents = 0;
@@ -232,6 +237,8 @@ export class ModelRun {
     if (obs.storage?.some((s) => release(s.version) === release(this.setup.fromVersion))) this.fromSeen = true;
     if (obs.storage?.some((s) => release(s.version) === release(this.setup.targetVersion))) this.targetSeen = true;
     if (obs.storage?.some((s) => release(s.version) === release(this.setup.targetVersion) && (!this.setup.twoPhase || s.emulation === minor(this.setup.fromVersion)))) this.plannedTargetSeen = true;
+    for (const st of obs.storage ?? []) this.seenStorage.add(storageKey(st.version, st.emulation));
+    if (obs.peers.some((x) => x.version !== undefined && release(x.version) === release(this.setup.targetVersion))) this.targetRunSeen = true;
     this.checkPersisted(before, obs, p);
     const parts: string[] = [];
     let crashed = '';
@@ -404,14 +411,22 @@ export class ModelRun {
     }
     // I4: rollback only when known safe.
     for (const c of fresh.filter((x) => x.action === 'Rollback')) {
+      // A Rollback to the old binary of a server seen up on it, and truly running it, moves nothing (it supersedes
+      // whatever the driver may still hold for it): no storage is read that the server does not read already.
+      const seen = obs.peers.find((x) => x.hostname === c.server);
+      const srv = this.world.servers.get(c.server);
+      const staysPut = c.emulatedVersion === undefined && srv?.running === true && srv.version === from && srv.emulation === undefined && seen?.ready === true && !seen.stale && release(seen.version ?? '') === from && seen.emulation === undefined;
+      if (staysPut) continue;
       // TwoPhase: a rollback re-applying the emulation (phase two) keeps the binary: it reads all it stored. One to
       // the old binary (phase one) reads what the emulating servers wrote; only a server that ran the target
       // without emulation wrote what it may not.
-      const unreadable = this.setup.twoPhase ? c.emulatedVersion === undefined && this.world.unemulatedWrote : true;
+      // Nothing is unreadable that no server wrote: in OnePhase, once a server ran the target.
+      const unreadable = this.setup.twoPhase ? c.emulatedVersion === undefined && this.world.unemulatedWrote : [...this.world.ran].some((k) => k.startsWith(release(this.setup.targetVersion)));
       const why = [
         ...(this.setup.storageSafe || !unreadable ? [] : [this.setup.twoPhase ? 'a server ran the target without emulation and wrote storage the from-version cannot read' : 'the target version writes storage the from-version cannot read']),
         ...(this.fromSeen ? [] : ['the from-version storage was never observed']),
-        ...(this.targetSeen ? [] : ['the target-version storage was never observed']),
+        // Needed once a server may have run the target: an Upgrade the driver accepted, or one seen on it.
+        ...(this.targetSeen || !(this.targetRunSeen || this.world.ops.some((o) => o.action === 'Upgrade')) ? [] : ['the target-version storage was never observed']),
       ];
       if (why.length) this.fail('I4', `Rollback ${c.server} ${short(c.key)} decided although ${why.join(' and ')}`);
     }
@@ -440,6 +455,43 @@ export class ModelRun {
     if (new Set(indices).size !== indices.length) this.fail('I7', `batch.history repeats a batch: indices ${JSON.stringify(indices)}`);
     this.batchSucceededEvents += p.actions.filter((a) => a.kind === 'event' && a.reason === 'BatchSucceeded').length;
     if (this.batchSucceededEvents > new Set(indices).size) this.fail('I7', `${this.batchSucceededEvents} BatchSucceeded events for ${new Set(indices).size} finished batches`);
+  }
+
+  /**
+   * I11, at rest once faults stopped (the calm loop calls it on a pause, before a human acts): the pause's reason
+   * names a cause that is real and still present in the world, so waiting or acting on it is not in vain.
+   */
+  checkPauseCause(): void {
+    const s = this.persisted;
+    const pause = s?.pause;
+    if (s?.phase !== 'Paused' || !pause || this.spec.paused === true) return;
+    const target = release(this.setup.targetVersion);
+    const from = release(this.setup.fromVersion);
+    const servers = [...this.world.servers.values()];
+    const down = servers.filter((x) => !x.running).map((x) => x.hostname);
+    if (pause.reason === 'MembershipChanged') {
+      const members = new Set(s.plan?.members ?? []);
+      const phaseOne = this.setup.twoPhase && s.stage !== 'API';
+      const changed = (h: string): boolean => {
+        const x = this.world.servers.get(h);
+        if (!x || !x.running) return members.has(h);
+        if (!members.has(h)) return true;
+        if (x.version !== from && x.version !== target) return true;
+        return phaseOne && x.version === target && x.emulation === undefined && minor(target) !== minor(from);
+      };
+      const named = pause.servers?.length ? pause.servers : [...new Set([...members, ...servers.map((x) => x.hostname)])];
+      if (!named.some(changed)) this.fail('I11', `Paused MembershipChanged, but none of ${named.join(', ')} joined, left, is down or runs what the plan cannot cover: ${pause.message ?? ''}`);
+    }
+    if (pause.reason === 'RollbackUnsafe') {
+      const unsafe = !this.setup.storageSafe && (!this.setup.twoPhase || this.world.unemulatedWrote);
+      if (!unsafe) this.fail('I11', `Paused RollbackUnsafe, but what the servers wrote is readable by ${from}: ${pause.message ?? ''}`);
+    }
+    if (pause.reason === 'RollbackSafetyUnknown' && s.fromVersion !== undefined) {
+      const unseen = [...this.world.ran].filter((k) => !this.seenStorage.has(k));
+      // An Upgrade call still in flight may yet land on the target: that is an unknown too (until it times out).
+      const flying = (s.driverCalls ?? []).filter((c) => c.action === 'Upgrade' && !FINISHED.has(c.result ?? ''));
+      if (down.length === 0 && unseen.length === 0 && flying.length === 0) this.fail('I11', `Paused RollbackSafetyUnknown with every server up, no Upgrade in flight and the storage of all they ran observed (${[...this.world.ran].join(', ')}): ${pause.message ?? ''}`);
+    }
   }
 
   /** I1 at the driver: a second op accepted for a server that already had one in flight. */

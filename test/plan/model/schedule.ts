@@ -268,7 +268,9 @@ export function play(sc: Schedule, enabled: ReadonlySet<Inv>, limits: Limits = L
     calm(run, limits);
   } catch (err) {
     if (err instanceof Error && 'inv' in err) {
-      err.message = `${err.message}\n\nschedule (shrunk):\n${renderSchedule(sc)}\n\ntrace (last 60 lines):\n${run.trace.slice(-60).join('\n')}`;
+      // MODEL_TRACE=<n> shows more of the trace when replaying a seed.
+      const lines = Number(process.env.MODEL_TRACE ?? 60);
+      err.message = `${err.message}\n\nschedule (shrunk):\n${renderSchedule(sc)}\n\ntrace (last ${lines} lines):\n${run.trace.slice(-lines).join('\n')}`;
     }
     throw err;
   }
@@ -294,6 +296,7 @@ function calm(run: ModelRun, limits: Limits): void {
     const p = run.reconcile();
     if (run.isTerminal()) return;
     if (run.phase === 'Paused') {
+      run.checkPauseCause();
       if (resumes >= limits.resumes) {
         run.fail('I6', `still not finished after ${resumes} resumes in calm (paused again: ${run.persisted?.pause?.reason})`);
         return;

@@ -32,6 +32,11 @@ export function release(v: string): string {
   return v.replace(/\+.*$/, '');
 }
 
+/** One set of storage versions: the release a server runs and the minor it emulates (none: its own). */
+export function storageKey(version: string, emulation: string | undefined): string {
+  return `${release(version)}${emulation === undefined ? '' : ` emulating ${emulation}`}`;
+}
+
 /** What happens to an operation the driver accepted. */
 export type Fate =
   /** stops, comes back at the target (version and gate) with a new lease holder */
@@ -167,6 +172,8 @@ export class World {
   turnedOn = new Set<string>();
   /** A server ran the target version without emulation while the target was a minor ahead: it wrote at the target's storage versions. */
   unemulatedWrote = false;
+  /** Every release and emulation a server ran (storageKey): the storage versions written to etcd. */
+  readonly ran = new Set<string>();
   /** What happened to the servers, for the trace (drained by the shell). */
   log: string[] = [];
   readonly start: number;
@@ -178,6 +185,7 @@ export class World {
     this.now = start;
     this.start = start;
     for (let i = 0; i < servers; i++) this.addServer(p.fromVersion, gateOn);
+    this.noteWriters();
   }
 
   addServer(version: string, gate: boolean, hostname?: string): Server {
@@ -226,8 +234,9 @@ export class World {
     return t;
   }
 
-  /** Notes a server that runs the target a minor ahead without emulation (it writes at the target's storage versions). */
+  /** Notes what the running servers run (each release and emulation is a set of storage versions written), and a server that runs the target a minor ahead without emulation (it writes at the target's storage versions). */
   noteWriters(): void {
+    for (const s of this.servers.values()) if (s.running) this.ran.add(storageKey(s.version, s.emulation));
     if (minor(this.p.targetVersion) === minor(this.p.fromVersion)) return;
     for (const s of this.servers.values()) if (s.running && s.version === release(this.p.targetVersion) && s.emulation === undefined) this.unemulatedWrote = true;
   }
