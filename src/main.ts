@@ -125,13 +125,16 @@ const leaderIdentityHolder: { id: string } = { id: '' };
 const upgrades = new Informer<ApiServerUpgrade>({
   kubeConfig: kc, path: `/apis/${GROUP}/${VERSION}/${PLURAL}`, name: 'apiserverupgrades', logger: log, ...runtimeMetrics.informerHooks('apiserverupgrades'),
 });
+// Every part of the reconciler's wiring is decided here, none left to its defaults.
 const reconciler = new UpgradeReconciler({
   kube, observer, metrics, log,
+  now: () => new Date(),
   // Each reconcile reads its upgrade (and the others, for one-at-a-time) from the informer: no GET, no LIST.
   // The informer is resynced when its cache is found behind the API (src/runtime/upgrade-cache.ts says when).
   upgrades: new CachedUpgrades(upgrades, kube, { onStale: (why) => upgrades.resync(why) }),
   driverFor: (spec, name) => driverFor(spec, kube, name, values['agent-image']),
-  ...(policyFile ? { policy: () => policyFile.current() } : {}),
+  // Without --policy-file every spec is allowed.
+  policy: policyFile ? () => policyFile.current() : () => undefined,
   // Preflight reads each server's flags, certificate and peer address, and the APIServices (docs/trust.md).
   preflightFacts: true,
   list: cachedList,

@@ -134,7 +134,7 @@ test('src/plan/ is layered: the context below the phases, the planner on top', (
   for (const f of belowContext) assert.ok(!reachable(graph, f).has('plan/context.ts'), `${f} is below the context and imports it back`);
   // The observation (what the shell hands the planner) is types at the bottom: it imports no phase.
   for (const f of reachable(graph, 'plan/observation.ts')) assert.ok(!f.startsWith('plan/') || !graph.get(f)!.some((d) => d === 'plan/context.ts'), `the observation reaches ${f}, a phase`);
-  // The planner is the top: only the package's index imports it.
+  // The planner is the top of the step: only the package's index and the reconcile's decisions (reconcile.ts) import it.
   const importers = [...graph].filter(([, deps]) => deps.includes('plan/planner.ts')).map(([f]) => f).filter((f) => f.startsWith('plan/'));
-  assert.deepEqual(importers, ['plan/index.ts']);
+  assert.deepEqual(importers, ['plan/index.ts', 'plan/reconcile.ts']);
 });

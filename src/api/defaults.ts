@@ -76,8 +76,6 @@ export function resolveSpec(spec: ApiServerUpgradeSpec): ResolvedSpec {
     throw new SpecError(`spec.targetVersion ${JSON.stringify(s.targetVersion)} must be a Kubernetes release version such as v1.36.3`);
   }
   const strategy = s.strategy as Required<UpgradeStrategy>;
-  const analysis = s.analysis as Required<Omit<AnalysisPolicy, 'prometheus'>> & Pick<AnalysisPolicy, 'prometheus'>;
-  const t = analysis.thresholds as Required<NonNullable<AnalysisPolicy['thresholds']>>;
   return {
     targetVersion: s.targetVersion,
     paused: s.paused === true,
@@ -93,23 +91,37 @@ export function resolveSpec(spec: ApiServerUpgradeSpec): ResolvedSpec {
     proxy: { gate: s.proxy?.gate ?? 'Auto', revertAfter: s.proxy?.revertAfter === true, allowAlphaGate: s.proxy?.allowAlphaGate === true },
     trust: { requireAllowedNames: s.trust?.requireAllowedNames === true },
     driver: resolveDriver(s, duration(strategy.batchTimeout, 'spec.strategy.batchTimeout')),
-    analysis: {
-      intervalMs: duration(analysis.interval, 'spec.analysis.interval'),
-      failureLimit: positiveInteger(analysis.failureLimit, 'spec.analysis.failureLimit'),
-      onBreach: analysis.onBreach,
-      thresholds: {
-        proxyErrorRatio: t.proxyErrorRatio,
-        errorRatio: t.errorRatio,
-        latencyP99Ms: duration(t.latencyP99, 'spec.analysis.thresholds.latencyP99'),
-        discoveryConvergenceMs: duration(t.discoveryConvergence, 'spec.analysis.thresholds.discoveryConvergence'),
-        unavailableAPIServices: t.unavailableAPIServices,
-        webhookErrorRatio: t.webhookErrorRatio,
-        webhookMinCalls: t.webhookMinCalls,
-      },
-      source: analysis.source,
-      ...(analysis.source === 'Prometheus' ? { prometheus: resolvePrometheus(analysis.prometheus) } : {}),
-    },
+    analysis: resolveAnalysis(s.analysis),
   };
+}
+
+function resolveAnalysis(a: AnalysisPolicy | undefined): ResolvedSpec['analysis'] {
+  const analysis = a as Required<Omit<AnalysisPolicy, 'prometheus'>> & Pick<AnalysisPolicy, 'prometheus'>;
+  const t = analysis.thresholds as Required<NonNullable<AnalysisPolicy['thresholds']>>;
+  return {
+    intervalMs: duration(analysis.interval, 'spec.analysis.interval'),
+    failureLimit: positiveInteger(analysis.failureLimit, 'spec.analysis.failureLimit'),
+    onBreach: analysis.onBreach,
+    thresholds: {
+      proxyErrorRatio: t.proxyErrorRatio,
+      errorRatio: t.errorRatio,
+      latencyP99Ms: duration(t.latencyP99, 'spec.analysis.thresholds.latencyP99'),
+      discoveryConvergenceMs: duration(t.discoveryConvergence, 'spec.analysis.thresholds.discoveryConvergence'),
+      unavailableAPIServices: t.unavailableAPIServices,
+      webhookErrorRatio: t.webhookErrorRatio,
+      webhookMinCalls: t.webhookMinCalls,
+    },
+    source: analysis.source,
+    ...(analysis.source === 'Prometheus' ? { prometheus: resolvePrometheus(analysis.prometheus) } : {}),
+  };
+}
+
+/**
+ * The analysis settings of a spec that says nothing about analysis: the schema's defaults, the one place they
+ * are stated. Used where a spec cannot be resolved (it is invalid) and the fleet is still observed.
+ */
+export function defaultAnalysis(): ResolvedSpec['analysis'] {
+  return resolveAnalysis(withDefaults({} as ApiServerUpgradeSpec).analysis);
 }
 
 function resolveDriver(s: ApiServerUpgradeSpec, batchTimeoutMs: number): ResolvedDriver {

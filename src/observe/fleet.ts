@@ -1,7 +1,7 @@
 import type { V1EndpointSlice, V1EndpointSliceList, V1LeaseList, V1PodList } from '@kubernetes/client-node';
 import type { KubeAccess } from '../runtime/kubeconfig.ts';
 import type { Logger } from '../runtime/logger.ts';
-import type { Observation, ObservedPeer, ObservedAnalysis, ObservedStorage, ObservedOwnDiscovery, ObservedOrphans, ObservedBodyCap } from '../plan/observation.ts';
+import type { AnalysisSettings, Observation, ObservedPeer, ObservedAnalysis, ObservedStorage, ObservedOwnDiscovery, ObservedOrphans, ObservedBodyCap } from '../plan/observation.ts';
 import { capExceeded } from '../runtime/body-limits.ts';
 import { DirectClient } from './direct-client.ts';
 import { buildInventory, addressesToProbe, type Inventory, type IdentityLeaseLike, type EndpointAddresses, type ProbeResult, IDENTITY_LABEL, IDENTITY_LABEL_VALUE, HOSTNAME_LABEL, PEER_ADDRESS_ANNOTATION } from './inventory.ts';
@@ -11,35 +11,14 @@ import { compactScrape, compactWindowDeltas, SeriesPool, type CompactScrape } fr
 import { resourceSet, unlistableResources, convergence, storageVersionHashes, resourceKinds, mergeHashes, legacyDiscoveryPaths, aggregatedDiscoveryPaths, type APIResourceList, type APIServiceListLike, type ServerDiscovery } from './discovery.ts';
 import { summarizeAnalysis } from './analysis-summary.ts';
 import { cachedCertificateDnsNames, hintsFromCertificateCache, hintsFromMirrorPods } from './hostname-hints.ts';
-import type { PrometheusSettings } from './prometheus-source.ts';
 import { ORPHAN_NAMES_LIMIT, checkedList, listPath, objectName, orphanCandidates, type ObjectListLike, type OrphansOf } from './orphans.ts';
 import { APISERVER_PODS_PATH } from './trust.ts';
 
 /** GET of a list through the balancer, with the caller's retries; injected so observation shares the operator's client. */
 import type { ListFn } from '../runtime/cached-list.ts';
 
-export interface AnalysisSettings {
-  intervalMs: number;
-  /**
-   * Whether the planner wants a new check now (src/plan/analysis.ts analysisDue, from status, so the cadence
-   * survives a restart). Absent: this observer's own clock decides.
-   */
-  due?: boolean;
-  proxyErrorRatio: number;
-  errorRatio: number;
-  latencyP99Seconds: number;
-  /** spec.analysis.thresholds of the named signals (src/observe/signals.ts); absent: their defaults. */
-  unavailableAPIServices?: number;
-  webhookErrorRatio?: number;
-  webhookMinCalls?: number;
-  /** spec.analysis.prometheus when spec.analysis.source is Prometheus: the checks come from the `analysisSource`. */
-  prometheus?: PrometheusSettings;
-  /**
-   * Asks for `Observation.orphans`: the objects of resources the target version serves itself and the
-   * from-version does not (src/observe/orphans.ts says which servers speak for each side). Absent: not read.
-   */
-  orphansOf?: OrphansOf;
-}
+// What to read this time is the planner's to say (src/plan/reconcile.ts); the shape lives with the observation.
+export type { AnalysisSettings } from '../plan/observation.ts';
 
 /**
  * Computes the analysis somewhere other than from this observer's /metrics scrapes (e.g.

@@ -10,15 +10,10 @@
  *    binaries). The from binaries come first: they are what a rollback returns to.
  * A side without such a server gives no answer: nothing is reported rather than a guess.
  */
-import type { ObservedOwnDiscovery } from '../plan/observation.ts';
+import type { ObservedOwnDiscovery, OrphansOf } from '../plan/observation.ts';
 import { parseVersion, sameRelease } from '../plan/version.ts';
 
-export interface OrphansOf {
-  /** The version a rollback would return to ("v1.35.4"). */
-  fromVersion: string;
-  /** The version being upgraded to ("v1.36.3"). */
-  targetVersion: string;
-}
+export type { OrphansOf } from '../plan/observation.ts';
 
 /** Objects listed per orphaned resource. */
 export const ORPHAN_NAMES_LIMIT = 20;

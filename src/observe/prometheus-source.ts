@@ -26,17 +26,9 @@ import { summarizeAnalysis } from './analysis-summary.ts';
 import { parsePromNumber, type HistogramBucket, type Labels } from './prom-text.ts';
 import { FAMILIES, HEALTH_PROBE_SUBRESOURCE_RE, LONG_RUNNING_SUBRESOURCES, LONG_RUNNING_VERBS, type APIServiceState, type Thresholds, type WindowDeltas } from './signals.ts';
 
-/** `spec.analysis.prometheus`, resolved (the CRD defaults the selector to `job="apiserver"`). */
-export interface PrometheusSettings {
-  /** Base URL of the HTTP API, e.g. `http://prometheus.monitoring:9090` (a path prefix is kept). */
-  address: string;
-  /** Label matchers of the kube-apiserver series, without braces: `job="apiserver"`. */
-  selector: string;
-  /** Base64 of a PEM bundle that verifies an https address. */
-  caBundle?: string;
-  /** `spec.analysis.prometheus.window`: the range of one check (default 60 s). */
-  windowMs?: number;
-}
+import type { PrometheusSettings } from '../plan/observation.ts';
+
+export type { PrometheusSettings } from '../plan/observation.ts';
 
 /** What the analysis needs from the caller: window length and thresholds (FleetObserver's AnalysisSettings fits). */
 export interface PrometheusAnalysisSettings extends Thresholds {

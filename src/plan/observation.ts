@@ -100,3 +100,49 @@ export interface Observation {
    */
   kubeadm?: ObservedKubeadm;
 }
+
+// What the shell asks the observer to read (src/plan/reconcile.ts decides it, src/observe/fleet.ts reads it).
+
+/** What one observation reads and how it judges the analysis. */
+export interface AnalysisSettings {
+  intervalMs: number;
+  /**
+   * Whether the planner wants a new check now (src/plan/analysis.ts analysisDue, from status, so the cadence
+   * survives a restart). Absent: this observer's own clock decides.
+   */
+  due?: boolean;
+  proxyErrorRatio: number;
+  errorRatio: number;
+  latencyP99Seconds: number;
+  /** spec.analysis.thresholds of the named signals (src/observe/signals.ts); absent: their defaults. */
+  unavailableAPIServices?: number;
+  webhookErrorRatio?: number;
+  webhookMinCalls?: number;
+  /** spec.analysis.prometheus when spec.analysis.source is Prometheus: the checks come from the `analysisSource`. */
+  prometheus?: PrometheusSettings;
+  /**
+   * Asks for `Observation.orphans`: the objects of resources the target version serves itself and the
+   * from-version does not (src/observe/orphans.ts says which servers speak for each side). Absent: not read.
+   */
+  orphansOf?: OrphansOf;
+}
+
+/** `spec.analysis.prometheus`, resolved (the CRD defaults the selector to `job="apiserver"`). */
+export interface PrometheusSettings {
+  /** Base URL of the HTTP API, e.g. `http://prometheus.monitoring:9090` (a path prefix is kept). */
+  address: string;
+  /** Label matchers of the kube-apiserver series, without braces: `job="apiserver"`. */
+  selector: string;
+  /** Base64 of a PEM bundle that verifies an https address. */
+  caBundle?: string;
+  /** `spec.analysis.prometheus.window`: the range of one check (default 60 s). */
+  windowMs?: number;
+}
+
+/** The two sides of the orphan listing (src/observe/orphans.ts). */
+export interface OrphansOf {
+  /** The version a rollback would return to ("v1.35.4"). */
+  fromVersion: string;
+  /** The version being upgraded to ("v1.36.3"). */
+  targetVersion: string;
+}

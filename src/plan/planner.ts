@@ -15,8 +15,8 @@ import { advanceCalls, inFlight } from './calls.ts';
 import { touchedServers } from './rollback-goal.ts';
 import { membershipChange } from './membership.ts';
 import { recordTargetStorage, reportRollbackSafety } from './rollback-verdict.ts';
-import type { Policy } from './policy.ts';
-import { policyGate, policyPause, policyViolations, refusePreflight } from './policy-gate.ts';
+import { checkSpec, type Policy, type PolicyViolation } from './policy.ts';
+import { policyGate, policyPause, refusePreflight } from './policy-gate.ts';
 import { markKubeadmConfigPending } from './kubeadm-config.ts';
 import { sameRelease } from './version.ts';
 
@@ -41,10 +41,23 @@ export function plan(upgrade: UpgradeInput, specIn: ApiServerUpgradeSpec, status
     spec = resolveSpec(specIn);
   } catch (err) {
     if (!(err instanceof SpecError)) throw err;
-    const status = { ...structuredClone(statusIn ?? {}), observedGeneration: upgrade.generation };
-    status.conditions = setCondition(status.conditions, { type: 'Degraded', status: 'True', reason: 'InvalidSpec', message: err.message, observedGeneration: upgrade.generation }, now);
-    return { status, actions: [{ kind: 'event', type: 'Warning', reason: 'InvalidSpec', note: err.message }], requeueAfterMs: undefined };
+    return invalidSpecPlan(upgrade, statusIn, err, now);
   }
+  return planResolved(upgrade, spec, statusIn, obs, now, policy, policy === undefined ? [] : checkSpec(policy, spec));
+}
+
+/** A spec that cannot be resolved: said in Degraded (InvalidSpec) and an Event; nothing else moves. */
+export function invalidSpecPlan(upgrade: UpgradeInput, statusIn: ApiServerUpgradeStatus | undefined, err: SpecError, now: Date): Plan {
+  const status = { ...structuredClone(statusIn ?? {}), observedGeneration: upgrade.generation };
+  status.conditions = setCondition(status.conditions, { type: 'Degraded', status: 'True', reason: 'InvalidSpec', message: err.message, observedGeneration: upgrade.generation }, now);
+  return { status, actions: [{ kind: 'event', type: 'Warning', reason: 'InvalidSpec', note: err.message }], requeueAfterMs: undefined };
+}
+
+/**
+ * `plan` on a spec resolved once by the caller, with the policy's verdict on it (`violations`, checked once by
+ * the caller: src/plan/reconcile.ts): the shell's entry, which resolves nothing again.
+ */
+export function planResolved(upgrade: UpgradeInput, spec: ResolvedSpec, statusIn: ApiServerUpgradeStatus | undefined, obs: Observation, now: Date, policy: Policy | undefined, violations: readonly PolicyViolation[]): Plan {
   const ctx = new PlanContext(upgrade, spec, statusIn ?? {}, obs, now, policy);
   ctx.status.observedGeneration = upgrade.generation;
   if (ctx.status.conditions?.some((c) => c.type === 'Degraded' && c.status === 'True' && c.reason === 'InvalidSpec')) {
@@ -66,8 +79,7 @@ export function plan(upgrade: UpgradeInput, specIn: ApiServerUpgradeSpec, status
     ctx.condition({ type: 'Progressing', status: 'True', reason: 'Started', message: `upgrade to ${spec.targetVersion} started` });
     ctx.event('Normal', 'Started', `upgrade to ${spec.targetVersion} started`);
   }
-  // Checked on every step: the policy file may change, and so may the spec.
-  const violations = policyViolations(ctx);
+  // Checked on every step (by the caller): the policy file may change, and so may the spec.
   // Preflight touches nothing, so it runs even when the upgrade is created paused: the plan is shown for review.
   // Held by the spec before preflight passed, it runs again at every step (a first verdict that is only "waiting",
   // e.g. for the storage hashes, must not stay the verdict) and the pause keeps where to resume: Preflight until

@@ -5,15 +5,10 @@
  */
 import type { PlanContext } from './context.ts';
 import { pause, resume } from './breach.ts';
-import { checkSpec, describeViolations, type PolicyViolation } from './policy.ts';
+import { describeViolations, type PolicyViolation } from './policy.ts';
 
 /** The phases whose steps make driver calls. */
 const CALLING_PHASES: ReadonlySet<string> = new Set(['EnablingProxy', 'Upgrading', 'RollingBack']);
-
-/** The violations of the step's spec; none when the operator runs without a policy. */
-export function policyViolations(ctx: PlanContext): PolicyViolation[] {
-  return ctx.policy === undefined ? [] : checkSpec(ctx.policy, ctx.spec);
-}
 
 function conditionNow(ctx: PlanContext, type: string): { status: string; reason: string; message: string } | undefined {
   return ctx.status.conditions?.find((c) => c.type === type);
@@ -23,7 +18,7 @@ function conditionNow(ctx: PlanContext, type: string): { status: string; reason:
  * Preflight of a spec outside the policy: refused, touching nothing — no driver is built, so no token Secret
  * is read. Not fatal: the policy (or the spec) may change, and the next reconcile checks again.
  */
-export function refusePreflight(ctx: PlanContext, vs: PolicyViolation[]): void {
+export function refusePreflight(ctx: PlanContext, vs: readonly PolicyViolation[]): void {
   const message = describeViolations(ctx.policy!, vs);
   const before = conditionNow(ctx, 'PreflightPassed');
   ctx.condition({ type: 'PreflightPassed', status: 'False', reason: 'NotAllowedByPolicy', message });
@@ -38,7 +33,7 @@ export function refusePreflight(ctx: PlanContext, vs: PolicyViolation[]): void {
  * evidence). Returns true when the step must stop here: paused for the policy and still refused — a resume
  * annotation does not override the policy.
  */
-export function policyGate(ctx: PlanContext, vs: PolicyViolation[], resumeToken: string | undefined): boolean {
+export function policyGate(ctx: PlanContext, vs: readonly PolicyViolation[], resumeToken: string | undefined): boolean {
   // Before preflight has passed, PreflightPassed carries the verdict (refusePreflight).
   if (ctx.phase === 'Pending' || ctx.phase === 'Preflight') return false;
   const degraded = conditionNow(ctx, 'Degraded');
@@ -70,7 +65,7 @@ export function policyGate(ctx: PlanContext, vs: PolicyViolation[], resumeToken:
  * After the pause handling, in a phase that makes calls: a spec outside the policy pauses the run before any
  * new call (calls in flight complete; a Requested call is not re-sent while paused). Returns true when paused.
  */
-export function policyPause(ctx: PlanContext, vs: PolicyViolation[]): boolean {
+export function policyPause(ctx: PlanContext, vs: readonly PolicyViolation[]): boolean {
   if (vs.length === 0 || !CALLING_PHASES.has(ctx.phase)) return false;
   pause(ctx, 'NotAllowedByPolicy', describeViolations(ctx.policy!, vs), ctx.phase);
   return true;
