@@ -6,7 +6,7 @@
 // that replaces the deleted one) finishes; no Job is created twice; `kubectl auth can-i` as the ServiceAccount shows what it may and may not do; the cluster's
 // kube-system/kubeadm-config (as `kubeadm init` writes it) is brought in line by the operator Pod once it Succeeded.
 // The install, the paused upgrade, its review and the resume are docs/quickstart.md's Path A blocks, run as written
-// (only the images, the durations and helm's --wait put in), so the page cannot drift from what ran.
+// (only the chart and images of the checkout, the durations and helm's --wait put in), so the page cannot drift from what ran.
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { writeFile } from 'node:fs/promises';
@@ -103,9 +103,11 @@ test('helm install on real kubelets: 2 operator Pods carry a static Pod upgrade 
   // test built and imported) are put in, and the test adds debug logs and helm's --wait.
   const tInstall = Date.now();
   const tag = OPERATOR_IMAGE.slice(OPERATOR_IMAGE.lastIndexOf(':') + 1);
+  // The page installs the release's OCI chart (e2e/extended/release-install-nodes.e2e.ts runs it so); here the
+  // checkout's chart and the image this test built take its place.
   await runDocBlock(c, 'helm-install.sh', REPO, [
-    ['registry.example.com/apiserver-upgrade-operator --set image.tag=0.1.0', `${OPERATOR_IMAGE.slice(0, OPERATOR_IMAGE.lastIndexOf(':'))} --set image.tag=${tag}`],
-    ['--create-namespace \\', '--create-namespace --set logLevel=debug --wait --timeout 5m \\'],
+    ['oci://ghcr.io/apiserver-upgrade-operator/charts/apiserver-upgrade-operator --version 0.2.0', `charts/apiserver-upgrade-operator --set image.repository=${OPERATOR_IMAGE.slice(0, OPERATOR_IMAGE.lastIndexOf(':'))} --set image.tag=${tag}`],
+    ['--create-namespace\n', '--create-namespace --set logLevel=debug --wait --timeout 5m\n'],
   ]);
   const pods = await waitFor('2 ready operator Pods on 2 nodes', 3 * 60_000, async () => {
     const ps = (await operatorPods(c)).filter((p) => p.status?.containerStatuses?.every((s) => s.ready));

@@ -3,26 +3,39 @@
 // what a release publishes: the image and the OCI chart in the registry under the digests it printed, the chart's
 // defaults (version, appVersion, the image it names: only the published one), the files and their SHA256SUMS, an
 // SPDX SBOM listing the locked production dependencies, and a krew manifest carrying the archive's real sha256 and
-// download URL. Installing all that on real kubelets through containerd mirrors: e2e/extended/release-install-nodes.e2e.ts.
+// download URL; `skopeo inspect` of the pushed image. Then `krew install --manifest=<generated> --archive=<generated>`
+// (krew v0.4.3 from the binary cache) installs the plugin, which runs `kubectl apiserver-upgrade get` against a real
+// kube-apiserver (process mode) serving the CRD of the pulled chart. The operator image is the only image: the
+// static Pod driver's node agent runs from it. Installing all that on real kubelets through containerd mirrors:
+// e2e/extended/release-install-nodes.e2e.ts.
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { parse, parseAllDocuments } from 'yaml';
-import { binary, HELM_VERSION } from '../cluster/binaries.ts';
+import { delimiter, dirname, join } from 'node:path';
+import { parse, parseAllDocuments, stringify } from 'yaml';
+import { binary, HELM_VERSION, RELEASE_TOOLS } from '../cluster/binaries.ts';
+import { Cluster } from '../cluster/index.ts';
 import { startRegistry, type Registry } from '../cluster/registry.ts';
-import { runOk } from '../support/tools.ts';
+import { run, runOk, tool } from '../support/tools.ts';
+import { docBlock } from '../support/doc-blocks.ts';
 import { PUBLISHED, RELEASE_VERSION, releaseToHarness } from '../support/release.ts';
+import type { ReleaseResult } from '../../scripts/release.ts';
 import { DEFAULT_DOWNLOAD_BASE } from '../../scripts/release/plan.ts';
 import { TEMPLATE_KUBE_VERSION } from '../../scripts/release.ts';
 
 const REPO = join(import.meta.dirname, '..', '..');
 const VERSION = RELEASE_VERSION;
 let registry: Registry | undefined;
+let cluster: Cluster | undefined;
+/** The first test's release, for the krew test. */
+let released: ReleaseResult | undefined;
 const work = mkdtempSync(join(tmpdir(), 'auo-release-e2e-'));
+const out = join(work, 'release');
+const pulled = join(work, 'pulled');
 after(async () => {
+  await cluster?.teardown();
   await registry?.stop();
   rmSync(work, { recursive: true, force: true });
 });
@@ -32,8 +45,8 @@ const sha256 = (path: string): string => createHash('sha256').update(readFileSyn
 test('npm run release into a registry: image and OCI chart under the printed digests, chart defaults naming only the published image, SBOM, krew manifest with the real sha256 and URL, SHA256SUMS', { timeout: 20 * 60_000 }, async () => {
   const t0 = Date.now();
   registry = await startRegistry({ verbose: true });
-  const out = join(work, 'release');
   const r = await releaseToHarness(registry, out);
+  released = r;
   process.stderr.write(`[release] published in ${((Date.now() - t0) / 1000).toFixed(1)} s: ${r.image.reference}@${r.image.digest}, oci://${r.chart.reference}@${r.chart.digest}\n`);
   const image = `${PUBLISHED}/apiserver-upgrade-operator:${VERSION}`;
   assert.equal(r.image.reference, `${registry.address}/${image}`);
@@ -48,10 +61,16 @@ test('npm run release into a registry: image and OCI chart under the printed dig
   }
   const manifest = await (await fetch(`http://${registry.address}/v2/${PUBLISHED}/apiserver-upgrade-operator/manifests/${VERSION}`, { headers: { Accept: 'application/vnd.oci.image.manifest.v1+json' } })).json() as { layers: { mediaType: string }[] };
   assert.deepEqual(manifest.layers.map((l) => l.mediaType), ['application/vnd.oci.image.layer.v1.tar+gzip'], 'pushed with a compressed layer');
+  // As a user's tools see it: skopeo inspect by tag.
+  const inspected = JSON.parse(await runOk('skopeo', ['inspect', '--tls-verify=false', `docker://${r.image.reference}`])) as { Digest: string; Os: string; Architecture: string; Layers: string[] };
+  assert.equal(inspected.Digest, r.image.digest, 'skopeo inspect: the digest the release printed');
+  assert.deepEqual([inspected.Os, inspected.Architecture, inspected.Layers.length], ['linux', 'amd64', 1]);
+  const config = JSON.parse(await runOk('skopeo', ['inspect', '--tls-verify=false', '--config', `docker://${r.image.reference}`])) as { config: { User?: string; Entrypoint?: string[]; Cmd?: string[] } };
+  assert.equal(config.config.User, '1000', 'the image runs as its non-root user by number (runAsNonRoot can verify it)');
+  assert.match([...(config.config.Entrypoint ?? []), ...(config.config.Cmd ?? [])].join(' '), /dist\/main\.js/, 'it starts the compiled operator');
 
   // The chart as a user pulls it: version, appVersion, and the defaults name the published image only.
   const helm = await binary('helm', HELM_VERSION);
-  const pulled = join(work, 'pulled');
   await runOk(helm, ['pull', r.names.chartInstallRef, '--version', VERSION, '--plain-http', '--destination', pulled]);
   assert.equal(sha256(join(pulled, r.names.chartFile)), sha256(join(out, r.names.chartFile)), 'the registry serves the packaged chart, byte for byte');
   const chart = parse(await runOk(helm, ['show', 'chart', join(pulled, r.names.chartFile)])) as { version: string; appVersion: string };
@@ -70,8 +89,9 @@ test('npm run release into a registry: image and OCI chart under the printed dig
   const sums = readFileSync(join(out, 'SHA256SUMS'), 'utf8').trim().split('\n').map((l) => l.split(/\s+/));
   assert.deepEqual(sums.map(([, n]) => n).sort(), [r.names.archiveFile, r.names.chartFile, r.names.krewManifestFile, r.names.sbomFile].sort());
   for (const [sum, name] of sums) assert.equal(sha256(join(out, name!)), sum, name);
-  const sbom = JSON.parse(readFileSync(join(out, r.names.sbomFile), 'utf8')) as { spdxVersion: string; packages: { name: string; versionInfo?: string }[] };
+  const sbom = JSON.parse(readFileSync(join(out, r.names.sbomFile), 'utf8')) as { spdxVersion: string; name?: string; packages: { name: string; versionInfo?: string }[] };
   assert.match(sbom.spdxVersion, /^SPDX-2\./);
+  process.stderr.write(`[release] SBOM ${sbom.name ?? ''}: ${sbom.packages.length} packages\n`);
   const lock = JSON.parse(readFileSync(join(REPO, 'package-lock.json'), 'utf8')) as { packages: Record<string, { version: string }> };
   for (const dep of ['prom-client', 'winston', 'yaml', '@kubernetes/client-node']) {
     const want = lock.packages[`node_modules/${dep}`]!.version;
@@ -85,4 +105,42 @@ test('npm run release into a registry: image and OCI chart under the printed dig
   }
   const archived = JSON.parse(await runOk('tar', ['-xzOf', join(out, r.names.archiveFile), 'kubectl-apiserver_upgrade/package.json'])) as { version: string };
   assert.equal(archived.version, VERSION, 'the plugin in the archive says the release\'s version');
+});
+
+test('krew install --manifest=<generated> --archive=<generated> installs a plugin that runs `kubectl apiserver-upgrade get` against a real kube-apiserver serving the released chart\'s CRD', { timeout: 10 * 60_000 }, async () => {
+  const r = released;
+  assert.ok(r, 'the release of the first test');
+  const t0 = Date.now();
+  cluster = await Cluster.start({ servers: 1, verbose: true });
+  const c = cluster;
+  const kubectl = tool('kubectl');
+  // The CRD as the released chart carries it (helm installs crds/ before anything else).
+  await runOk('tar', ['-xzf', join(pulled, r.names.chartFile), '-C', pulled]);
+  const crdDir = join(pulled, 'apiserver-upgrade-operator', 'crds');
+  for (const f of readdirSync(crdDir)) await runOk(kubectl, ['--kubeconfig', c.kubeconfig, 'apply', '--server-side', '-f', join(crdDir, f)]);
+  await runOk(kubectl, ['--kubeconfig', c.kubeconfig, 'wait', '--for=condition=Established', '--timeout=60s', 'crd/apiserverupgrades.upgrade.apiserver.dev']);
+  // The quickstart's upgrade, as written: paused, so nothing acts on it.
+  const name = 'kubeadm-to-v1-36-3';
+  const upgrade = parse(docBlock(join(REPO, 'docs', 'quickstart.md'), 'e2e/helm-install.e2e.ts', `${name}.yaml`).text) as { metadata: { name: string }; spec: { paused: boolean; targetVersion: string } };
+  assert.equal(upgrade.metadata.name, name);
+  assert.equal(upgrade.spec.paused, true);
+  await runOk(kubectl, ['--kubeconfig', c.kubeconfig, 'apply', '-f', '-'], { input: stringify(upgrade) });
+
+  const krew = await binary('krew', RELEASE_TOOLS.krew.version);
+  const krewRoot = join(work, 'krew');
+  // KREW_NO_UPGRADE_CHECK: no index, no network; the generated manifest and archive are all krew reads.
+  const installed = await runOk('env', [`KREW_ROOT=${krewRoot}`, 'KREW_NO_UPGRADE_CHECK=1', krew, 'install', `--manifest=${join(out, r.names.krewManifestFile)}`, `--archive=${join(out, r.names.archiveFile)}`]);
+  process.stderr.write(`[release] krew install:\n${installed}\n`);
+  assert.match(installed, /Installed plugin: apiserver-upgrade/);
+  const receipt = parse(readFileSync(join(krewRoot, 'receipts', 'apiserver-upgrade.yaml'), 'utf8')) as { spec: { version: string } };
+  assert.equal(receipt.spec.version, `v${VERSION}`, 'krew recorded the released version');
+  // The archive carries no Node: the plugin takes the one on PATH (the project's Node 24 here).
+  const path = [join(krewRoot, 'bin'), dirname(process.execPath), dirname(kubectl), process.env.PATH ?? ''].join(delimiter);
+  const got = await run('env', [`PATH=${path}`, `KUBECONFIG=${c.kubeconfig}`, 'kubectl', 'apiserver-upgrade', 'get', name]);
+  assert.equal(got.code, 0, got.stderr);
+  process.stderr.write(`[release] kubectl apiserver-upgrade get (the krew-installed plugin), ${((Date.now() - t0) / 1000).toFixed(1)} s into this test:\n${got.stdout}\n`);
+  assert.match(got.stdout, new RegExp(name));
+  assert.match(got.stdout, /v1\.36\.3/);
+  const version = await runOk('env', [`PATH=${path}`, 'kubectl', 'apiserver-upgrade', 'version']);
+  assert.match(version, new RegExp(`^kubectl-apiserver_upgrade ${VERSION.replace(/\./g, '\\.')} `), 'the installed plugin is the release\'s');
 });
