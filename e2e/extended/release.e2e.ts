@@ -11,7 +11,7 @@
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { delimiter, dirname, join } from 'node:path';
 import { parse, parseAllDocuments, stringify } from 'yaml';
@@ -66,11 +66,12 @@ test('npm run release into a registry: image and OCI chart under the printed dig
   assert.equal(inspected.Digest, r.image.digest, 'skopeo inspect: the digest the release printed');
   assert.deepEqual([inspected.Os, inspected.Architecture, inspected.Layers.length], ['linux', 'amd64', 1]);
   const config = JSON.parse(await runOk('skopeo', ['inspect', '--tls-verify=false', '--config', `docker://${r.image.reference}`])) as { config: { User?: string; Entrypoint?: string[]; Cmd?: string[] } };
-  assert.equal(config.config.User, '1000', 'the image runs as its non-root user by number (runAsNonRoot can verify it)');
+  assert.equal(config.config.User, '1000:1000', 'the image runs as its non-root user by number (runAsNonRoot can verify it)');
   assert.match([...(config.config.Entrypoint ?? []), ...(config.config.Cmd ?? [])].join(' '), /dist\/main\.js/, 'it starts the compiled operator');
 
   // The chart as a user pulls it: version, appVersion, and the defaults name the published image only.
   const helm = await binary('helm', HELM_VERSION);
+  mkdirSync(pulled, { recursive: true });
   await runOk(helm, ['pull', r.names.chartInstallRef, '--version', VERSION, '--plain-http', '--destination', pulled]);
   assert.equal(sha256(join(pulled, r.names.chartFile)), sha256(join(out, r.names.chartFile)), 'the registry serves the packaged chart, byte for byte');
   const chart = parse(await runOk(helm, ['show', 'chart', join(pulled, r.names.chartFile)])) as { version: string; appVersion: string };
@@ -92,10 +93,15 @@ test('npm run release into a registry: image and OCI chart under the printed dig
   const sbom = JSON.parse(readFileSync(join(out, r.names.sbomFile), 'utf8')) as { spdxVersion: string; name?: string; packages: { name: string; versionInfo?: string }[] };
   assert.match(sbom.spdxVersion, /^SPDX-2\./);
   process.stderr.write(`[release] SBOM ${sbom.name ?? ''}: ${sbom.packages.length} packages\n`);
+  // The image holds the production dependencies only (npm ci --omit=dev): each at its locked version, no dev tool.
   const lock = JSON.parse(readFileSync(join(REPO, 'package-lock.json'), 'utf8')) as { packages: Record<string, { version: string }> };
-  for (const dep of ['prom-client', 'winston', 'yaml', '@kubernetes/client-node']) {
+  const pkg = JSON.parse(readFileSync(join(REPO, 'package.json'), 'utf8')) as { dependencies: Record<string, string>; devDependencies: Record<string, string> };
+  for (const dep of Object.keys(pkg.dependencies)) {
     const want = lock.packages[`node_modules/${dep}`]!.version;
     assert.ok(sbom.packages.some((p) => p.name === dep && p.versionInfo === want), `the SBOM lists ${dep} ${want}`);
+  }
+  for (const dev of ['typescript', 'eslint', '@kubernetes/client-node', 'fast-check']) {
+    assert.ok(pkg.devDependencies[dev] !== undefined && !sbom.packages.some((p) => p.name === dev), `no devDependency in the image: ${dev}`);
   }
   const krew = parse(readFileSync(join(out, r.names.krewManifestFile), 'utf8')) as { spec: { version: string; platforms: { uri: string; sha256: string }[] } };
   assert.equal(krew.spec.version, `v${VERSION}`);
@@ -114,9 +120,10 @@ test('krew install --manifest=<generated> --archive=<generated> installs a plugi
   cluster = await Cluster.start({ servers: 1, verbose: true });
   const c = cluster;
   const kubectl = tool('kubectl');
-  // The CRD as the released chart carries it (helm installs crds/ before anything else).
-  await runOk('tar', ['-xzf', join(pulled, r.names.chartFile), '-C', pulled]);
-  const crdDir = join(pulled, 'apiserver-upgrade-operator', 'crds');
+  // The CRD as the released chart in the registry carries it (helm installs crds/ before anything else).
+  const chartDir = join(work, 'chart');
+  await runOk(await binary('helm', HELM_VERSION), ['pull', r.names.chartInstallRef, '--version', VERSION, '--plain-http', '--untar', '--destination', chartDir]);
+  const crdDir = join(chartDir, 'apiserver-upgrade-operator', 'crds');
   for (const f of readdirSync(crdDir)) await runOk(kubectl, ['--kubeconfig', c.kubeconfig, 'apply', '--server-side', '-f', join(crdDir, f)]);
   await runOk(kubectl, ['--kubeconfig', c.kubeconfig, 'wait', '--for=condition=Established', '--timeout=60s', 'crd/apiserverupgrades.upgrade.apiserver.dev']);
   // The quickstart's upgrade, as written: paused, so nothing acts on it.
@@ -129,8 +136,11 @@ test('krew install --manifest=<generated> --archive=<generated> installs a plugi
   const krew = await binary('krew', RELEASE_TOOLS.krew.version);
   const krewRoot = join(work, 'krew');
   // KREW_NO_UPGRADE_CHECK: no index, no network; the generated manifest and archive are all krew reads.
-  const installed = await runOk('env', [`KREW_ROOT=${krewRoot}`, 'KREW_NO_UPGRADE_CHECK=1', krew, 'install', `--manifest=${join(out, r.names.krewManifestFile)}`, `--archive=${join(out, r.names.archiveFile)}`]);
-  process.stderr.write(`[release] krew install:\n${installed}\n`);
+  const k = await run('env', [`KREW_ROOT=${krewRoot}`, 'KREW_NO_UPGRADE_CHECK=1', krew, 'install', `--manifest=${join(out, r.names.krewManifestFile)}`, `--archive=${join(out, r.names.archiveFile)}`]);
+  // krew reports on stderr.
+  const installed = `${k.stdout}${k.stderr}`;
+  process.stderr.write(`[release] krew install -> ${k.code}:\n${installed}\n`);
+  assert.equal(k.code, 0);
   assert.match(installed, /Installed plugin: apiserver-upgrade/);
   const receipt = parse(readFileSync(join(krewRoot, 'receipts', 'apiserver-upgrade.yaml'), 'utf8')) as { spec: { version: string } };
   assert.equal(receipt.spec.version, `v${VERSION}`, 'krew recorded the released version');
@@ -142,5 +152,5 @@ test('krew install --manifest=<generated> --archive=<generated> installs a plugi
   assert.match(got.stdout, new RegExp(name));
   assert.match(got.stdout, /v1\.36\.3/);
   const version = await runOk('env', [`PATH=${path}`, 'kubectl', 'apiserver-upgrade', 'version']);
-  assert.match(version, new RegExp(`^kubectl-apiserver_upgrade ${VERSION.replace(/\./g, '\\.')} `), 'the installed plugin is the release\'s');
+  assert.match(version, new RegExp(`^kubectl-apiserver_upgrade v${VERSION.replace(/\./g, '\\.')} `), 'the installed plugin is the release\'s');
 });
