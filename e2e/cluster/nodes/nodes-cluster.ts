@@ -201,6 +201,8 @@ export class NodesCluster {
       log(`ready: ${n} nodes behind ${lbUrl} (${JSON.stringify(c.timings)})`);
       return c;
     } catch (err) {
+      // The caller never gets the cluster, so teardown cannot keep the logs: keep them here (a node that never got ready).
+      await keepLogs(dir, runId);
       unregisterTeardown(runId);
       destroySync(state);
       throw err;
@@ -378,16 +380,20 @@ export class NodesCluster {
   async teardown(): Promise<void> {
     if (this.tornDown) return;
     this.tornDown = true;
-    const artifacts = process.env.AUO_E2E_ARTIFACTS;
-    if (artifacts) {
-      const { cp } = await import('node:fs/promises');
-      await mkdir(join(artifacts, this.runId), { recursive: true });
-      for (const f of await readdir(this.dir)) if (f.endsWith('.log')) await cp(join(this.dir, f), join(artifacts, this.runId, f)).catch(() => undefined);
-    }
+    await keepLogs(this.dir, this.runId);
     unregisterTeardown(this.runId);
     destroySync(this.state);
     await Promise.all([this.etcd?.kill(), this.haproxy?.kill(), ...this.slots.flatMap((s) => [s.kubeProxy?.kill(), s.kubelet?.kill(), s.containerd?.kill()])]);
   }
+}
+
+/** Copies a cluster's logs to $AUO_E2E_ARTIFACTS/<runId>/ when that is set (CI keeps them). */
+async function keepLogs(dir: string, runId: string): Promise<void> {
+  const artifacts = process.env.AUO_E2E_ARTIFACTS;
+  if (!artifacts) return;
+  const { cp } = await import('node:fs/promises');
+  await mkdir(join(artifacts, runId), { recursive: true });
+  for (const f of await readdir(dir).catch(() => [])) if (f.endsWith('.log')) await cp(join(dir, f), join(artifacts, runId, f)).catch(() => undefined);
 }
 
 /**
