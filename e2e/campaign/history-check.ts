@@ -14,6 +14,14 @@ export interface DriverOp {
   end?: number;
   /** Whether it brought the server back at its goal. */
   landed: boolean;
+  /** The goal runs with --emulated-version (TwoPhase phase one): the target's API is not served yet. */
+  emulated?: boolean;
+}
+
+/** A span of time, ms. */
+export interface Span {
+  from: number;
+  to: number;
 }
 
 /** A server's state from the harness's process records: from `t` on, until the next record of that server. */
@@ -67,6 +75,10 @@ export interface History {
   servers: ServerRecord[];
   statuses: StatusSnapshot[];
   breaches: BreachWindow[];
+  /** Servers the harness itself took down (a fault), and when: the batch bound counts the operator's doing only. */
+  faultDown?: (Span & { server: string })[];
+  /** When no operator replica led (its leader killed, none started yet): nothing can act on a breach then. */
+  operatorBlind?: Span[];
   /** When the last fault healed; from then on the upgrade must come to rest. */
   healedAt: number;
   /** When the history was closed (the upgrade's window ended). */
@@ -97,6 +109,7 @@ export interface Verdict {
 }
 
 const PAUSED = 'Paused';
+const ACTIVE = new Set(['EnablingProxy', 'Upgrading']);
 const TERMINAL = new Set(['Succeeded', 'RolledBack', 'Failed']);
 
 /** Each key carried out at most once: a repeated call with the same key must not replace the server again. */
@@ -155,11 +168,12 @@ function terminalMatchesFleet(h: History): Violation[] {
   return [{ rule: 'TerminalMatchesFleet', t: end.t, message: `${end.phase}, yet ${what} (want every server up on ${want}, no emulation)` }];
 }
 
-/** Never more servers down at once than the batch allows. */
+/** Never more servers down at once than the batch allows (a server a fault took down is the harness's doing, not counted). */
 function downWithinBatch(h: History): Violation[] {
   const times = [...new Set(h.servers.map((r) => r.t))].sort((a, b) => a - b);
+  const byFault = (server: string, t: number): boolean => (h.faultDown ?? []).some((f) => f.server === server && f.from <= t && t <= f.to);
   for (const t of times) {
-    const down = [...fleetAt(h, t).values()].filter((r) => !r.up).map((r) => r.server);
+    const down = [...fleetAt(h, t).values()].filter((r) => !r.up && !byFault(r.server, t)).map((r) => r.server);
     if (down.length > h.spec.batchSize) return [{ rule: 'DownWithinBatch', t, message: `${down.length} servers down at once (${down.join(', ')}), batch size ${h.spec.batchSize}` }];
   }
   return [];
@@ -177,10 +191,14 @@ function breachActedOn(h: History): { violations: Violation[]; reactions: number
   for (const b of h.breaches) {
     if (b.to - b.from <= bound) continue;
     // Already stopped when the breach began: nothing to act on.
+    // Only an upgrade that replaces servers judges breaches (preflight holds on an unhealthy fleet instead).
     const before = statuses.filter((s) => s.t <= b.from).at(-1);
-    if (before && (before.phase === PAUSED || before.phase === 'RollingBack' || TERMINAL.has(before.phase))) continue;
+    if (!before || !ACTIVE.has(before.phase)) continue;
     const acted = statuses.find((s) => s.t >= b.from && (s.phase === PAUSED || s.phase === 'RollingBack' || TERMINAL.has(s.phase)));
-    const limit = b.from + bound + h.spec.intervalMs;
+    // A breach seen while no replica led: the bound runs from when one leads again.
+    const blindEnd = Math.max(b.from, ...(h.operatorBlind ?? []).filter((x) => x.from <= b.from + bound + h.spec.intervalMs && x.to >= b.from).map((x) => x.to));
+    if (b.to - blindEnd <= bound) continue;
+    const limit = blindEnd + bound + h.spec.intervalMs;
     if (acted && acted.t <= limit) {
       reactions.push(acted.t - b.from);
       continue;
@@ -206,12 +224,22 @@ function comesToRest(h: History): Violation[] {
   return [];
 }
 
-/** After the first batch converged, the client never sees a 404 for a resource only the target serves. */
+/**
+ * After the first batch converged, the client never sees a 404 for a resource only the target serves, until a
+ * rollback begins (it takes the resource away on purpose). The first batch is the first to put a server on the
+ * target's API: a batch finished after the first Upgrade without emulation landed (not EnablingProxy's, not
+ * TwoPhase's phase one).
+ */
 function no404AfterConvergence(h: History): Violation[] {
-  const converged = [...h.statuses].sort((a, b) => a.t - b.t).find((s) => s.finishedBatches?.includes(1));
+  const statuses = [...h.statuses].sort((a, b) => a.t - b.t);
+  const landed = h.ops.filter((o) => o.action === 'Upgrade' && o.landed && !o.emulated && o.end !== undefined).map((o) => o.end!).sort((a, b) => a - b)[0];
+  if (landed === undefined) return [];
+  const finishedBefore = statuses.filter((s) => s.t < landed).at(-1)?.finishedBatches?.length ?? 0;
+  const converged = statuses.find((s) => s.t >= landed && s.phase === 'Upgrading' && (s.finishedBatches?.length ?? 0) > finishedBefore);
   if (!converged) return [];
+  const rollback = Math.min(...statuses.filter((s) => s.phase === 'RollingBack' || s.phase === 'RolledBack').map((s) => s.t), ...h.ops.filter((o) => o.action === 'Rollback').map((o) => o.start));
   const only = new Set(h.spec.targetOnlyResources);
-  const bad = h.client.filter((a) => a.t > converged.t && a.code === 404 && only.has(a.resource));
+  const bad = h.client.filter((a) => a.t > converged.t && a.t < rollback && a.code === 404 && only.has(a.resource));
   return bad.length ? [{ rule: 'No404AfterConvergence', t: bad[0]!.t, message: `${bad.length} 404 answer(s) for ${[...new Set(bad.map((a) => a.resource))].join(', ')} after batch 1 converged at ${converged.t}` }] : [];
 }
 

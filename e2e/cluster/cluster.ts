@@ -333,6 +333,12 @@ export class Cluster {
     this.log(`${this.slots[i]!.info.name} killed`);
   }
 
+  /** Sends a signal to server i's process group (SIGSTOP/SIGCONT: a hung server, as the fault campaign injects). */
+  signal(i: number, sig: NodeJS.Signals): void {
+    this.slots[i]!.proc?.signalGroup(sig);
+    this.log(`${this.slots[i]!.info.name} sent ${sig}`);
+  }
+
   /**
    * Replaces server i in place: check that the new version's binary exists and starts (else throw, touching
    * nothing), drain it at the balancer, graceful stop, start with the new version/gates/flags (same hostname

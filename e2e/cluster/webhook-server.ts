@@ -62,12 +62,15 @@ export class ReplaceWebhook {
   readonly describes = new Map<string, number>();
   /** Answer Describe with this status and no flags instead (a hook without Describe answers 404). */
   describeStatus: number | undefined;
+  /** Handle each request, then cut the connection instead of answering (a fault campaign's lost answers). */
+  loseAnswers = false;
   /** Everything the hook did, in order. */
   readonly log: HookLogEntry[] = [];
   readonly logPath: string;
   private readonly server: Server;
   private chain: Promise<void> = Promise.resolve();
   private readonly holds = new Map<string, number>();
+  private failing = 0;
 
   private constructor(server: Server, url: string, caBundle: string, logPath: string) {
     this.server = server;
@@ -86,6 +89,11 @@ export class ReplaceWebhook {
       req.on('data', (c: string) => (body += c));
       req.on('end', () => {
         void ref.hook!.handle(cluster, req.method, req.headers['idempotency-key'], body).then(({ status, body: obj, headers }) => {
+          // The call was handled (maybe taken); its answer is lost on the way back.
+          if (ref.hook!.loseAnswers) {
+            req.socket.destroy();
+            return;
+          }
           res.writeHead(status, { 'Content-Type': 'application/json', ...headers });
           res.end(JSON.stringify(obj));
         });
@@ -164,6 +172,14 @@ export class ReplaceWebhook {
         await new Promise((r) => setTimeout(r, hold));
       }
       const before = cluster.server(index);
+      if (this.failing > 0) {
+        // A platform that took the call and then reported it failed, leaving the server as it was.
+        this.failing--;
+        call.outcome = 'failed';
+        call.error = 'injected failure: the replacement was accepted and failed, the server left as it was';
+        this.record({ ...what, event: 'failed', detail: call.error });
+        return;
+      }
       call.from = { version: before.config.version, proxyGate: before.proxyGate };
       call.outcome = 'running';
       call.startedAt = Date.now();
@@ -211,6 +227,16 @@ export class ReplaceWebhook {
    */
   holdBeforeStart(hostname: string, ms: number): void {
     this.holds.set(hostname, ms);
+  }
+
+  /** The next accepted replacement (of any server) is answered 202 and then fails without touching the server. */
+  failNext(): void {
+    this.failing++;
+  }
+
+  /** Cancels failNext() calls not yet used. */
+  clearFailures(): void {
+    this.failing = 0;
   }
 
   /** Waits for replacements in flight. */

@@ -1,0 +1,87 @@
+// npm run campaign -- --seed S --upgrades N [--mode process] [--driver webhook] [--replay FILE] [--out DIR]
+// Runs N upgrades under randomized faults drawn from the seed (process mode, webhook driver), checks each history,
+// prints one line per upgrade and a summary table; on a violation it writes the schedule as a replay file.
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { parseArgs } from 'node:util';
+import { percentiles } from './history-check.ts';
+import { line, runUpgrade, type UpgradeResult } from './run-upgrade.ts';
+import { drawUpgrade, parseSchedule, type Schedule } from './schedule.ts';
+
+const { values } = parseArgs({
+  options: {
+    seed: { type: 'string' },
+    upgrades: { type: 'string', default: '1' },
+    mode: { type: 'string', default: 'process' },
+    driver: { type: 'string', default: 'webhook' },
+    replay: { type: 'string' },
+    out: { type: 'string', default: 'campaign-out' },
+    'stop-by': { type: 'string' },
+  },
+});
+
+if (values.mode !== 'process' || values.driver !== 'webhook') {
+  process.stderr.write(`--mode ${values.mode} --driver ${values.driver}: only --mode process --driver webhook is built so far (nodes mode and the staticPod driver are not)\n`);
+  process.exit(2);
+}
+const seed = values.seed !== undefined ? Number(values.seed) : Math.floor(Math.random() * 2 ** 31);
+if (!Number.isInteger(seed) || seed < 0) {
+  process.stderr.write('--seed must be a non-negative integer\n');
+  process.exit(2);
+}
+const count = Number(values.upgrades);
+if (!Number.isInteger(count) || count < 1 || count > 500) {
+  process.stderr.write('--upgrades must be an integer from 1 to 500\n');
+  process.exit(2);
+}
+// Do not start an upgrade whose window would end after this time (ISO or HH:MM UTC).
+const stopBy = values['stop-by'] ? (values['stop-by'].includes('T') ? Date.parse(values['stop-by']) : Date.parse(`${new Date().toISOString().slice(0, 10)}T${values['stop-by']}:00Z`)) : Infinity;
+const out = resolve(values.out);
+mkdirSync(out, { recursive: true });
+
+const schedules: Schedule[] = values.replay ? [parseSchedule(readFileSync(values.replay, 'utf8'))] : Array.from({ length: count }, (_, i) => drawUpgrade(seed, i));
+process.stdout.write(values.replay ? `campaign: replaying ${values.replay}\n` : `campaign: seed ${seed}, ${count} upgrade(s), process mode, webhook driver; output in ${out}\n`);
+
+
+const results: UpgradeResult[] = [];
+const t0 = Date.now();
+for (const s of schedules) {
+  if (Date.now() + s.windowMs + 60_000 > stopBy) {
+    process.stdout.write(`#${s.index}: not started (its window would end after --stop-by)\n`);
+    break;
+  }
+  const r = await runUpgrade(s, (m) => process.stderr.write(`${m}\n`));
+  results.push(r);
+  process.stdout.write(`${line(r)}\n`);
+  writeFileSync(join(out, `history-${s.seed}-${s.index}.json`), JSON.stringify(r, null, 1));
+  if (r.verdict.violations.length > 0) {
+    const file = join(out, `replay-${s.seed}-${s.index}.json`);
+    writeFileSync(file, JSON.stringify(s, null, 2));
+    process.stdout.write(`  replay: npm run campaign -- --replay ${file}\n`);
+  }
+}
+
+// The summary table.
+const byOutcome = new Map<string, number>();
+for (const r of results) byOutcome.set(r.outcome, (byOutcome.get(r.outcome) ?? 0) + 1);
+const byRule = new Map<string, number>();
+for (const r of results) for (const v of r.verdict.violations) byRule.set(v.rule, (byRule.get(v.rule) ?? 0) + 1);
+const reactions = percentiles(results.flatMap((r) => r.verdict.breachReactionMs));
+const takeover = percentiles(results.flatMap((r) => r.takeoverMs));
+const faults = new Map<string, number>();
+for (const r of results) for (const f of r.schedule.faults) faults.set(f.kind, (faults.get(f.kind) ?? 0) + 1);
+const fmt = (p: ReturnType<typeof percentiles>): string => (p ? `p50 ${(p.p50 / 1000).toFixed(1)} s, p95 ${(p.p95 / 1000).toFixed(1)} s, max ${(p.max / 1000).toFixed(1)} s` : 'none measured');
+const rows: [string, string][] = [
+  ['seed', values.replay ? `replay of ${values.replay}` : String(seed)],
+  ['upgrades run', String(results.length)],
+  ['time', `${((Date.now() - t0) / 60_000).toFixed(1)} min`],
+  ['outcomes', [...byOutcome].map(([k, v]) => `${k} ${v}`).join(', ')],
+  ['faults injected', [...faults].map(([k, v]) => `${k} ${v}`).join(', ')],
+  ['upgrades with a violation', String(results.filter((r) => r.verdict.violations.length > 0).length)],
+  ['violations by rule', byRule.size ? [...byRule].map(([k, v]) => `${k} ${v}`).join(', ') : 'none'],
+  ['harness errors', String(results.filter((r) => r.harnessError).length)],
+  ['breach -> pause/rollback', fmt(reactions)],
+  ['leader SIGKILL -> standby leading', fmt(takeover)],
+];
+process.stdout.write(`\n| | |\n| --- | --- |\n${rows.map(([k, v]) => `| ${k} | ${v} |`).join('\n')}\n`);
+process.exitCode = results.some((r) => r.verdict.violations.length > 0) ? 1 : 0;

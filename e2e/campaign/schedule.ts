@@ -1,0 +1,126 @@
+// What one upgrade of the fault campaign runs (issue 26), drawn from a seed: the spec and the fault schedule.
+// Pure and deterministic (a small seeded PRNG, mulberry32), so a seed or a replay file gives the same upgrade again;
+// test/campaign/schedule.test.ts checks that, and that every fault heals before the upgrade's window ends.
+
+/** mulberry32: 32-bit state, good enough to spread draws; the same seed always yields the same sequence. */
+export function prng(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+export interface UpgradeSpecDraw {
+  batchSize: 1 | 2;
+  soakSeconds: number;
+  failureLimit: number;
+  intervalSeconds: number;
+  onBreach: 'Pause' | 'Rollback';
+  twoPhase: boolean;
+  /** The proxy gate on the servers at the start: on, or off (the operator turns it on first: EnablingProxy). */
+  gate: boolean;
+}
+
+export const FAULT_KINDS = [
+  'apiserver-kill', 'apiserver-stop', 'apiserver-restart-old', 'apiserver-restart-new',
+  'operator-leader-kill', 'operator-both-kill', 'operator-late-standby',
+  'hook-slow', 'hook-refuse', 'hook-fail', 'hook-lose',
+  'client-errors', 'spec-edit', 'pause', 'resume', 'abort',
+] as const;
+export type FaultKind = (typeof FAULT_KINDS)[number];
+
+export interface Fault {
+  kind: FaultKind;
+  /** When it is injected, ms after the upgrade was created. */
+  atMs: number;
+  /** How long it lasts before it heals (a one-shot fault: 0). */
+  durationMs: number;
+  /** The server it hits (index), for apiserver faults. */
+  server?: number;
+}
+
+export interface Schedule {
+  seed: number;
+  index: number;
+  spec: UpgradeSpecDraw;
+  faults: Fault[];
+  /** The upgrade's window from its creation: every fault heals well before it ends. */
+  windowMs: number;
+}
+
+/** Relative weights: the apiserver and operator faults are what the campaign is for; an abort ends the upgrade early. */
+const WEIGHTS: Record<FaultKind, number> = {
+  'apiserver-kill': 4, 'apiserver-stop': 3, 'apiserver-restart-old': 2, 'apiserver-restart-new': 2,
+  'operator-leader-kill': 3, 'operator-both-kill': 2, 'operator-late-standby': 2,
+  'hook-slow': 2, 'hook-refuse': 2, 'hook-fail': 2, 'hook-lose': 2,
+  'client-errors': 2, 'spec-edit': 2, 'pause': 2, 'resume': 1, 'abort': 1,
+};
+
+const ONE_SHOT = new Set<FaultKind>(['apiserver-restart-old', 'apiserver-restart-new', 'operator-late-standby', 'hook-fail', 'spec-edit', 'resume', 'abort']);
+
+/** The seed of upgrade `index` of a campaign: distinct per index, stable across runs. */
+export function upgradeSeed(seed: number, index: number): number {
+  return (Math.imul(seed >>> 0, 0x9e3779b1) + Math.imul(index + 1, 0x85ebca6b)) >>> 0;
+}
+
+/** Upgrade `index` of the campaign seeded `seed`. */
+export function drawUpgrade(seed: number, index: number): Schedule {
+  const r = prng(upgradeSeed(seed, index));
+  const int = (lo: number, hi: number): number => lo + Math.floor(r() * (hi - lo + 1));
+  const pick = <T>(xs: readonly T[]): T => xs[Math.floor(r() * xs.length)]!;
+  const spec: UpgradeSpecDraw = {
+    batchSize: r() < 0.7 ? 1 : 2,
+    soakSeconds: int(2, 8),
+    failureLimit: int(2, 4),
+    intervalSeconds: pick([2, 3]),
+    onBreach: r() < 0.5 ? 'Pause' : 'Rollback',
+    twoPhase: r() < 0.25,
+    gate: r() < 0.75,
+  };
+  // Active phases: ~60 s per 3 replacements on this machine, more when the gate is turned on first or in two phases.
+  const activeMs = 70_000 + (spec.gate ? 0 : 60_000) + (spec.twoPhase ? 70_000 : 0);
+  const total = Object.values(WEIGHTS).reduce((a, b) => a + b, 0);
+  const drawKind = (): FaultKind => {
+    let x = r() * total;
+    for (const k of FAULT_KINDS) {
+      x -= WEIGHTS[k];
+      if (x < 0) return k;
+    }
+    return FAULT_KINDS[0];
+  };
+  const faults: Fault[] = [];
+  const n = int(1, 3);
+  for (let i = 0; i < n; i++) {
+    const kind = drawKind();
+    const atMs = int(3, Math.floor(activeMs / 1000)) * 1000;
+    const durationMs = ONE_SHOT.has(kind) ? 0 : int(3, 25) * 1000;
+    faults.push({ kind, atMs, durationMs, ...(kind.startsWith('apiserver-') ? { server: int(0, 2) } : {}) });
+  }
+  faults.sort((a, b) => a.atMs - b.atMs);
+  const lastHeal = Math.max(...faults.map((f) => f.atMs + f.durationMs));
+  // After the last heal: room for the rest of the upgrade (or its rollback) to run.
+  return { seed, index, spec, faults, windowMs: lastHeal + activeMs + 90_000 };
+}
+
+/** One line naming the spec, for the campaign's output. */
+export function describeSpec(s: UpgradeSpecDraw): string {
+  return `batch=${s.batchSize} soak=${s.soakSeconds}s limit=${s.failureLimit}x${s.intervalSeconds}s onBreach=${s.onBreach} ${s.twoPhase ? 'TwoPhase' : 'OnePhase'} gate=${s.gate ? 'on' : 'off'}`;
+}
+
+export function describeFault(f: Fault): string {
+  const where = f.server === undefined ? '' : ` cp-${f.server + 1}`;
+  return `${f.kind}${where}@${Math.round(f.atMs / 1000)}s${f.durationMs ? `/${Math.round(f.durationMs / 1000)}s` : ''}`;
+}
+
+/** A replay file's content, checked: what --replay reads back (it is a file a person may have edited). */
+export function parseSchedule(text: string): Schedule {
+  const v = JSON.parse(text) as Partial<Schedule>;
+  const ok = typeof v.seed === 'number' && typeof v.index === 'number' && typeof v.windowMs === 'number' && v.spec !== undefined && Array.isArray(v.faults)
+    && v.faults.every((f) => (FAULT_KINDS as readonly string[]).includes(f.kind) && Number.isFinite(f.atMs) && Number.isFinite(f.durationMs) && (f.server === undefined || [0, 1, 2].includes(f.server)));
+  if (!ok) throw new Error('not a campaign schedule: want {seed, index, spec, faults: [{kind, atMs, durationMs, server?}], windowMs}');
+  return v as Schedule;
+}
