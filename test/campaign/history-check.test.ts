@@ -120,3 +120,37 @@ test('percentiles of the breach reaction times', () => {
   assert.equal(percentiles([]), undefined);
   assert.deepEqual(percentiles([30, 10, 20, 40]), { p50: 20, p95: 40, max: 40 });
 });
+
+test('DownWithinBatch: a server a fault took down is not the operator\'s doing', () => {
+  const h = clean();
+  h.servers.push({ t: 12_000, server: 'cp-2', up: false, version: OLD }, { t: 14_000, server: 'cp-2', up: true, version: OLD });
+  h.faultDown = [{ server: 'cp-2', from: 11_500, to: 14_500 }];
+  assert.deepEqual(rules(h), []);
+  h.faultDown = [{ server: 'cp-3', from: 11_500, to: 14_500 }];
+  assert.deepEqual(rules(h), ['DownWithinBatch']);
+});
+
+test('BreachActedOn: the bound runs from when a replica leads again; a breach during preflight is not judged', () => {
+  const h = clean();
+  h.breaches = [{ from: 40_000, to: 120_000 }];
+  h.statuses = [{ t: 1_000, phase: 'Upgrading' }, { t: 35_000, phase: 'Upgrading', finishedBatches: [1] }, { t: 95_000, phase: 'Paused', pauseReason: 'AnalysisBreach', pauseMessage: 'x' }];
+  assert.ok(rules(h).includes('BreachActedOn'), 'no leader gap: 95 s is past 40 + 30 + 10');
+  h.operatorBlind = [{ from: 39_000, to: 60_000 }];
+  assert.ok(!rules(h).includes('BreachActedOn'), 'no leader until 60 s: bound 60 + 30 + 10 = 100 s');
+  h.statuses[2] = { ...h.statuses[2]!, t: 101_000 };
+  assert.ok(rules(h).includes('BreachActedOn'));
+  h.statuses = [{ t: 1_000, phase: 'Preflight' }, { t: 150_000, phase: 'Upgrading' }, { t: 200_000, phase: 'Succeeded' }];
+  assert.ok(!rules(h).includes('BreachActedOn'), 'preflight waits for a healthy fleet instead');
+});
+
+test('No404AfterConvergence: judged from the first batch on the target\'s API, until a rollback begins', () => {
+  const h = clean();
+  // TwoPhase phase one: the emulating servers do not serve the target's API yet.
+  h.ops = h.ops.map((o) => ({ ...o, emulated: true }));
+  h.client.push({ t: 50_000, resource: 'admissionregistration.k8s.io/v1/mutatingadmissionpolicies', code: 404 });
+  assert.deepEqual(rules(h), []);
+  const r = clean();
+  r.client.push({ t: 50_000, resource: 'admissionregistration.k8s.io/v1/mutatingadmissionpolicies', code: 404 });
+  r.statuses.splice(2, 0, { t: 45_000, phase: 'RollingBack' });
+  assert.deepEqual(rules(r).filter((x) => x === 'No404AfterConvergence'), [], 'a rollback takes the resource away on purpose');
+});
