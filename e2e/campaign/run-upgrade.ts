@@ -4,12 +4,14 @@
 // judged by the offline checker.
 import { NEW_VERSION, OLD_VERSION, sleep } from '../cluster/index.ts';
 import { freePort } from '../cluster/cluster.ts';
-import { createUpgrade, getUpgrade, startOperator, type OperatorProcess } from '../support/operator.ts';
+import { createUpgrade, startOperator, type OperatorProcess } from '../support/operator.ts';
 import { startRig, upgradeManifest, NEW_ONLY, type Rig } from '../support/rig.ts';
 import { ReadWriteTraffic } from '../support/rw-traffic.ts';
 import { ABORT_ANNOTATION, RESUME_ANNOTATION } from '../../src/api/vocabulary.ts';
 import { checkHistory, type DriverOp, type History, type ServerRecord, type Span, type StatusSnapshot, type Verdict } from './history-check.ts';
 import { HookDoor } from './hook-door.ts';
+import { StatusWatch } from './status-watch.ts';
+import type { ApiServerUpgrade } from '../../src/api/types.generated.ts';
 import { describeFault, describeSpec, type Fault, type Schedule } from './schedule.ts';
 
 const UPGRADES = '/apis/upgrade.apiserver.dev/v1alpha1/apiserverupgrades';
@@ -41,10 +43,12 @@ class Recorder {
   private running = true;
   private readonly loops: Promise<void>[];
   private readonly rig: Rig;
+  private readonly watch: StatusWatch;
 
   constructor(rig: Rig) {
     this.rig = rig;
-    this.loops = [this.serverLoop(), this.statusLoop()];
+    this.loops = [this.serverLoop()];
+    this.watch = new StatusWatch(rig.cluster, NAME, (u, at) => this.take(u, at));
   }
 
   private sampleServers(): void {
@@ -66,25 +70,21 @@ class Recorder {
     }
   }
 
-  private async statusLoop(): Promise<void> {
-    while (this.running) {
-      const u = await getUpgrade(this.rig.cluster, NAME);
-      const st = u?.status;
-      if (st?.phase) {
-        const snap: StatusSnapshot = {
-          t: Date.now(), phase: st.phase,
-          ...(st.pause?.reason ? { pauseReason: st.pause.reason } : {}),
-          ...(st.pause?.message ? { pauseMessage: st.pause.message } : {}),
-          targetStorageKnown: (st.plan?.targetStorage?.length ?? 0) > 0,
-          finishedBatches: (st.batch?.history ?? []).map((b) => b.index),
-        };
-        const key = JSON.stringify({ ...snap, t: 0 });
-        if (key !== this.lastStatus) {
-          this.lastStatus = key;
-          this.statuses.push(snap);
-        }
-      }
-      await sleep(300);
+  /** Keeps a snapshot of the object's status when it differs from the last one kept. */
+  private take(u: ApiServerUpgrade, at: number): void {
+    const st = u.status;
+    if (!st?.phase) return;
+    const snap: StatusSnapshot = {
+      t: at, phase: st.phase,
+      ...(st.pause?.reason ? { pauseReason: st.pause.reason } : {}),
+      ...(st.pause?.message ? { pauseMessage: st.pause.message } : {}),
+      targetStorageKnown: (st.plan?.targetStorage?.length ?? 0) > 0,
+      finishedBatches: (st.batch?.history ?? []).map((b) => b.index),
+    };
+    const key = JSON.stringify({ ...snap, t: 0 });
+    if (key !== this.lastStatus) {
+      this.lastStatus = key;
+      this.statuses.push(snap);
     }
   }
 
@@ -94,7 +94,7 @@ class Recorder {
 
   async stop(): Promise<void> {
     this.running = false;
-    await Promise.all(this.loops);
+    await Promise.all([...this.loops, this.watch.stop()]);
     this.sampleServers();
   }
 }
@@ -163,12 +163,18 @@ export async function runUpgrade(s: Schedule, log: (m: string) => void = () => u
     spec.driver.webhook.url = `https://127.0.0.1:${door.port}/replace`;
     await createUpgrade(cluster, manifest);
     createdAt = Date.now();
+    if (s.spec.standby) ops.push(await startOperator(cluster, { healthPort: await freePort() }));
     const recorder = rec;
     const doorRef = door;
 
     const busy = (i: number): boolean => [...hook.calls.values()].some((c) => c.hostname === cluster.server(i).hostname && (c.outcome === 'pending' || c.outcome === 'running'));
     /** The drawn server, or the next one not in a replacement (the harness never races the hook on one server). */
-    const free = (want: number): number | undefined => [0, 1, 2].map((k) => (want + k) % 3).find((i) => !busy(i));
+    const free = (f: Fault): number | undefined => {
+      const want = f.server ?? 0;
+      const i = [0, 1, 2].map((k) => (want + k) % 3).find((x) => !busy(x));
+      if (i !== undefined && i !== want) skipped.push(`${f.kind}: cp-${want + 1} in a replacement, hit cp-${i + 1}`);
+      return i;
+    };
     const newReplica = async (): Promise<OperatorProcess> => {
       const op = await startOperator(cluster, { healthPort: await freePort() });
       ops.push(op);
@@ -203,7 +209,7 @@ export async function runUpgrade(s: Schedule, log: (m: string) => void = () => u
       const heal = (): Promise<void> => sleep(f.durationMs);
       switch (f.kind) {
         case 'apiserver-kill': {
-          const i = free(f.server ?? 0);
+          const i = free(f);
           if (i === undefined) return void skipped.push(`${f.kind}: every server in a replacement`);
           const host = cluster.server(i).hostname;
           const from = Date.now();
@@ -217,7 +223,7 @@ export async function runUpgrade(s: Schedule, log: (m: string) => void = () => u
           return;
         }
         case 'apiserver-stop': {
-          const i = free(f.server ?? 0);
+          const i = free(f);
           if (i === undefined) return void skipped.push(`${f.kind}: every server in a replacement`);
           const from = Date.now();
           recorder.stopped.add(i);
@@ -230,7 +236,7 @@ export async function runUpgrade(s: Schedule, log: (m: string) => void = () => u
         }
         case 'apiserver-restart-old':
         case 'apiserver-restart-new': {
-          const i = free(f.server ?? 0);
+          const i = free(f);
           if (i === undefined) return void skipped.push(`${f.kind}: every server in a replacement`);
           await restartServer(i, f.kind === 'apiserver-restart-old' ? OLD_VERSION : NEW_VERSION);
           return;

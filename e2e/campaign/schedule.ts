@@ -23,6 +23,8 @@ export interface UpgradeSpecDraw {
   twoPhase: boolean;
   /** The proxy gate on the servers at the start: on, or off (the operator turns it on first: EnablingProxy). */
   gate: boolean;
+  /** A second operator replica from the start (a standby a leader kill hands over to). Drawn last: older seeds keep their draws. */
+  standby?: boolean;
 }
 
 export const FAULT_KINDS = [
@@ -101,6 +103,7 @@ export function drawUpgrade(seed: number, index: number): Schedule {
     faults.push({ kind, atMs, durationMs, ...(kind.startsWith('apiserver-') ? { server: int(0, 2) } : {}) });
   }
   faults.sort((a, b) => a.atMs - b.atMs);
+  spec.standby = r() < 0.5;
   const lastHeal = Math.max(...faults.map((f) => f.atMs + f.durationMs));
   // After the last heal: room for the rest of the upgrade (or its rollback) to run.
   return { seed, index, spec, faults, windowMs: lastHeal + activeMs + 90_000 };
@@ -108,7 +111,7 @@ export function drawUpgrade(seed: number, index: number): Schedule {
 
 /** One line naming the spec, for the campaign's output. */
 export function describeSpec(s: UpgradeSpecDraw): string {
-  return `batch=${s.batchSize} soak=${s.soakSeconds}s limit=${s.failureLimit}x${s.intervalSeconds}s onBreach=${s.onBreach} ${s.twoPhase ? 'TwoPhase' : 'OnePhase'} gate=${s.gate ? 'on' : 'off'}`;
+  return `batch=${s.batchSize} soak=${s.soakSeconds}s limit=${s.failureLimit}x${s.intervalSeconds}s onBreach=${s.onBreach} ${s.twoPhase ? 'TwoPhase' : 'OnePhase'} gate=${s.gate ? 'on' : 'off'}${s.standby ? ' +standby' : ''}`;
 }
 
 export function describeFault(f: Fault): string {
