@@ -144,6 +144,11 @@ export async function runUpgrade(s: Schedule, log: (m: string) => void = () => u
   let healedAt = 0;
   const rig = await startRig({ gate: s.spec.gate, healthPort: await freePort() });
   const ops: OperatorProcess[] = [rig.op];
+  // The cluster's own teardown runs on SIGINT/SIGTERM; the operator replicas are this run's children and go with it.
+  const killOps = (): void => {
+    for (const op of ops) op.child.kill('SIGKILL');
+  };
+  process.on('exit', killOps);
   let rw: ReadWriteTraffic | undefined;
   let door: HookDoor | undefined;
   let rec: Recorder | undefined;
@@ -332,6 +337,7 @@ export async function runUpgrade(s: Schedule, log: (m: string) => void = () => u
   await rec?.stop();
   await rw?.stop();
   await Promise.all(ops.map((op) => op.stop().catch(() => undefined)));
+  process.off('exit', killOps);
   const ops2 = driverOps(rig);
   const history: History = {
     spec: { fromVersion: OLD_VERSION, targetVersion: NEW_VERSION, batchSize: batchMax, failureLimit: s.spec.failureLimit, intervalMs: s.spec.intervalSeconds * 1000, targetOnlyResources: [NEW_ONLY] },
