@@ -23,6 +23,8 @@ export interface UpgradeResult {
   /** The last phase (and pause reason) seen. */
   outcome: string;
   durationMs: number;
+  /** When the upgrade object was created (epoch ms): the history's times are absolute, the output's relative to this. */
+  createdAt: number;
   verdict: Verdict;
   history: History;
   /** Faults that could not be injected as drawn (e.g. every server busy in a replacement), and why. */
@@ -362,6 +364,7 @@ export async function runUpgrade(s: Schedule, log: (m: string) => void = () => u
     schedule: s,
     outcome: last ? `${last.phase}${last.pauseReason ? `(${last.pauseReason})` : ''}` : 'none',
     durationMs: endedAt - t0,
+    createdAt,
     verdict, history, skipped, takeoverMs,
     ...(harnessError ? { harnessError } : {}),
   };
@@ -370,7 +373,9 @@ export async function runUpgrade(s: Schedule, log: (m: string) => void = () => u
 /** One line per upgrade: seed, spec, faults, outcome, verdict. */
 export function line(r: UpgradeResult): string {
   const s = r.schedule;
-  const verdict = r.harnessError ? `HARNESS-ERROR ${r.harnessError}` : r.verdict.violations.length === 0 ? 'ok' : `VIOLATION ${r.verdict.violations.map((v) => `${v.rule}: ${v.message}`).join('; ')}`;
+  // The checker speaks in epoch ms: shown as seconds after the upgrade was created.
+  const rel = (m: string): string => m.replace(/\b1\d{12}\b/g, (x) => `+${((Number(x) - r.createdAt) / 1000).toFixed(1)}s`);
+  const verdict = r.harnessError ? `HARNESS-ERROR ${r.harnessError}` : r.verdict.violations.length === 0 ? 'ok' : `VIOLATION ${r.verdict.violations.map((v) => `${v.rule}: ${rel(v.message)}`).join('; ')}`;
   const skipped = r.skipped.length ? ` skipped=[${r.skipped.join('; ')}]` : '';
   return `#${s.index} seed=${s.seed} ${describeSpec(s.spec)} faults=[${s.faults.map(describeFault).join(', ')}] outcome=${r.outcome} ${(r.durationMs / 1000).toFixed(0)}s${skipped} verdict=${verdict}`;
 }
