@@ -174,12 +174,19 @@ export async function runUpgrade(s: Schedule, log: (m: string) => void = () => u
     const recorder = rec;
     const doorRef = door;
 
+    /** Servers a fault is working on: one fault at a time per server (a kill's restart never races a binary restart). */
+    const held = new Set<number>();
+    const heldBy = new Map<Fault, number>();
     const busy = (i: number): boolean => [...hook.calls.values()].some((c) => c.hostname === cluster.server(i).hostname && (c.outcome === 'pending' || c.outcome === 'running'));
     /** The drawn server, or the next one not in a replacement (the harness never races the hook on one server). */
     const free = (f: Fault): number | undefined => {
       const want = f.server ?? 0;
-      const i = [0, 1, 2].map((k) => (want + k) % 3).find((x) => !busy(x));
-      if (i !== undefined && i !== want) skipped.push(`${f.kind}: cp-${want + 1} in a replacement, hit cp-${i + 1}`);
+      const i = [0, 1, 2].map((k) => (want + k) % 3).find((x) => !busy(x) && !held.has(x));
+      if (i !== undefined) {
+        held.add(i);
+        heldBy.set(f, i);
+      }
+      if (i !== undefined && i !== want) skipped.push(`${f.kind}: cp-${want + 1} busy, hit cp-${i + 1}`);
       return i;
     };
     const newReplica = async (): Promise<OperatorProcess> => {
@@ -217,7 +224,7 @@ export async function runUpgrade(s: Schedule, log: (m: string) => void = () => u
       switch (f.kind) {
         case 'apiserver-kill': {
           const i = free(f);
-          if (i === undefined) return void skipped.push(`${f.kind}: every server in a replacement`);
+          if (i === undefined) return void skipped.push(`${f.kind}: every server busy`);
           const host = cluster.server(i).hostname;
           const from = Date.now();
           await cluster.kill(i);
@@ -231,7 +238,7 @@ export async function runUpgrade(s: Schedule, log: (m: string) => void = () => u
         }
         case 'apiserver-stop': {
           const i = free(f);
-          if (i === undefined) return void skipped.push(`${f.kind}: every server in a replacement`);
+          if (i === undefined) return void skipped.push(`${f.kind}: every server busy`);
           const from = Date.now();
           recorder.stopped.add(i);
           cluster.signal(i, 'SIGSTOP');
@@ -244,7 +251,7 @@ export async function runUpgrade(s: Schedule, log: (m: string) => void = () => u
         case 'apiserver-restart-old':
         case 'apiserver-restart-new': {
           const i = free(f);
-          if (i === undefined) return void skipped.push(`${f.kind}: every server in a replacement`);
+          if (i === undefined) return void skipped.push(`${f.kind}: every server busy`);
           await restartServer(i, f.kind === 'apiserver-restart-old' ? OLD_VERSION : NEW_VERSION);
           return;
         }
@@ -316,7 +323,11 @@ export async function runUpgrade(s: Schedule, log: (m: string) => void = () => u
           return;
       }
     };
-    const injected = Promise.all(s.faults.map((f) => inject(f).then(() => log(`[campaign +${((Date.now() - createdAt) / 1000).toFixed(1)}s] healed ${describeFault(f)}`), (err: Error) => {
+    const release = (f: Fault): void => {
+      const i = heldBy.get(f);
+      if (i !== undefined) held.delete(i);
+    };
+    const injected = Promise.all(s.faults.map((f) => inject(f).finally(() => release(f)).then(() => log(`[campaign +${((Date.now() - createdAt) / 1000).toFixed(1)}s] healed ${describeFault(f)}`), (err: Error) => {
       skipped.push(`${f.kind}: ${err.message.split('\n')[0]}`);
     }))).then(() => {
       healedAt = Date.now();
@@ -376,6 +387,6 @@ export function line(r: UpgradeResult): string {
   // The checker speaks in epoch ms: shown as seconds after the upgrade was created.
   const rel = (m: string): string => m.replace(/\b1\d{12}\b/g, (x) => `+${((Number(x) - r.createdAt) / 1000).toFixed(1)}s`);
   const verdict = r.harnessError ? `HARNESS-ERROR ${r.harnessError}` : r.verdict.violations.length === 0 ? 'ok' : `VIOLATION ${r.verdict.violations.map((v) => `${v.rule}: ${rel(v.message)}`).join('; ')}`;
-  const skipped = r.skipped.length ? ` skipped=[${r.skipped.join('; ')}]` : '';
+  const skipped = r.skipped.length ? ` notes=[${r.skipped.join('; ')}]` : '';
   return `#${s.index} seed=${s.seed} ${describeSpec(s.spec)} faults=[${s.faults.map(describeFault).join(', ')}] outcome=${r.outcome} ${(r.durationMs / 1000).toFixed(0)}s${skipped} verdict=${verdict}`;
 }
