@@ -272,8 +272,12 @@ export class NodesCluster {
     slot.containerd = await startNodeContainerd(slot.info, NODE_BINDS, join(this.dir, `${name}.containerd.log`));
     const socket = this.containerdSocket(slot.info.index);
     const containerd = slot.containerd;
-    // With a registry, the kubelet pulls each image through the mirrors when a Pod needs it.
+    // With a registry, the kubelet pulls each image through the mirrors when a Pod needs it; but the sandbox image is
+    // pulled once first, through the same mirror, by containerd's own resolver: containerd 1.6's CRI left one of
+    // three concurrent first pulls of it (one per static Pod sandbox) hanging for minutes (a node whose
+    // kube-apiserver sandbox never started, twice, on cp-2).
     if (this.registry === undefined) await importImages(socket, this.images);
+    else await run('ip', ['netns', 'exec', slot.info.netns, 'ctr', '-a', socket, '-n', 'k8s.io', 'images', 'pull', '--hosts-dir', registryConfigPath(root), PAUSE_IMAGE]);
     slot.kubelet = new ManagedProcess('nsenter', ['-t', String(containerd.pid), '-m', '-u', '-n', '--', o.kubeletBin,
       `--config=${KUBELET_DIR}/config.yaml`, `--kubeconfig=${K8S_DIR}/kubelet.conf`, `--hostname-override=${name}`, `--node-ip=${address}`,
       `--root-dir=${KUBELET_DIR}`, `--cert-dir=${KUBELET_DIR}/pki`, '--v=1'], join(this.dir, `${name}.kubelet.log`));
