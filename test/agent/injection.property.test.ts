@@ -211,7 +211,12 @@ test('property (the agent alone, as a hand-made Job would run it): a hostile val
   const VARS: [string, string][] = [['MANIFEST', ''], ['BACKUP_DIR', ''], ['KEY', 'upgrade-cp-1-0123456789abcdef'], ['IMAGE', 'registry.k8s.io/kube-apiserver:v1.36.3'],
     ['VERSION', 'v1.36.3'], ['GATE', 'true'], ['PEER_CA', '/etc/kubernetes/pki/ca.crt'], ['PEER_IP', '127.0.0.1'], ['PEER_PORT', String(port)], ['EMULATED_VERSION', '1.35'],
     ['READY_TIMEOUT', '5'], ['POLL_INTERVAL', '0.05']];
-  await fc.assert(fc.asyncProperty(fc.constantFrom(...VARS.keys()), fc.string({ maxLength: 40 }), fc.constantFrom(...SPECIALS), fc.nat(), async (i, extra, special, at) => {
+  // A process environment cannot hold NUL (execve takes C strings; Node's spawn refuses it before the agent runs), so
+  // no Job can hand the agent one: the values here are every other hostile string. The NUL a spec may carry is
+  // refused by the driver's checks, before any Job, in the first property.
+  const ENV_SPECIALS = SPECIALS.filter((x) => !x.includes('\u0000'));
+  const extraText = fc.string({ maxLength: 40 }).map((x) => x.replaceAll('\u0000', ''));
+  await fc.assert(fc.asyncProperty(fc.constantFrom(...VARS.keys()), extraText, fc.constantFrom(...ENV_SPECIALS), fc.nat(), async (i, extra, special, at) => {
     const n = makeNode(root, file.text);
     try {
       const env = Object.fromEntries(VARS.map(([k, v]) => [k, k === 'MANIFEST' ? n.manifest : k === 'BACKUP_DIR' ? n.backup : v]));
