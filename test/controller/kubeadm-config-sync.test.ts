@@ -1,4 +1,4 @@
-// The reconciler's kubeadm-config step (src/controller/reconciler.ts syncKubeadmConfig): an ended upgrade marked
+// The reconciler's kubeadm-config step (src/controller/kubeadm-config-write.ts syncKubeadmConfig): an ended upgrade marked
 // Pending gets kube-system/kubeadm-config read, edited and written back with the resourceVersion read; the outcome
 // recorded once (a restart finds it done); 404, 403 and 409 each handled; an upgrade without the mark untouched.
 import { test } from 'node:test';
