@@ -200,7 +200,7 @@ const driverCall: Schema = {
     gate: { type: 'boolean', description: 'The proxy gate the server should run with after the call; absent when the call leaves it alone.' },
     emulatedVersion: stringField('The --emulated-version the server should run with after the call; absent: none (its binary\'s own version).', 16),
     time: timeField('When the call was recorded (its batchTimeout counts from here).'),
-    holderBefore: stringField('holderIdentity of the server\'s identity Lease when the call was recorded: a new holder proves a restart.', 253),
+    holderBefore: stringField('The server\'s process when the call was recorded: its identity Lease\'s holderIdentity, followed by @ and the process start time for a server before 1.35 (whose Lease keeps its holder across restarts). A change proves a restart.', 300),
     acceptedAt: timeField('When the driver accepted the call.'),
     completedAt: timeField('When the call reached Done, Rejected, Failed, TimedOut or Abandoned.'),
     attempts: { type: 'integer', format: 'int32', minimum: 0, description: 'Deliveries tried (the same key each time).' },

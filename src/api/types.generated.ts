@@ -933,7 +933,9 @@ export interface DriverCall {
   /** When the call was recorded (its batchTimeout counts from here). */
   time?: string;
   /**
-   * holderIdentity of the server's identity Lease when the call was recorded: a new holder proves a restart.
+   * The server's process when the call was recorded: its identity Lease's holderIdentity, followed by @ and
+   * the process start time for a server before 1.35 (whose Lease keeps its holder across restarts). A change
+   * proves a restart.
    */
   holderBefore?: string;
   /** When the driver accepted the call. */

@@ -18,7 +18,7 @@ import { hostOf } from './inventory.ts';
 import type { ProbeResult } from './inventory.ts';
 import { parsePromStream } from './prom-text.ts';
 import type { ParsedMetrics, WantedFamilies } from './prom-text.ts';
-import { FAMILIES, proxyGateState } from './signals.ts';
+import { FAMILIES, processStartOf, proxyGateState } from './signals.ts';
 import { USER_AGENT } from '../runtime/kube-request.ts';
 import { bigBodySlots, capExceeded, DISCOVERY_MAX_BYTES, METRICS_MAX_BYTES, METRICS_MAX_KEPT_BYTES, METRICS_MAX_KEPT_SAMPLES, METRICS_MAX_LINE_BYTES, parseBoundedJson, SMALL_BODY_MAX_BYTES, type Slots } from '../runtime/body-limits.ts';
 import type { PromLimits } from './prom-text.ts';
@@ -206,7 +206,7 @@ export class DirectClient {
 
   /** Version, readiness and proxy gate of one address; partial failures land in `error`. */
   async probe(address: string): Promise<ProbeResult> {
-    return (await this.probeWithMetrics(address, new Set([FAMILIES.featureEnabled]))).probe;
+    return (await this.probeWithMetrics(address, new Set([FAMILIES.featureEnabled, FAMILIES.processStart]))).probe;
   }
 
   /**
@@ -230,7 +230,11 @@ export class DirectClient {
     if (ready.status === 'fulfilled') result.ready = ready.value.ready;
     else errors.push(`readyz: ${errorText(ready.reason)}`);
     if (metrics.status === 'fulfilled') {
-      if (metrics.value) result.proxyGate = proxyGateState(metrics.value);
+      if (metrics.value) {
+        result.proxyGate = proxyGateState(metrics.value);
+        const start = processStartOf(metrics.value);
+        if (start !== undefined) result.processStart = start;
+      }
     } else errors.push(`metrics: ${errorText(metrics.reason)}`);
     if (errors.length > 0) result.error = errors.join('; ');
     const capped = ([['version', version], ['readyz', ready], ['metrics', metrics]] as const).flatMap(([body, r]) => {

@@ -7,6 +7,8 @@ import { DirectClient } from './direct-client.ts';
 import { buildInventory, addressesToProbe, type Inventory, type IdentityLeaseLike, type EndpointAddresses, type ProbeResult, IDENTITY_LABEL, IDENTITY_LABEL_VALUE, HOSTNAME_LABEL, PEER_ADDRESS_ANNOTATION } from './inventory.ts';
 import { mapLimitSettled } from './map-limit.ts';
 import { FAMILIES, SIGNAL_FAMILIES, type GateState, type WindowDeltas } from './signals.ts';
+import { processIdentity } from '../plan/process-identity.ts';
+import { leaseHolderSurvivesRestart } from '../plan/version-facts.ts';
 import { compactScrape, compactWindowDeltas, SeriesPool, type CompactScrape } from './compact-scrape.ts';
 import { resourceSet, unlistableResources, convergence, storageVersionHashes, resourceKinds, mergeHashes, legacyDiscoveryPaths, aggregatedDiscoveryPaths, type APIResourceList, type APIServiceListLike, type ServerDiscovery } from './discovery.ts';
 import { summarizeAnalysis } from './analysis-summary.ts';
@@ -44,7 +46,7 @@ interface Scrape {
   metrics: CompactScrape;
 }
 
-/** A complete storage-hash read of one server, valid while that server runs the same binary and flags (same lease holder). */
+/** A complete storage-hash read of one server, valid while that server runs the same binary and flags (same process: process-identity.ts). */
 interface StorageRead {
   holderIdentity: string;
   storage: ObservedStorage;
@@ -53,13 +55,17 @@ interface StorageRead {
 const CONCURRENCY = 4;
 /** Discovery documents asked per server and observation (own and peer-aggregated, `/apis` and `/api`), each kept for If-None-Match. */
 const DISCOVERY_DOCS_PER_SERVER = 4;
-/** Only the gate's gauge: what a scrape made for the gate state alone keeps. */
-const GATE_FAMILIES: ReadonlySet<string> = new Set([FAMILIES.featureEnabled]);
+/** The gate's gauge and the process start time: what a scrape made for the gate state alone keeps. */
+const GATE_FAMILIES: ReadonlySet<string> = new Set([FAMILIES.featureEnabled, FAMILIES.processStart]);
 
-/** The gate state of the last /metrics scrape of an address, and the lease holder serving there then. */
+/** The gate state and process start of the last /metrics scrape of an address, and the lease holder and version serving there then. */
 interface GateRead {
   holderIdentity: string;
   gate: GateState;
+  processStart?: number;
+  version?: string;
+  /** The last scrape failed: the gate is unknown until a scrape succeeds. */
+  failed?: boolean;
 }
 /** Pages of 500 followed to count a list that gives no remainingItemCount; beyond them the count is a lower bound (logged). */
 const COUNT_PAGES = 20;
@@ -175,14 +181,16 @@ export class FleetObserver {
     this.direct.fitEtagCache(addresses.length * DISCOVERY_DOCS_PER_SERVER * 2);
     // A /metrics page is ~1.4 MB: it is fetched only when this observation needs it. The analysis window needs
     // it when an analysis is due (the same test `analysis` makes); the gate state (kubernetes_feature_enabled)
-    // only changes when a server restarts, which gives its identity Lease a new holder: between those, the
-    // gate of the last scrape is kept. One scrape serves both.
+    // only changes when a server restarts, which from 1.35 gives its identity Lease a new holder: between those,
+    // the gate of the last scrape is kept. A server before 1.35 keeps its holder across restarts
+    // (leaseHolderSurvivesRestart), so its page is read on every look: the gate and the process start time that
+    // tell its restarts apart. One scrape serves both.
     const holders = holdersByAddress(leases, hostnameAddresses);
     const forAnalysis = !(settings.prometheus && this.analysisSource) && (!this.lastAnalysis || (settings.due ?? now - this.lastAnalysisAt >= settings.intervalMs));
     const wanted = (a: string): ReadonlySet<string> | undefined => {
       if (forAnalysis) return SIGNAL_FAMILIES;
       const kept = this.gates.get(a);
-      return kept && kept.holderIdentity === (holders.get(a) ?? '') ? undefined : GATE_FAMILIES;
+      return kept && !kept.failed && kept.holderIdentity === (holders.get(a) ?? '') && !leaseHolderSurvivesRestart(kept.version) ? undefined : GATE_FAMILIES;
     };
     // Each page is reduced to its compact form as soon as it is parsed, so at most CONCURRENCY parsed pages
     // exist at once, not one per server.
@@ -205,12 +213,26 @@ export class FleetObserver {
       const probe: ProbeResult = r.status === 'fulfilled' ? r.value.probe : { error: String(r.reason) };
       if (r.status === 'fulfilled' && r.value.metrics) {
         if (typeof r.value.metrics === 'object') pages.set(a, r.value.metrics);
-        this.gates.set(a, { holderIdentity: holders.get(a) ?? '', gate: probe.proxyGate ?? 'unknown' });
+        this.gates.set(a, {
+          holderIdentity: holders.get(a) ?? '',
+          gate: probe.proxyGate ?? 'unknown',
+          ...(probe.processStart === undefined ? {} : { processStart: probe.processStart }),
+          ...(probe.version === undefined ? {} : { version: probe.version }),
+        });
       } else if (r.status === 'fulfilled' && wanted(a) === undefined) {
-        probe.proxyGate = this.gates.get(a)!.gate;
+        const kept = this.gates.get(a)!;
+        probe.proxyGate = kept.gate;
+        if (kept.processStart !== undefined) probe.processStart = kept.processStart;
       } else {
-        // A failed scrape: scraped again next time.
-        this.gates.delete(a);
+        // A failed scrape: the gate is unknown now and read again next time. The process start of the last page
+        // stays while the holder does: a failed read is no restart.
+        const kept = this.gates.get(a);
+        if (kept && kept.holderIdentity === (holders.get(a) ?? '')) {
+          this.gates.set(a, { ...kept, failed: true });
+          if (kept.processStart !== undefined) probe.processStart = kept.processStart;
+        } else {
+          this.gates.delete(a);
+        }
       }
       probes.set(a, probe);
     });
@@ -224,6 +246,7 @@ export class FleetObserver {
       ready: s.ready === true,
       proxyGate: s.proxyGate,
       ...(s.holderIdentity ? { holderIdentity: s.holderIdentity } : {}),
+      ...(s.address && probes.get(s.address)?.processStart !== undefined ? { processStart: probes.get(s.address)!.processStart! } : {}),
       ...(s.lastRenew ? { lastRenew: s.lastRenew } : {}),
       stale: s.stale,
     }));
@@ -367,7 +390,7 @@ export class FleetObserver {
   private async storage(peers: readonly ObservedPeer[], up: readonly ObservedPeer[], caps: ObservedBodyCap[]): Promise<ObservedStorage[]> {
     for (const [hostname, read] of this.storageReads) {
       const p = peers.find((x) => x.hostname === hostname);
-      if (!p || cohortKey(p) !== cohortKey(read.storage) || (p.holderIdentity ?? '') !== read.holderIdentity) this.storageReads.delete(hostname);
+      if (!p || cohortKey(p) !== cohortKey(read.storage) || (processIdentity(p) ?? '') !== read.holderIdentity) this.storageReads.delete(hostname);
     }
     const out: ObservedStorage[] = [];
     const pairs = [...new Map(up.map((p) => [cohortKey(p), p])).values()].sort(byVersionThenEmulation);
@@ -388,7 +411,7 @@ export class FleetObserver {
       const p = cohort[attempt % cohort.length]!;
       const storage = await this.readStorage(p, skip, caps);
       if (storage) {
-        this.storageReads.set(p.hostname, { holderIdentity: p.holderIdentity ?? '', storage });
+        this.storageReads.set(p.hostname, { holderIdentity: processIdentity(p) ?? '', storage });
         this.storageAttempts.delete(key);
         out.push(storage);
       } else {

@@ -55,6 +55,8 @@ export interface ProbeResult {
   ready?: boolean;
   /** From `kubernetes_feature_enabled` on `/metrics`. */
   proxyGate?: GateState;
+  /** From `process_start_time_seconds` on `/metrics` (seconds since the epoch). */
+  processStart?: number;
   /** Why the probe (or part of it) failed. */
   error?: string;
 }

@@ -18,6 +18,8 @@ export const FAMILIES = {
   requests: 'apiserver_request_total',
   requestDuration: 'apiserver_request_duration_seconds',
   featureEnabled: 'kubernetes_feature_enabled',
+  /** Gauge: when this process started (Prometheus' process collector); tells restarts apart where the Lease does not. */
+  processStart: 'process_start_time_seconds',
   /** Gauge {name}: 1 while this server's aggregator marks the APIService unavailable (cannot reach it), else 0. */
   unavailableAPIService: 'aggregator_unavailable_apiservice',
   /**
@@ -89,6 +91,12 @@ export function proxyGateState(metrics: ParsedMetrics): GateState {
   if (sample.value === 1) return 'on';
   if (sample.value === 0) return 'off';
   return 'unknown';
+}
+
+/** `process_start_time_seconds`, when the page has one finite sample of it. */
+export function processStartOf(metrics: ParsedMetrics): number | undefined {
+  const v = metrics.get(FAMILIES.processStart)?.samples[0]?.value;
+  return v !== undefined && Number.isFinite(v) && v > 0 ? v : undefined;
 }
 
 export type SignalValue = { kind: 'value'; value: number; samples: number } | { kind: 'noData'; reason: string };

@@ -4,6 +4,7 @@ import type { PlanContext } from './context.ts';
 import { isUp } from './peers.ts';
 import { safeMessage } from './redact.ts';
 import { minorOf, sameRelease } from './version.ts';
+import { processIdentity } from './process-identity.ts';
 
 /**
  * The results of a step's attempt that failed: a resume (or retry) after it acknowledges the failure and the
@@ -40,13 +41,13 @@ function gateGoal(action: DriverAction): 'on' | 'off' | undefined {
 }
 
 /**
- * A call has landed when its server restarted — its identity Lease has a new holder since the call was
- * recorded — and is up at the call's goal. Without the restart, a server that merely still runs the goal
+ * A call has landed when its server restarted — its process identity (the identity Lease's holder, with the
+ * start time before 1.35: process-identity.ts) changed since the call was recorded — and is up at the call's goal. Without the restart, a server that merely still runs the goal
  * version (a rollback target, say) proves nothing about the call.
  */
 export function landed(ctx: PlanContext, c: DriverCall): boolean {
   if (!serverAt(ctx, c.server, c.target ?? '', gateGoal(c.action), c.emulatedVersion)) return false;
-  const holder = ctx.observed(c.server)?.holderIdentity;
+  const holder = processIdentity(ctx.observed(c.server));
   return c.holderBefore === undefined || (holder !== undefined && holder !== c.holderBefore);
 }
 
@@ -82,7 +83,7 @@ export function withinComingUpWindow(ctx: PlanContext, since: string | undefined
 export function callPollMs(ctx: PlanContext): number {
   const comingUp = (ctx.status.driverCalls ?? []).some((c) => {
     if (!inFlight(c) || c.holderBefore === undefined) return false;
-    const holder = ctx.observed(c.server)?.holderIdentity;
+    const holder = processIdentity(ctx.observed(c.server));
     return holder !== undefined && holder !== c.holderBefore && withinComingUpWindow(ctx, c.time);
   });
   return comingUp ? fastLookMs(ctx) : CALL_POLL_MS;

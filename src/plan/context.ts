@@ -4,6 +4,7 @@ import type { ResolvedSpec } from '../api/defaults.ts';
 import type { Action, DriverRequest } from './actions.ts';
 import type { Observation, ObservedPeer } from './observation.ts';
 import { idempotencyKey } from './keys.ts';
+import { processIdentity } from './process-identity.ts';
 import type { Policy } from './policy.ts';
 
 import { safeMessage } from './redact.ts';
@@ -124,7 +125,7 @@ export class PlanContext {
       ...(gate === undefined ? {} : { gate }),
       ...(emulatedVersion === undefined ? {} : { emulatedVersion }),
       time: this.now.toISOString(),
-      ...(observed?.holderIdentity === undefined ? {} : { holderBefore: observed.holderIdentity }),
+      ...(processIdentity(observed) === undefined ? {} : { holderBefore: processIdentity(observed)! }),
       attempts: 0,
       result: 'Requested',
     };

@@ -14,6 +14,11 @@ export interface ObservedPeer {
   ready: boolean;
   proxyGate: 'on' | 'off' | 'unknown';
   holderIdentity?: string;
+  /**
+   * `process_start_time_seconds` from the server's /metrics, read where the Lease holder does not tell one process
+   * from the next (before 1.35: process-identity.ts); absent elsewhere or when not read.
+   */
+  processStart?: number;
   lastRenew?: string;
   /** The identity Lease was not renewed for several renew periods: a crashed server's lingering lease. */
   stale: boolean;

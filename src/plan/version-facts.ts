@@ -64,3 +64,15 @@ export function proxyGateOnByDefault(v: string | KubeVersion): boolean | undefin
   const f = proxyGateFact(v);
   return f.known ? f.default : undefined;
 }
+
+/**
+ * Whether a server of `v` keeps its identity Lease's holderIdentity across a restart. Before 1.35 the Lease is
+ * not deleted when a server starts or stops, and the lease controller (k8s.io/component-helpers lease.newLease)
+ * copies an existing Lease, holder included: a restarted v1.34 server renews the old holder. From 1.35 the
+ * controller deletes the Lease at start and at graceful stop, so each process writes its own holder. A version
+ * that cannot be parsed counts as keeping it (the restart is then told by the process start time).
+ */
+export function leaseHolderSurvivesRestart(v: string | undefined): boolean {
+  const k = v === undefined ? undefined : parseVersion(v);
+  return k === undefined || (k.major === 1 && k.minor < 35);
+}

@@ -1,5 +1,6 @@
 // A simulated fleet for the pure planner's tests: driver calls apply to it when the test says so.
 import type { ApiServerUpgradeSpec, ApiServerUpgradeStatus } from '../../src/api/types.generated.ts';
+import { leaseHolderSurvivesRestart } from '../../src/plan/version-facts.ts';
 import { plan, recordCallOutcome, type Plan, type Observation, type ObservedPeer, type ObservedStorage, type UpgradeInput } from '../../src/plan/index.ts';
 
 export const OLD = 'v1.35.4';
@@ -65,12 +66,16 @@ export class Sim {
       n++;
       const p = this.peers.find((x) => x.hostname === a.request.server.hostname);
       if (!p) continue; // a server no longer in the fleet: the call is never answered
+      const before = p.version;
       p.version = a.request.targetVersion;
       if (a.request.emulatedVersion === undefined) delete p.emulation;
       else p.emulation = a.request.emulatedVersion;
       const g = a.request.featureGates.UnknownVersionInteroperabilityProxy;
       if (g !== undefined) p.proxyGate = g ? 'on' : 'off';
-      p.holderIdentity = `${p.identity}_${n}-${this.now.getTime()}`;
+      // As real servers do: before 1.35 the identity Lease outlives the process and the next one renews the old
+      // holder (only its start time is new); from 1.35 each process writes its own holder.
+      if (p.holderIdentity !== undefined && leaseHolderSurvivesRestart(before) && leaseHolderSurvivesRestart(p.version)) p.processStart = (p.processStart ?? 0) + 1;
+      else p.holderIdentity = `${p.identity}_${n}-${this.now.getTime()}`;
       this.status = recordCallOutcome(this.status!, a.request.idempotencyKey, { kind: 'accepted', message: 'HTTP 200' }, this.now);
     }
     return n;

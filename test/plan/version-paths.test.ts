@@ -4,7 +4,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Sim, peer, spec, storage } from './fleet.ts';
-import { ABORT_ANNOTATION, type ObservedPeer, type Observation } from '../../src/plan/index.ts';
+import { ABORT_ANNOTATION, recordCallOutcome, type ObservedPeer, type Observation } from '../../src/plan/index.ts';
 import type { ApiServerUpgradeSpec } from '../../src/api/types.generated.ts';
 
 /**
@@ -31,6 +31,13 @@ function pathSim(from: string, to: string, gate: ObservedPeer['proxyGate'], over
   const sim = new Sim(['cp-1', 'cp-2', 'cp-3'].map((h) => peer(h, from, gate)), spec({ targetVersion: to, ...over }));
   sim.extra.storage = [storage(from), storage(to)];
   return sim;
+}
+
+/** The last step's one call recorded Accepted, as the shell does after the driver took it. */
+function recordAccepted(sim: Sim) {
+  const call = sim.last.actions.find((a) => a.kind === 'callDriver');
+  assert.ok(call && call.kind === 'callDriver');
+  return recordCallOutcome(sim.status!, call.request.idempotencyKey, { kind: 'accepted', message: 'HTTP 200' }, sim.now);
 }
 
 const upgrades = (calls: string[]): string[] => calls.filter((c) => c.startsWith('Upgrade:'));
@@ -96,6 +103,36 @@ test('v1.34.4 -> v1.35.4: the gate pass first (alpha in both), and revertAfter t
   assert.deepEqual(calls.slice(0, 3), ['EnableProxy:cp-1+gate', 'EnableProxy:cp-2+gate', 'EnableProxy:cp-3+gate']);
   assert.deepEqual(calls.slice(3), ['Upgrade:cp-1', 'Upgrade:cp-2', 'Upgrade:cp-3', 'RevertProxy:cp-1-gate', 'RevertProxy:cp-2-gate', 'RevertProxy:cp-3-gate']);
   assert.ok(sim.peers.every((p) => p.version === 'v1.35.4' && p.proxyGate === 'off'));
+});
+
+test('v1.34.4 -> v1.35.4 with Lease holders as v1.34 keeps them (the same holder after a restart): the gate pass lands on the process start time', () => {
+  const sim = new Sim(['cp-1', 'cp-2', 'cp-3'].map((h) => peer(h, 'v1.34.4', 'off', { holderIdentity: `apiserver-${h}_a`, processStart: 1_790_000_000 })), spec({ targetVersion: 'v1.35.4', proxy: { gate: 'Auto' } }));
+  sim.extra.storage = [storage('v1.34.4'), storage('v1.35.4')];
+  const calls = run(sim);
+  assert.equal(sim.status?.phase, 'Succeeded', JSON.stringify(sim.status?.conditions));
+  assert.deepEqual(calls, ['EnableProxy:cp-1+gate', 'EnableProxy:cp-2+gate', 'EnableProxy:cp-3+gate', 'Upgrade:cp-1', 'Upgrade:cp-2', 'Upgrade:cp-3']);
+  const gatePass = sim.status?.driverCalls?.find((c) => c.action === 'EnableProxy' && c.server === 'cp-1');
+  assert.equal(gatePass?.holderBefore, 'apiserver-cp-1_a@1790000000', 'the call records the process it found: holder and start');
+});
+
+test('v1.34: a server whose Lease holder and start time are unchanged has not restarted, whatever it runs; an unread start time lands nothing', () => {
+  const sim = new Sim(['cp-1', 'cp-2', 'cp-3'].map((h) => peer(h, 'v1.34.4', 'off', { holderIdentity: `apiserver-${h}_a`, processStart: 1_790_000_000 })), spec({ targetVersion: 'v1.35.4', proxy: { gate: 'Auto' } }));
+  sim.extra.storage = [storage('v1.34.4'), storage('v1.35.4')];
+  sim.step(5000);
+  assert.deepEqual(sim.last.actions.filter((a) => a.kind === 'callDriver').map((a) => (a.kind === 'callDriver' ? a.request.action : '')), ['EnableProxy']);
+  sim.status = recordAccepted(sim);
+  // The gate reads on (as a scrape of the old process never would) but holder and start are the same: not landed.
+  sim.peers[0] = { ...sim.peers[0]!, proxyGate: 'on' };
+  for (let i = 0; i < 3; i++) sim.step(5000);
+  assert.equal(sim.status?.driverCalls?.[0]?.result, 'Accepted', 'the same process: the call is still in flight');
+  // The start time not read this time (a failed scrape): still not landed.
+  const { processStart: _unread, ...withoutStart } = sim.peers[0]!;
+  sim.peers[0] = withoutStart;
+  sim.step(5000);
+  assert.equal(sim.status?.driverCalls?.[0]?.result, 'Accepted', 'an unknown start time is no restart');
+  sim.peers[0] = { ...sim.peers[0]!, processStart: 1_790_000_100 };
+  sim.step(5000);
+  assert.equal(sim.status?.driverCalls?.[0]?.result, 'Done', 'a new process at the goal: landed');
 });
 
 test('v1.34.4 -> v1.35.4 TwoPhase: v1.35 emulates 1.32..1.35, so phase one runs it emulating 1.34', () => {
