@@ -42,8 +42,9 @@ function gateGoal(action: DriverAction): 'on' | 'off' | undefined {
 
 /**
  * A call has landed when its server restarted — its process identity (the identity Lease's holder, with the
- * start time before 1.35: process-identity.ts) changed since the call was recorded — and is up at the call's goal. Without the restart, a server that merely still runs the goal
- * version (a rollback target, say) proves nothing about the call.
+ * start time before 1.35: process-identity.ts) changed since the call was recorded — and is up at the call's
+ * goal. Without the restart, a server that merely still runs the goal version (a rollback target, say) proves
+ * nothing about the call.
  */
 export function landed(ctx: PlanContext, c: DriverCall): boolean {
   if (!serverAt(ctx, c.server, c.target ?? '', gateGoal(c.action), c.emulatedVersion)) return false;
