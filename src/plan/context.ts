@@ -115,6 +115,7 @@ export class PlanContext {
     const attempt = this.attempts(hostname, batch, action, target).length;
     const key = idempotencyKey(this.upgrade.uid, batch, hostname, action, target, attempt);
     const observed = this.observed(hostname);
+    const holderBefore = processIdentity(observed);
     const call: DriverCall = {
       key,
       server: hostname,
@@ -125,7 +126,7 @@ export class PlanContext {
       ...(gate === undefined ? {} : { gate }),
       ...(emulatedVersion === undefined ? {} : { emulatedVersion }),
       time: this.now.toISOString(),
-      ...(processIdentity(observed) === undefined ? {} : { holderBefore: processIdentity(observed)! }),
+      ...(holderBefore === undefined ? {} : { holderBefore }),
       attempts: 0,
       result: 'Requested',
     };
