@@ -1,4 +1,4 @@
-// `npm run e2e [-- --tier core|extended|all] [-- <file filter>...]`: the end-to-end suite against real servers, by tier.
+// `npm run e2e [-- --tier core|extended|all] [--streams N] [<file filter>...]`: the end-to-end suite against real servers, by tier.
 //   core      every e2e/**/*.e2e.ts outside e2e/extended/: what a change can break quickly, the newest upgrade path.
 //             `.ci/run` runs this tier.
 //   extended  e2e/extended/**/*.e2e.ts: the version matrix, real kubeadm, long campaigns; run before each release
@@ -25,7 +25,7 @@ if (files.length === 0) {
   process.stderr.write(`no e2e file of tier ${args.tier}${args.filters.length > 0 ? ` matches ${args.filters.join(', ')}` : ''}\n`);
   process.exit(2);
 }
-process.stderr.write(`[e2e] tier ${args.tier}: ${files.length} files\n`);
+process.stderr.write(`[e2e] tier ${args.tier}: ${files.length} files, ${args.streams} at a time\n`);
 const node = process.execPath;
 const setup = spawnSync(node, ['scripts/setup.ts', 'e2e'], { cwd: root, stdio: 'inherit' });
 if (setup.status !== 0) process.exit(setup.status ?? 1);
@@ -35,5 +35,5 @@ if (extra.length > 0) {
   process.stderr.write(`[e2e] tier ${args.tier}: kube-apiserver ${extra.join(', ')}\n`);
   await ensureBinaries(extra.map((version) => ({ what: 'kube-apiserver' as const, version })));
 }
-const run = spawnSync(node, ['--test', '--test-concurrency=1', '--test-reporter=spec', ...files], { cwd: root, stdio: 'inherit' });
+const run = spawnSync(node, ['--test', `--test-concurrency=${args.streams}`, '--test-reporter=spec', ...files], { cwd: root, stdio: 'inherit' });
 process.exit(run.status ?? 1);

@@ -4,15 +4,26 @@
 // It is PID 1 of every Pod sandbox: it blocks until SIGINT or SIGTERM (the runtime's stop) and exits 0, and
 // reaps any child re-parented to it (with a shared PID namespace, orphans of the Pod's containers end up here;
 // unreaped they stay zombies). Static (CGO_ENABLED=0), so the image needs nothing but this file.
+//
+// With `-v` it prints its version and exits 0, as the real pause.c does: kubeadm's upgrade health check runs
+// a Job of the pause image with args ["-v"] and waits for it to complete.
 package main
 
 import (
+	"fmt"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 )
 
 func main() {
+	for _, arg := range os.Args[1:] {
+		if strings.EqualFold(arg, "-v") {
+			fmt.Println("pause.c auo-e2e")
+			os.Exit(0)
+		}
+	}
 	stop := make(chan os.Signal, 1)
 	signal.Notify(stop, syscall.SIGINT, syscall.SIGTERM)
 	children := make(chan os.Signal, 8)
