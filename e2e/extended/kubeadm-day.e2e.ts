@@ -132,6 +132,7 @@ test('the platform team\'s day on real kubeadm: helm install, the operator upgra
     assert.ok(gateOn(flags(m)), `${names[i]}: the operator turned the gate on`);
     assert.ok((parse(m) as Pod).spec.containers[0]!.image.endsWith(`:${NEW_VERSION}`), `${names[i]} runs ${NEW_VERSION}`);
   }
+  const peersBefore = await peerAddresses();
   const cm = await c.json<{ data: { ClusterConfiguration: string } }>('/api/v1/namespaces/kube-system/configmaps/kubeadm-config');
   process.stderr.write(`[day] kubeadm-config after the operator:\n${cm.data.ClusterConfiguration}\n`);
 
@@ -166,8 +167,28 @@ test('the platform team\'s day on real kubeadm: helm install, the operator upgra
     }
   }
   process.stderr.write(`[day] flags of the operator's manifests that kubeadm's manifests lack: ${dropped.join('; ') || 'none'}\n`);
+  // kubeadm drops --peer-advertise-ip/port (kubeadm-config cannot hold per-node values): each server then advertises
+  // its --advertise-address and --secure-port to its peers, which must be the address the operator had set.
+  const peersAfter = await waitFor('every server advertising a peer address again', 60_000, async () => {
+    const m = await peerAddresses();
+    return Object.keys(m).length === 3 ? m : undefined;
+  }, 2000);
+  process.stderr.write(`[day] peer addresses in the identity Leases: after the operator ${JSON.stringify(peersBefore)}, after kubeadm ${JSON.stringify(peersAfter)}\n`);
+  assert.deepEqual(peersAfter, peersBefore, 'each server advertises the same peer address after kubeadm dropped the peer flags');
   for (let i = 0; i < 3; i++) assert.equal((JSON.parse((await c.request(i, '/version')).body) as { gitVersion: string }).gitVersion, NEW_VERSION);
   const whole = traffic.window();
   process.stderr.write(`[day] SUMMARY ${JSON.stringify({ steps: steps.map((s) => ({ step: s.step, seconds: Math.round(s.seconds), restarts: s.restarts, kubeletStarts: s.kubeletStarts, requests: s.client.requests, errors: s.client.errors, byStatus: s.client.byStatus })), day: { requests: whole.requests, errors: whole.errors, byStatus: whole.byStatus }, dropped, kubeletStarts: c.nodes.map((n) => c.kubeletStarts(n.index)) })}\n`);
   assert.ok(whole.requests > 100, 'the client ran through the day');
+
+  /** hostname -> the `kubernetes.io/peer-advertise-address` of its kube-apiserver identity Lease (what peers proxy to). */
+  async function peerAddresses(): Promise<Record<string, string>> {
+    const leases = await c.json<{ items: { metadata: { labels?: Record<string, string>; annotations?: Record<string, string> } }[] }>('/apis/coordination.k8s.io/v1/namespaces/kube-system/leases?labelSelector=apiserver.kubernetes.io%2Fidentity%3Dkube-apiserver');
+    const out: Record<string, string> = {};
+    for (const l of leases.items) {
+      const host = l.metadata.labels?.['kubernetes.io/hostname'];
+      const peer = l.metadata.annotations?.['kubernetes.io/peer-advertise-address'];
+      if (host && peer) out[host] = peer;
+    }
+    return Object.fromEntries(Object.entries(out).sort());
+  }
 });
