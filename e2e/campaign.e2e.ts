@@ -3,7 +3,8 @@
 // is random and printed, so a failure names what to replay: npm run campaign -- --seed S --upgrades 1.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { runUpgrade, line } from './campaign/run-upgrade.ts';
+import { runUpgrade } from './campaign/run-upgrade.ts';
+import { line } from './campaign/result.ts';
 import { drawUpgrade } from './campaign/schedule.ts';
 
 /** Seed 1's first upgrade: batch 2, client errors and a pause under way, gate on, OnePhase. */

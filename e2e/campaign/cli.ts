@@ -1,27 +1,37 @@
-// npm run campaign -- --seed S --upgrades N [--mode process] [--driver webhook] [--replay FILE] [--out DIR]
-// Runs N upgrades under randomized faults drawn from the seed (process mode, webhook driver), checks each history,
-// prints one line per upgrade and a summary table; on a violation it writes the schedule as a replay file.
+// npm run campaign -- --seed S --upgrades N [--mode process|nodes|both] [--driver webhook|staticPod] [--replay FILE] [--out DIR]
+// Runs N upgrades under randomized faults drawn from the seed, checks each history, prints one line per upgrade and a
+// summary table; on a violation it writes the schedule as a replay file. The process mode runs the webhook driver,
+// the nodes mode (real kubelets and containerd) the static Pod driver; `both` alternates them, upgrade by upgrade.
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { percentiles } from './history-check.ts';
-import { line, runUpgrade, type UpgradeResult } from './run-upgrade.ts';
-import { drawUpgrade, parseSchedule, type Schedule } from './schedule.ts';
+import { runUpgrade } from './run-upgrade.ts';
+import { runNodesUpgrade } from './run-nodes-upgrade.ts';
+import { line, type UpgradeResult } from './result.ts';
+import { drawUpgrade, parseSchedule, type Mode, type Schedule } from './schedule.ts';
 
 const { values } = parseArgs({
   options: {
     seed: { type: 'string' },
     upgrades: { type: 'string', default: '1' },
     mode: { type: 'string', default: 'process' },
-    driver: { type: 'string', default: 'webhook' },
+    driver: { type: 'string' },
     replay: { type: 'string' },
     out: { type: 'string', default: 'campaign-out' },
     'stop-by': { type: 'string' },
   },
 });
 
-if (values.mode !== 'process' || values.driver !== 'webhook') {
-  process.stderr.write(`--mode ${values.mode} --driver ${values.driver}: only --mode process --driver webhook is built so far (nodes mode and the staticPod driver are not)\n`);
+// Each mode has its driver: the webhook's hook is a process of this run; the static Pod agent needs real kubelets.
+const DRIVER: Record<Mode, string> = { process: 'webhook', nodes: 'staticPod' };
+const modes: Mode[] | undefined = values.mode === 'both' ? ['process', 'nodes'] : values.mode === 'process' || values.mode === 'nodes' ? [values.mode] : undefined;
+if (!modes) {
+  process.stderr.write(`--mode takes process, nodes or both; got ${JSON.stringify(values.mode)}\n`);
+  process.exit(2);
+}
+if (values.driver !== undefined && !(modes.length === 1 && DRIVER[modes[0]!] === values.driver)) {
+  process.stderr.write(`--driver ${values.driver} with --mode ${values.mode}: the process mode runs the webhook driver, the nodes mode the staticPod driver (--mode nodes --driver staticPod)\n`);
   process.exit(2);
 }
 const seed = values.seed !== undefined ? Number(values.seed) : Math.floor(Math.random() * 2 ** 31);
@@ -39,8 +49,8 @@ const stopBy = values['stop-by'] ? (values['stop-by'].includes('T') ? Date.parse
 const out = resolve(values.out);
 mkdirSync(out, { recursive: true });
 
-const schedules: Schedule[] = values.replay ? [parseSchedule(readFileSync(values.replay, 'utf8'))] : Array.from({ length: count }, (_, i) => drawUpgrade(seed, i));
-process.stdout.write(values.replay ? `campaign: replaying ${values.replay}\n` : `campaign: seed ${seed}, ${count} upgrade(s), process mode, webhook driver; output in ${out}\n`);
+const schedules: Schedule[] = values.replay ? [parseSchedule(readFileSync(values.replay, 'utf8'))] : Array.from({ length: count }, (_, i) => drawUpgrade(seed, i, modes[i % modes.length]!));
+process.stdout.write(values.replay ? `campaign: replaying ${values.replay}\n` : `campaign: seed ${seed}, ${count} upgrade(s), mode ${values.mode} (${modes.map((m) => `${m}: ${DRIVER[m]} driver`).join(', ')}); output in ${out}\n`);
 
 
 const results: UpgradeResult[] = [];
@@ -50,7 +60,8 @@ for (const s of schedules) {
     process.stdout.write(`#${s.index}: not started (its window would end after --stop-by)\n`);
     break;
   }
-  const r = await runUpgrade(s, (m) => process.stderr.write(`${m}\n`));
+  const run = (s.mode ?? 'process') === 'nodes' ? runNodesUpgrade : runUpgrade;
+  const r = await run(s, (m) => process.stderr.write(`${m}\n`));
   results.push(r);
   process.stdout.write(`${line(r)}\n`);
   writeFileSync(join(out, `history-${s.seed}-${s.index}.json`), JSON.stringify(r, null, 1));
@@ -63,7 +74,7 @@ for (const s of schedules) {
 
 // The summary table.
 const byOutcome = new Map<string, number>();
-for (const r of results) byOutcome.set(r.outcome, (byOutcome.get(r.outcome) ?? 0) + 1);
+for (const r of results) byOutcome.set(`${r.schedule.mode ?? 'process'} ${r.outcome}`, (byOutcome.get(`${r.schedule.mode ?? 'process'} ${r.outcome}`) ?? 0) + 1);
 const byRule = new Map<string, number>();
 for (const r of results) for (const v of r.verdict.violations) byRule.set(v.rule, (byRule.get(v.rule) ?? 0) + 1);
 const reactions = percentiles(results.flatMap((r) => r.verdict.breachReactionMs));

@@ -32,6 +32,8 @@ export const FAULT_KINDS = [
   'operator-leader-kill', 'operator-both-kill', 'operator-late-standby',
   'hook-slow', 'hook-refuse', 'hook-fail', 'hook-lose',
   'client-errors', 'spec-edit', 'pause', 'resume', 'abort',
+  // Nodes mode only (real kubelets and containerd, the static Pod driver; each node its own network namespace):
+  'kubelet-stop', 'containerd-stop', 'image-missing', 'etcd-cut', 'peer-cut',
 ] as const;
 export type FaultKind = (typeof FAULT_KINDS)[number];
 
@@ -45,32 +47,60 @@ export interface Fault {
   server?: number;
 }
 
+/** process: servers as processes, the webhook driver; nodes: real kubelets and containerd, the static Pod driver. */
+export const MODES = ['process', 'nodes'] as const;
+export type Mode = (typeof MODES)[number];
+
 export interface Schedule {
   seed: number;
   index: number;
+  /** Absent in replay files written before the nodes mode: process. */
+  mode?: Mode;
   spec: UpgradeSpecDraw;
   faults: Fault[];
   /** The upgrade's window from its creation: every fault heals well before it ends. */
   windowMs: number;
 }
 
-/** Relative weights: the apiserver and operator faults are what the campaign is for; an abort ends the upgrade early. */
-const WEIGHTS: Record<FaultKind, number> = {
-  'apiserver-kill': 4, 'apiserver-stop': 3, 'apiserver-restart-old': 2, 'apiserver-restart-new': 2,
-  'operator-leader-kill': 3, 'operator-both-kill': 2, 'operator-late-standby': 2,
-  'hook-slow': 2, 'hook-refuse': 2, 'hook-fail': 2, 'hook-lose': 2,
-  'client-errors': 2, 'spec-edit': 2, 'pause': 2, 'resume': 1, 'abort': 1,
+/**
+ * Relative weights per mode: the apiserver and operator faults are what the campaign is for; an abort ends the
+ * upgrade early. A kind of weight 0 is never drawn (the process mode's table is as it was before the nodes mode, so
+ * its seeds draw the same upgrades).
+ */
+const WEIGHTS: Record<Mode, Record<FaultKind, number>> = {
+  process: {
+    'apiserver-kill': 4, 'apiserver-stop': 3, 'apiserver-restart-old': 2, 'apiserver-restart-new': 2,
+    'operator-leader-kill': 3, 'operator-both-kill': 2, 'operator-late-standby': 2,
+    'hook-slow': 2, 'hook-refuse': 2, 'hook-fail': 2, 'hook-lose': 2,
+    'client-errors': 2, 'spec-edit': 2, 'pause': 2, 'resume': 1, 'abort': 1,
+    'kubelet-stop': 0, 'containerd-stop': 0, 'image-missing': 0, 'etcd-cut': 0, 'peer-cut': 0,
+  },
+  // No hook here, and no restart on another binary by hand (a static Pod is rewritten only by the agent).
+  nodes: {
+    'apiserver-kill': 4, 'apiserver-stop': 3, 'apiserver-restart-old': 0, 'apiserver-restart-new': 0,
+    'operator-leader-kill': 3, 'operator-both-kill': 2, 'operator-late-standby': 2,
+    'hook-slow': 0, 'hook-refuse': 0, 'hook-fail': 0, 'hook-lose': 0,
+    'client-errors': 2, 'spec-edit': 2, 'pause': 2, 'resume': 1, 'abort': 1,
+    'kubelet-stop': 3, 'containerd-stop': 2, 'image-missing': 2, 'etcd-cut': 2, 'peer-cut': 2,
+  },
 };
 
+/** The kinds a mode draws. */
+export function faultKinds(mode: Mode): FaultKind[] {
+  return FAULT_KINDS.filter((k) => WEIGHTS[mode][k] > 0);
+}
+
 const ONE_SHOT = new Set<FaultKind>(['apiserver-restart-old', 'apiserver-restart-new', 'operator-late-standby', 'hook-fail', 'spec-edit', 'resume', 'abort']);
+/** Faults that hit one server (or its node): the draw names it. */
+const ON_A_SERVER = new Set<FaultKind>(['apiserver-kill', 'apiserver-stop', 'apiserver-restart-old', 'apiserver-restart-new', 'kubelet-stop', 'containerd-stop', 'image-missing', 'etcd-cut', 'peer-cut']);
 
 /** The seed of upgrade `index` of a campaign: distinct per index, stable across runs. */
 export function upgradeSeed(seed: number, index: number): number {
   return (Math.imul(seed >>> 0, 0x9e3779b1) + Math.imul(index + 1, 0x85ebca6b)) >>> 0;
 }
 
-/** Upgrade `index` of the campaign seeded `seed`. */
-export function drawUpgrade(seed: number, index: number): Schedule {
+/** Upgrade `index` of the campaign seeded `seed`, in `mode`. */
+export function drawUpgrade(seed: number, index: number, mode: Mode = 'process'): Schedule {
   const r = prng(upgradeSeed(seed, index));
   const int = (lo: number, hi: number): number => lo + Math.floor(r() * (hi - lo + 1));
   const pick = <T>(xs: readonly T[]): T => xs[Math.floor(r() * xs.length)]!;
@@ -83,13 +113,16 @@ export function drawUpgrade(seed: number, index: number): Schedule {
     twoPhase: r() < 0.25,
     gate: r() < 0.75,
   };
-  // Active phases: ~60 s per 3 replacements on this machine, more when the gate is turned on first or in two phases.
-  const activeMs = 70_000 + (spec.gate ? 0 : 60_000) + (spec.twoPhase ? 70_000 : 0);
-  const total = Object.values(WEIGHTS).reduce((a, b) => a + b, 0);
+  // Active phases: ~60 s per 3 replacements on this machine in process mode, ~2 min through kubelets (a static Pod
+  // restart, the agent Job's Pod); more when the gate is turned on first or in two phases.
+  const pass = mode === 'nodes' ? 120_000 : 60_000;
+  const activeMs = pass + 10_000 + (spec.gate ? 0 : pass) + (spec.twoPhase ? pass + 10_000 : 0);
+  const weights = WEIGHTS[mode];
+  const total = Object.values(weights).reduce((a, b) => a + b, 0);
   const drawKind = (): FaultKind => {
     let x = r() * total;
     for (const k of FAULT_KINDS) {
-      x -= WEIGHTS[k];
+      x -= weights[k];
       if (x < 0) return k;
     }
     return FAULT_KINDS[0];
@@ -100,13 +133,13 @@ export function drawUpgrade(seed: number, index: number): Schedule {
     const kind = drawKind();
     const atMs = int(3, Math.floor(activeMs / 1000)) * 1000;
     const durationMs = ONE_SHOT.has(kind) ? 0 : int(3, 25) * 1000;
-    faults.push({ kind, atMs, durationMs, ...(kind.startsWith('apiserver-') ? { server: int(0, 2) } : {}) });
+    faults.push({ kind, atMs, durationMs, ...(ON_A_SERVER.has(kind) ? { server: int(0, 2) } : {}) });
   }
   faults.sort((a, b) => a.atMs - b.atMs);
   spec.standby = r() < 0.5;
   const lastHeal = Math.max(...faults.map((f) => f.atMs + f.durationMs));
   // After the last heal: room for the rest of the upgrade (or its rollback) to run.
-  return { seed, index, spec, faults, windowMs: lastHeal + activeMs + 90_000 };
+  return { seed, index, ...(mode === 'process' ? {} : { mode }), spec, faults, windowMs: lastHeal + activeMs + 90_000 };
 }
 
 /** One line naming the spec, for the campaign's output. */
@@ -123,7 +156,8 @@ export function describeFault(f: Fault): string {
 export function parseSchedule(text: string): Schedule {
   const v = JSON.parse(text) as Partial<Schedule>;
   const ok = typeof v.seed === 'number' && typeof v.index === 'number' && typeof v.windowMs === 'number' && v.spec !== undefined && Array.isArray(v.faults)
+    && (v.mode === undefined || (MODES as readonly string[]).includes(v.mode))
     && v.faults.every((f) => (FAULT_KINDS as readonly string[]).includes(f.kind) && Number.isFinite(f.atMs) && Number.isFinite(f.durationMs) && (f.server === undefined || [0, 1, 2].includes(f.server)));
-  if (!ok) throw new Error('not a campaign schedule: want {seed, index, spec, faults: [{kind, atMs, durationMs, server?}], windowMs}');
+  if (!ok) throw new Error('not a campaign schedule: want {seed, index, mode?: process|nodes, spec, faults: [{kind, atMs, durationMs, server?}], windowMs}');
   return v as Schedule;
 }

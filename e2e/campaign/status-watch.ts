@@ -5,6 +5,10 @@ import { request } from 'node:https';
 import type { ClientRequest } from 'node:http';
 import { readFileSync } from 'node:fs';
 import type { Cluster } from '../cluster/index.ts';
+import type { ClusterLike } from '../support/operator.ts';
+
+/** What the watch needs of a cluster (process mode or nodes mode): the balancer and the admin's credentials. */
+export type WatchedCluster = ClusterLike & Pick<Cluster, 'lbUrl'> & { pki: Pick<Cluster['pki'], 'caCert' | 'adminCert' | 'adminKey'> };
 import { sleep } from '../cluster/index.ts';
 import { getUpgrade } from '../support/operator.ts';
 import type { ApiServerUpgrade } from '../../src/api/types.generated.ts';
@@ -18,7 +22,7 @@ export class StatusWatch {
   private req: ClientRequest | undefined;
   private readonly loop: Promise<void>;
 
-  constructor(cluster: Cluster, name: string, onObject: (u: ApiServerUpgrade, at: number) => void) {
+  constructor(cluster: WatchedCluster, name: string, onObject: (u: ApiServerUpgrade, at: number) => void) {
     const tls = { ca: readFileSync(cluster.pki.caCert), cert: readFileSync(cluster.pki.adminCert), key: readFileSync(cluster.pki.adminKey), servername: 'kubernetes.default.svc' };
     const watchOnce = (rv: string): Promise<void> => new Promise((resolve) => {
       const path = `${UPGRADES}?watch=1&fieldSelector=${encodeURIComponent(`metadata.name=${name}`)}&resourceVersion=${encodeURIComponent(rv)}&timeoutSeconds=60`;

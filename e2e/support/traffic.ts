@@ -17,7 +17,7 @@ export class TrafficRecorder {
   private stopped = false;
   private loop: Promise<void>;
 
-  constructor(cluster: Cluster, path: string, o: { intervalMs?: number; maxMs?: number } = {}) {
+  constructor(cluster: Pick<Cluster, 'request'>, path: string, o: { intervalMs?: number; maxMs?: number } = {}) {
     const until = Date.now() + (o.maxMs ?? 15 * 60_000);
     this.loop = (async () => {
       while (!this.stopped && Date.now() < until) {

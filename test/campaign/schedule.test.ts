@@ -2,7 +2,7 @@
 // well before the window ends, and a replay file is checked before it is run.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { drawUpgrade, parseSchedule, prng, FAULT_KINDS } from '../../e2e/campaign/schedule.ts';
+import { drawUpgrade, faultKinds, parseSchedule, prng, FAULT_KINDS, MODES } from '../../e2e/campaign/schedule.ts';
 
 test('a seed draws the same upgrades again; upgrades of one campaign differ', () => {
   assert.deepEqual(drawUpgrade(42, 3), drawUpgrade(42, 3));
@@ -15,19 +15,35 @@ test('a seed draws the same upgrades again; upgrades of one campaign differ', ()
   assert.ok(new Set(xs).size > 990, 'spread');
 });
 
-test('over many seeds: every fault heals before its window ends, apiserver faults name a server, every kind is drawn', () => {
-  const kinds = new Set<string>();
-  for (let seed = 0; seed < 300; seed++) {
-    const s = drawUpgrade(seed, seed % 5);
-    assert.ok(s.faults.length >= 1 && s.faults.length <= 3);
-    for (const f of s.faults) {
-      kinds.add(f.kind);
-      assert.ok(f.atMs + f.durationMs + 60_000 <= s.windowMs, `${f.kind} heals at ${f.atMs + f.durationMs}, window ${s.windowMs}`);
-      assert.equal(f.server !== undefined, f.kind.startsWith('apiserver-'));
+const NODE_FAULTS: string[] = ['kubelet-stop', 'containerd-stop', 'image-missing', 'etcd-cut', 'peer-cut'];
+
+for (const mode of MODES) {
+  test(`${mode} mode, over many seeds: every fault heals before its window ends, server faults name a server, every kind of the mode is drawn and no other`, () => {
+    const kinds = new Set<string>();
+    for (let seed = 0; seed < 300; seed++) {
+      const s = drawUpgrade(seed, seed % 5, mode);
+      assert.equal(s.mode ?? 'process', mode);
+      assert.ok(s.faults.length >= 1 && s.faults.length <= 3);
+      for (const f of s.faults) {
+        kinds.add(f.kind);
+        assert.ok(f.atMs + f.durationMs + 60_000 <= s.windowMs, `${f.kind} heals at ${f.atMs + f.durationMs}, window ${s.windowMs}`);
+        assert.equal(f.server !== undefined, f.kind.startsWith('apiserver-') || NODE_FAULTS.includes(f.kind));
+      }
+      assert.ok([1, 2].includes(s.spec.batchSize) && s.spec.failureLimit >= 2 && s.spec.failureLimit <= 4);
     }
-    assert.ok([1, 2].includes(s.spec.batchSize) && s.spec.failureLimit >= 2 && s.spec.failureLimit <= 4);
-  }
-  assert.deepEqual([...kinds].sort(), [...FAULT_KINDS].sort());
+    assert.deepEqual([...kinds].sort(), faultKinds(mode).sort());
+  });
+}
+
+test('the modes split the kinds: no hook fault in nodes mode, no kubelet fault in process mode; together every kind', () => {
+  assert.ok(!faultKinds('nodes').some((k) => k.startsWith('hook-')));
+  assert.ok(!faultKinds('process').some((k) => NODE_FAULTS.includes(k)));
+  assert.deepEqual([...new Set([...faultKinds('process'), ...faultKinds('nodes')])].sort(), [...FAULT_KINDS].sort());
+});
+
+test('process mode draws what it drew before the nodes mode existed (the seeds in docs/reliability.md replay as written)', () => {
+  // Seed 7 #8 as docs/reliability.md's run B drew it.
+  assert.deepEqual(drawUpgrade(7, 8), { seed: 7, index: 8, spec: { batchSize: 1, soakSeconds: 4, failureLimit: 4, intervalSeconds: 2, onBreach: 'Pause', twoPhase: true, gate: true, standby: true }, faults: [{ kind: 'operator-late-standby', atMs: 19000, durationMs: 0 }], windowMs: 249000 });
 });
 
 test('a replay file round-trips; a malformed one is refused', () => {
@@ -36,4 +52,7 @@ test('a replay file round-trips; a malformed one is refused', () => {
   assert.throws(() => parseSchedule(JSON.stringify({ ...s, faults: [{ kind: 'rm -rf', atMs: 1, durationMs: 1 }] })), /not a campaign schedule/);
   assert.throws(() => parseSchedule(JSON.stringify({ ...s, faults: [{ kind: 'apiserver-kill', atMs: 1, durationMs: 1, server: 7 }] })), /not a campaign schedule/);
   assert.throws(() => parseSchedule('{}'), /not a campaign schedule/);
+  const n = drawUpgrade(5, 2, 'nodes');
+  assert.deepEqual(parseSchedule(JSON.stringify(n)), n);
+  assert.throws(() => parseSchedule(JSON.stringify({ ...n, mode: 'vm' })), /not a campaign schedule/);
 });

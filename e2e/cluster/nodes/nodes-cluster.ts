@@ -250,6 +250,16 @@ export class NodesCluster {
     return JSON.parse(r.body) as T;
   }
 
+  /**
+   * Signals node i's kubelet or containerd itself (not its children: containers and shims run on), e.g. SIGSTOP and
+   * SIGCONT for a hung component. The process is the component's own: nsenter, unshare and sh exec into it.
+   */
+  signalComponent(i: number, component: 'kubelet' | 'containerd', sig: NodeJS.Signals): void {
+    const p = this.slots[i]?.[component];
+    if (!p || p.exited) throw new Error(`node ${i}'s ${component} is not running`);
+    process.kill(p.pid, sig);
+  }
+
   /** containerd's socket of node i, for ctr. */
   containerdSocket(i: number): string {
     return join(this.node(i).root, 'containerd', 'containerd.sock');

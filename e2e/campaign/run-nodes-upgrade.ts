@@ -1,0 +1,373 @@
+// One upgrade of the fault campaign (issue 26) in nodes mode with the static Pod driver: a fresh 3-node cluster
+// (containerd, kubelets, kube-apiserver as kubeadm-shaped static Pods), the operator as processes handing each
+// replacement to a node agent Job, a client; the upgrade runs while the schedule's faults are injected and healed,
+// among them the node's own components (the kubelet or containerd hung, the target image gone). The history is
+// recorded from sources that do not trust the operator: the agent Jobs, each server's own /readyz and /version,
+// a watch of the upgrade object, the client's answers.
+import { PROXY_GATE, NEW_VERSION, OLD_VERSION, sleep } from '../cluster/index.ts';
+import { freePort } from '../cluster/cluster.ts';
+import { SECURE_PORT } from '../cluster/apiserver-flags.ts';
+import { importImages } from '../cluster/images.ts';
+import { MIRROR_REPOSITORY, NodesCluster } from '../cluster/nodes/nodes-cluster.ts';
+import { OPERATOR_IMAGE } from '../cluster/operator-image.ts';
+import { createUpgrade, installCrd, startOperator } from '../support/operator.ts';
+import { NEW_ONLY } from '../support/rig.ts';
+import { ReadWriteTraffic } from '../support/rw-traffic.ts';
+import { runOk } from '../support/tools.ts';
+import { TrafficRecorder } from '../support/traffic.ts';
+import { emulationOf } from '../../src/observe/direct-client.ts';
+import { EMULATED_VERSION_ANNOTATION, KEY_ANNOTATION } from '../../src/drivers/static-pod.ts';
+import { checkHistory, type DriverOp, type History, type ServerRecord, type Span } from './history-check.ts';
+import { Replicas } from './replicas.ts';
+import { awaitRest, outcome, type UpgradeResult } from './result.ts';
+import { injectShared, isShared } from './shared-faults.ts';
+import { StatusRecorder } from './status-recorder.ts';
+import { describeFault, type Fault, type Schedule } from './schedule.ts';
+
+const UPGRADES = '/apis/upgrade.apiserver.dev/v1alpha1/apiserverupgrades';
+const NAME = 'campaign';
+const JOBS = '/apis/batch/v1/namespaces/kube-system/jobs?labelSelector=app.kubernetes.io%2Fmanaged-by%3Dapiserver-upgrade-operator';
+const ACTIONS: Record<string, DriverOp['action']> = { upgrade: 'Upgrade', rollback: 'Rollback', enableproxy: 'EnableProxy', revertproxy: 'RevertProxy' };
+
+interface JobList {
+  items: { metadata: { name: string; labels?: Record<string, string>; annotations?: Record<string, string> }; status?: { succeeded?: number; failed?: number } }[];
+}
+
+/**
+ * The agent Jobs as driver operations, polled: an operation starts when its Job is first seen and ends when it is
+ * first seen finished (succeeded: the agent saw the new server ready; failed: it reverted or never touched it). One
+ * clock for both ends, so a Job created right after the last one finished is not taken for an overlap.
+ */
+class JobRecorder {
+  readonly ops = new Map<string, DriverOp>();
+  lastChange = 0;
+  private running = true;
+  private readonly loop: Promise<void>;
+  private readonly c: NodesCluster;
+
+  constructor(c: NodesCluster) {
+    this.c = c;
+    this.loop = this.run();
+  }
+
+  private async poll(): Promise<void> {
+    const r = await this.c.request('lb', JOBS, { timeoutMs: 3000 }).catch(() => undefined);
+    if (r?.status !== 200) return;
+    const now = Date.now();
+    for (const j of (JSON.parse(r.body) as JobList).items) {
+      const key = j.metadata.annotations?.[KEY_ANNOTATION];
+      const server = j.metadata.annotations?.['upgrade.apiserver.dev/server'];
+      const action = ACTIONS[j.metadata.labels?.['upgrade.apiserver.dev/action'] ?? ''];
+      if (!key || !server || !action) continue;
+      let op = this.ops.get(key);
+      if (!op) {
+        op = { key, server, action, start: now, landed: false, ...(j.metadata.annotations?.[EMULATED_VERSION_ANNOTATION] ? { emulated: true } : {}) };
+        this.ops.set(key, op);
+        this.lastChange = now;
+      }
+      if (op.end === undefined && ((j.status?.succeeded ?? 0) > 0 || (j.status?.failed ?? 0) > 0)) {
+        op.end = now;
+        op.landed = (j.status?.succeeded ?? 0) > 0;
+        this.lastChange = now;
+      }
+    }
+  }
+
+  private async run(): Promise<void> {
+    while (this.running) {
+      await this.poll();
+      await sleep(300);
+    }
+  }
+
+  /** A replacement of node i's server is in flight (its Job not finished). */
+  busy(hostname: string): boolean {
+    return [...this.ops.values()].some((o) => o.server === hostname && o.end === undefined);
+  }
+
+  get inFlight(): boolean {
+    return [...this.ops.values()].some((o) => o.end === undefined);
+  }
+
+  async stop(): Promise<void> {
+    this.running = false;
+    await this.loop;
+    await this.poll();
+  }
+}
+
+/** Each server as it answers for itself: up while its /readyz says 200, its release and emulation from /version. */
+class ServerRecorder {
+  readonly servers: ServerRecord[] = [];
+  private readonly last = new Map<string, ServerRecord>();
+  private running = true;
+  private readonly loop: Promise<void>;
+  private readonly c: NodesCluster;
+
+  constructor(c: NodesCluster) {
+    this.c = c;
+    this.loop = this.run();
+  }
+
+  private async sampleOne(i: number): Promise<void> {
+    const host = this.c.node(i).hostname;
+    const prev = this.last.get(host);
+    const ready = await this.c.request(i, '/readyz', { timeoutMs: 1500 }).then((r) => r.status === 200, () => false);
+    let version = prev?.version ?? OLD_VERSION;
+    let emulation = prev?.emulation;
+    if (ready) {
+      const v = await this.c.request(i, '/version', { timeoutMs: 1500 }).then((r) => (r.status === 200 ? JSON.parse(r.body) as { gitVersion?: string; emulationMajor?: string; emulationMinor?: string } : undefined), () => undefined);
+      if (v?.gitVersion) {
+        version = v.gitVersion;
+        const emulated = emulationOf(v);
+        // Emulating its own minor is no emulation (every 1.31+ server reports one).
+        emulation = emulated !== undefined && !version.startsWith(`v${emulated}.`) ? emulated : undefined;
+      }
+    }
+    const rec: ServerRecord = { t: Date.now(), server: host, up: ready, version, ...(emulation ? { emulation } : {}) };
+    if (!prev || prev.up !== rec.up || prev.version !== rec.version || prev.emulation !== rec.emulation) {
+      this.last.set(host, rec);
+      this.servers.push(rec);
+    }
+  }
+
+  private async run(): Promise<void> {
+    while (this.running) {
+      await Promise.all(this.c.nodes.map((n) => this.sampleOne(n.index)));
+      await sleep(250);
+    }
+  }
+
+  /** Waits (bounded) until node i's server answers /readyz again; returns when it did. */
+  async readyAgain(i: number, boundMs: number): Promise<number> {
+    const until = Date.now() + boundMs;
+    while (Date.now() < until) {
+      if (await this.c.request(i, '/readyz', { timeoutMs: 1500 }).then((r) => r.status === 200, () => false)) return Date.now();
+      await sleep(250);
+    }
+    return Date.now();
+  }
+
+  async stop(): Promise<void> {
+    this.running = false;
+    await this.loop;
+  }
+}
+
+const ETCD_PORT = 2379;
+
+/**
+ * A policy routing rule in a node's namespace that drops its TCP packets to address:port (blackhole: no answer, the
+ * connection hangs as on a cut link). A rule change flushes the routing cache, so open connections are cut too.
+ */
+function cutRule(address: string, port: number): string[] {
+  return ['priority', '90', 'to', `${address}/32`, 'ipproto', 'tcp', 'dport', String(port), 'blackhole'];
+}
+
+function ip(netns: string, args: string[]): Promise<string> {
+  return runOk('ip', ['-n', netns, ...args], { timeoutMs: 10_000 });
+}
+
+/** `ctr` on node i's containerd, bounded: containerd may be the component a fault has hung. */
+function ctr(c: NodesCluster, i: number, args: string[]): Promise<string> {
+  return runOk('ctr', ['-a', c.containerdSocket(i), '-n', 'k8s.io', ...args], { timeoutMs: 60_000 });
+}
+
+async function apiserverContainers(c: NodesCluster, i: number): Promise<string[]> {
+  return (await ctr(c, i, ['containers', 'ls', '-q', 'labels."io.kubernetes.container.name"==kube-apiserver'])).split('\n').filter(Boolean);
+}
+
+/** Runs one scheduled upgrade in nodes mode with the static Pod driver and judges its history. */
+export async function runNodesUpgrade(s: Schedule, log: (m: string) => void = () => undefined): Promise<UpgradeResult> {
+  const t0 = Date.now();
+  const skipped: string[] = [];
+  const faultDown: (Span & { server: string })[] = [];
+  const breaches: Span[] = [];
+  let healedAt = 0;
+  const c = await NodesCluster.start({ nodes: 3, featureGates: s.spec.gate ? { [PROXY_GATE]: true } : {} });
+  const replicas = new Replicas(async () => startOperator(c, { healthPort: await freePort(), extraArgs: ['--agent-image', OPERATOR_IMAGE] }));
+  let traffic: TrafficRecorder | undefined;
+  let rw: ReadWriteTraffic | undefined;
+  let jobs: JobRecorder | undefined;
+  let servers: ServerRecorder | undefined;
+  let status: StatusRecorder | undefined;
+  let createdAt = Date.now();
+  let harnessError: string | undefined;
+  let batchMax: number = s.spec.batchSize;
+  try {
+    await installCrd(c);
+    await replicas.add();
+    traffic = new TrafficRecorder(c, NEW_ONLY, { intervalMs: 100, maxMs: 2 * s.windowMs + 120_000 });
+    rw = await ReadWriteTraffic.start((p, o) => c.request('lb', p, o), 'campaign-rw', { intervalMs: 200 });
+    jobs = new JobRecorder(c);
+    servers = new ServerRecorder(c);
+    status = new StatusRecorder(c, NAME);
+    await createUpgrade(c, {
+      apiVersion: 'upgrade.apiserver.dev/v1alpha1', kind: 'ApiServerUpgrade', metadata: { name: NAME },
+      spec: {
+        targetVersion: NEW_VERSION,
+        strategy: { batchSize: s.spec.batchSize, soakDuration: `${s.spec.soakSeconds}s`, batchTimeout: '3m', ...(s.spec.twoPhase ? { phases: 'TwoPhase', phaseSoakDuration: '5s' } : {}) },
+        proxy: { gate: 'Auto', allowAlphaGate: true },
+        // No agentImage: the agent runs from the operator's own image, as the chart passes it.
+        driver: { staticPod: { readyTimeout: '2m' } },
+        analysis: { interval: `${s.spec.intervalSeconds}s`, failureLimit: s.spec.failureLimit, onBreach: s.spec.onBreach },
+      },
+    });
+    createdAt = Date.now();
+    if (s.spec.standby) await replicas.add();
+    const jobRec = jobs;
+    const srvRec = servers;
+    const shared = {
+      request: (p: string, o: Parameters<typeof c.request>[2]) => c.request('lb', p, o),
+      upgradePath: `${UPGRADES}/${NAME}`, spec: s.spec, replicas,
+      skip: (note: string) => void skipped.push(note),
+      raiseBatch: (n: number) => void (batchMax = Math.max(batchMax, n)),
+    };
+    /** Servers a kill or a freeze is working on: one such fault per server at a time. */
+    const held = new Set<number>();
+    /** The drawn server, or the next one not in a replacement (the harness does not take down a server the agent is replacing). */
+    const free = (f: Fault): number | undefined => {
+      const want = f.server ?? 0;
+      const i = [0, 1, 2].map((k) => (want + k) % 3).find((x) => !jobRec.busy(c.node(x).hostname) && !held.has(x));
+      if (i !== undefined) held.add(i);
+      if (i !== undefined && i !== want) skipped.push(`${f.kind}: cp-${want + 1} busy, hit cp-${i + 1}`);
+      return i;
+    };
+    const targetImage = c.images.find((img) => img.name === `${MIRROR_REPOSITORY}/kube-apiserver:${NEW_VERSION}`);
+
+    const inject = async (f: Fault): Promise<void> => {
+      await sleep(Math.max(0, createdAt + f.atMs - Date.now()));
+      log(`[campaign +${((Date.now() - createdAt) / 1000).toFixed(1)}s] inject ${describeFault(f)}`);
+      if (isShared(f.kind)) return injectShared(f, shared);
+      const heal = (): Promise<void> => sleep(f.durationMs);
+      const node = f.server ?? 0;
+      switch (f.kind) {
+        case 'apiserver-kill': {
+          // SIGKILL of the container: the kubelet starts it again on its own (with its restart back-off).
+          const i = free(f);
+          if (i === undefined) return void skipped.push(`${f.kind}: every server busy`);
+          try {
+            const from = Date.now();
+            for (const id of await apiserverContainers(c, i)) await ctr(c, i, ['tasks', 'kill', '-s', 'SIGKILL', id]).catch(() => undefined);
+            await heal();
+            const to = await srvRec.readyAgain(i, 120_000);
+            faultDown.push({ server: c.node(i).hostname, from, to });
+            breaches.push({ from, to });
+          } finally {
+            held.delete(i);
+          }
+          return;
+        }
+        case 'apiserver-stop': {
+          // The container's cgroup frozen: a hung server, as SIGSTOP is in process mode.
+          const i = free(f);
+          if (i === undefined) return void skipped.push(`${f.kind}: every server busy`);
+          try {
+            const ids = await apiserverContainers(c, i);
+            const from = Date.now();
+            for (const id of ids) await ctr(c, i, ['tasks', 'pause', id]).catch(() => undefined);
+            await heal();
+            for (const id of ids) await ctr(c, i, ['tasks', 'resume', id]).catch(() => undefined);
+            faultDown.push({ server: c.node(i).hostname, from, to: await srvRec.readyAgain(i, 60_000) });
+          } finally {
+            held.delete(i);
+          }
+          return;
+        }
+        case 'kubelet-stop':
+        case 'containerd-stop': {
+          // Drawn to hit a replacement as it happens: the node's server keeps running, the node stops acting.
+          const component = f.kind === 'kubelet-stop' ? 'kubelet' : 'containerd';
+          c.signalComponent(node, component, 'SIGSTOP');
+          try {
+            await heal();
+          } finally {
+            c.signalComponent(node, component, 'SIGCONT');
+          }
+          return;
+        }
+        case 'image-missing': {
+          // The target image gone from the node (no registry here: a pull of it fails) until the heal imports it again.
+          if (!targetImage) return void skipped.push(`${f.kind}: the cluster has no ${NEW_VERSION} image to remove`);
+          await ctr(c, node, ['images', 'rm', targetImage.name]).catch((err: Error) => skipped.push(`${f.kind}: ${err.message.split('\n')[0]}`));
+          await heal();
+          await importImages(c.containerdSocket(node), [targetImage]);
+          return;
+        }
+        case 'etcd-cut': {
+          // The node's packets to etcd dropped (a blackhole: connections hang, as on a broken link): its server
+          // loses its storage and leaves /readyz. Only a server not in a replacement, like a kill.
+          const i = free(f);
+          if (i === undefined) return void skipped.push(`${f.kind}: every server busy`);
+          try {
+            const from = Date.now();
+            const rule = cutRule(`${c.prefix}.1`, ETCD_PORT);
+            await ip(c.node(i).netns, ['rule', 'add', ...rule]);
+            try {
+              await heal();
+            } finally {
+              await ip(c.node(i).netns, ['rule', 'del', ...rule]);
+            }
+            const to = await srvRec.readyAgain(i, 120_000);
+            faultDown.push({ server: c.node(i).hostname, from, to });
+            breaches.push({ from, to });
+          } finally {
+            held.delete(i);
+          }
+          return;
+        }
+        case 'peer-cut': {
+          // Two servers cannot reach each other (both directions): each still serves, but cannot proxy to the other.
+          const a = c.node(node);
+          const b = c.node((node + 1) % 3);
+          const ab = cutRule(b.address, SECURE_PORT);
+          const ba = cutRule(a.address, SECURE_PORT);
+          await ip(a.netns, ['rule', 'add', ...ab]);
+          await ip(b.netns, ['rule', 'add', ...ba]);
+          try {
+            await heal();
+          } finally {
+            await ip(a.netns, ['rule', 'del', ...ab]);
+            await ip(b.netns, ['rule', 'del', ...ba]);
+          }
+          return;
+        }
+        default:
+          skipped.push(`${f.kind}: not a fault of the nodes mode`);
+      }
+    };
+    const injected = Promise.all(s.faults.map((f) => inject(f).then(() => log(`[campaign +${((Date.now() - createdAt) / 1000).toFixed(1)}s] healed ${describeFault(f)}`), (err: Error) => {
+      skipped.push(`${f.kind}: ${err.message.split('\n')[0]}`);
+    }))).then(() => {
+      healedAt = Date.now();
+    });
+    await awaitRest({ createdAt, windowMs: s.windowMs, healedAt: () => healedAt, status, lastDriverActivity: () => jobRec.lastChange, inFlight: () => jobRec.inFlight });
+    await injected;
+  } catch (err) {
+    harnessError = (err as Error).message.split('\n').slice(0, 3).join(' ');
+  }
+  const endedAt = Date.now();
+  await Promise.all([jobs?.stop(), servers?.stop(), status?.stop(), rw?.stop(), traffic?.stop()]);
+  await replicas.stop();
+  const history: History = {
+    spec: { fromVersion: OLD_VERSION, targetVersion: NEW_VERSION, batchSize: batchMax, failureLimit: s.spec.failureLimit, intervalMs: s.spec.intervalSeconds * 1000, targetOnlyResources: [NEW_ONLY] },
+    ops: [...(jobs?.ops.values() ?? [])],
+    servers: servers?.servers ?? [],
+    statuses: status?.statuses ?? [],
+    breaches,
+    faultDown,
+    operatorBlind: replicas.blind,
+    healedAt: healedAt || endedAt,
+    endedAt,
+    // A server a fault took down may take the only copy of the target's API with it: those answers are the fault's.
+    client: (traffic?.samples ?? [])
+      .filter((x) => !faultDown.some((f) => x.at >= f.from - 1000 && x.at <= f.to + 5000))
+      .map((x) => ({ t: x.at, resource: NEW_ONLY, code: x.status === 'error' ? 0 : x.status })),
+  };
+  await c.teardown();
+  return {
+    schedule: s, outcome: outcome(history), durationMs: endedAt - t0, createdAt,
+    verdict: checkHistory(history), history, skipped, takeoverMs: replicas.takeoverMs,
+    ...(harnessError ? { harnessError } : {}),
+  };
+}

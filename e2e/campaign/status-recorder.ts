@@ -1,0 +1,41 @@
+// The upgrade object's status as the campaign records it: a snapshot from the watch whenever what the checker reads
+// of it changed (phase, pause, whether the target's storage is known, the finished batches).
+import type { ApiServerUpgrade } from '../../src/api/types.generated.ts';
+import type { StatusSnapshot } from './history-check.ts';
+import { StatusWatch, type WatchedCluster } from './status-watch.ts';
+
+export class StatusRecorder {
+  readonly statuses: StatusSnapshot[] = [];
+  private lastKey = '';
+  private readonly watch: StatusWatch;
+
+  constructor(cluster: WatchedCluster, name: string) {
+    this.watch = new StatusWatch(cluster, name, (u, at) => this.take(u, at));
+  }
+
+  private take(u: ApiServerUpgrade, at: number): void {
+    const st = u.status;
+    if (!st?.phase) return;
+    const snap: StatusSnapshot = {
+      t: at, phase: st.phase,
+      ...(st.pause?.reason ? { pauseReason: st.pause.reason } : {}),
+      ...(st.pause?.message ? { pauseMessage: st.pause.message } : {}),
+      targetStorageKnown: (st.plan?.targetStorage?.length ?? 0) > 0,
+      finishedBatches: (st.batch?.history ?? []).map((b) => b.index),
+    };
+    const key = JSON.stringify({ ...snap, t: 0 });
+    if (key !== this.lastKey) {
+      this.lastKey = key;
+      this.statuses.push(snap);
+    }
+  }
+
+  /** The last snapshot kept. */
+  get last(): StatusSnapshot | undefined {
+    return this.statuses.at(-1);
+  }
+
+  stop(): Promise<void> {
+    return this.watch.stop();
+  }
+}
