@@ -100,9 +100,11 @@ export async function runUpgrade(s: Schedule, log: (m: string) => void = () => u
     rw = await ReadWriteTraffic.start((p, o) => cluster.request('lb', p, o), 'campaign-rw', { intervalMs: 200 });
     servers = new ServerRecorder(rig);
     status = new StatusRecorder(cluster, NAME);
+    // The harness's Prometheus scrapes every second, so a 5 s window holds enough samples (the default is 1m).
+    const source = s.spec.prometheus ? { source: 'Prometheus', prometheus: { address: await cluster.startPrometheus(), window: '5s' } } : {};
     const manifest = upgradeManifest(NAME, hook, {
       strategy: { batchSize: s.spec.batchSize, soakDuration: `${s.spec.soakSeconds}s`, batchTimeout: '60s', ...(s.spec.twoPhase ? { phases: 'TwoPhase', phaseSoakDuration: '5s' } : {}) },
-      analysis: { interval: `${s.spec.intervalSeconds}s`, failureLimit: s.spec.failureLimit, onBreach: s.spec.onBreach },
+      analysis: { interval: `${s.spec.intervalSeconds}s`, failureLimit: s.spec.failureLimit, onBreach: s.spec.onBreach, ...source },
     });
     const spec = manifest.spec as { driver: { webhook: { url: string } } };
     spec.driver.webhook.url = `https://127.0.0.1:${door.port}/replace`;
@@ -194,6 +196,21 @@ export async function runUpgrade(s: Schedule, log: (m: string) => void = () => u
           return;
         case 'hook-fail':
           hook.failNext();
+          return;
+        case 'prometheus-down':
+          // Gone (connections refused), then back on the same address with its data.
+          cluster.signalPrometheus('SIGKILL');
+          await heal();
+          await cluster.startPrometheus();
+          return;
+        case 'prometheus-slow':
+          // Hung: connections open, no answer until the operator's query times out.
+          cluster.signalPrometheus('SIGSTOP');
+          try {
+            await heal();
+          } finally {
+            cluster.signalPrometheus('SIGCONT');
+          }
           return;
         default:
           skipped.push(`${f.kind}: not a fault of the process mode`);

@@ -23,8 +23,10 @@ export interface UpgradeSpecDraw {
   twoPhase: boolean;
   /** The proxy gate on the servers at the start: on, or off (the operator turns it on first: EnablingProxy). */
   gate: boolean;
-  /** A second operator replica from the start (a standby a leader kill hands over to). Drawn last: older seeds keep their draws. */
+  /** A second operator replica from the start (a standby a leader kill hands over to). Drawn late: older seeds keep their draws. */
   standby?: boolean;
+  /** The analysis reads a real Prometheus (source Prometheus) instead of the servers (Direct). Process mode; drawn after standby. */
+  prometheus?: boolean;
 }
 
 export const FAULT_KINDS = [
@@ -34,6 +36,8 @@ export const FAULT_KINDS = [
   'client-errors', 'spec-edit', 'pause', 'resume', 'abort',
   // Nodes mode only (real kubelets and containerd, the static Pod driver; each node its own network namespace):
   'kubelet-stop', 'containerd-stop', 'image-missing', 'etcd-cut', 'peer-cut',
+  // Process mode, when the analysis reads a real Prometheus (drawn apart: see drawUpgrade):
+  'prometheus-down', 'prometheus-slow',
 ] as const;
 export type FaultKind = (typeof FAULT_KINDS)[number];
 
@@ -74,6 +78,7 @@ const WEIGHTS: Record<Mode, Record<FaultKind, number>> = {
     'hook-slow': 2, 'hook-refuse': 2, 'hook-fail': 2, 'hook-lose': 2,
     'client-errors': 2, 'spec-edit': 2, 'pause': 2, 'resume': 1, 'abort': 1,
     'kubelet-stop': 0, 'containerd-stop': 0, 'image-missing': 0, 'etcd-cut': 0, 'peer-cut': 0,
+    'prometheus-down': 0, 'prometheus-slow': 0,
   },
   // No hook here, and no restart on another binary by hand (a static Pod is rewritten only by the agent).
   nodes: {
@@ -82,12 +87,16 @@ const WEIGHTS: Record<Mode, Record<FaultKind, number>> = {
     'hook-slow': 0, 'hook-refuse': 0, 'hook-fail': 0, 'hook-lose': 0,
     'client-errors': 2, 'spec-edit': 2, 'pause': 2, 'resume': 1, 'abort': 1,
     'kubelet-stop': 3, 'containerd-stop': 2, 'image-missing': 2, 'etcd-cut': 2, 'peer-cut': 2,
+    'prometheus-down': 0, 'prometheus-slow': 0,
   },
 };
 
+/** Drawn only with the Prometheus source, apart from the weights (see drawUpgrade). */
+const PROMETHEUS_FAULTS: readonly FaultKind[] = ['prometheus-down', 'prometheus-slow'];
+
 /** The kinds a mode draws. */
 export function faultKinds(mode: Mode): FaultKind[] {
-  return FAULT_KINDS.filter((k) => WEIGHTS[mode][k] > 0);
+  return FAULT_KINDS.filter((k) => WEIGHTS[mode][k] > 0 || (mode === 'process' && PROMETHEUS_FAULTS.includes(k)));
 }
 
 const ONE_SHOT = new Set<FaultKind>(['apiserver-restart-old', 'apiserver-restart-new', 'operator-late-standby', 'hook-fail', 'spec-edit', 'resume', 'abort']);
@@ -137,6 +146,15 @@ export function drawUpgrade(seed: number, index: number, mode: Mode = 'process')
   }
   faults.sort((a, b) => a.atMs - b.atMs);
   spec.standby = r() < 0.5;
+  // Drawn after all the above, so a seed's earlier draws stay as they were: in process mode, one upgrade in three
+  // reads its signals from a real Prometheus, and most of those meet Prometheus down or hung.
+  if (mode === 'process' && r() < 0.35) {
+    spec.prometheus = true;
+    if (r() < 0.7) {
+      faults.push({ kind: pick(PROMETHEUS_FAULTS), atMs: int(3, Math.floor(activeMs / 1000)) * 1000, durationMs: int(3, 25) * 1000 });
+      faults.sort((a, b) => a.atMs - b.atMs);
+    }
+  }
   const lastHeal = Math.max(...faults.map((f) => f.atMs + f.durationMs));
   // After the last heal: room for the rest of the upgrade (or its rollback) to run.
   return { seed, index, ...(mode === 'process' ? {} : { mode }), spec, faults, windowMs: lastHeal + activeMs + 90_000 };
@@ -144,7 +162,7 @@ export function drawUpgrade(seed: number, index: number, mode: Mode = 'process')
 
 /** One line naming the spec, for the campaign's output. */
 export function describeSpec(s: UpgradeSpecDraw): string {
-  return `batch=${s.batchSize} soak=${s.soakSeconds}s limit=${s.failureLimit}x${s.intervalSeconds}s onBreach=${s.onBreach} ${s.twoPhase ? 'TwoPhase' : 'OnePhase'} gate=${s.gate ? 'on' : 'off'}${s.standby ? ' +standby' : ''}`;
+  return `batch=${s.batchSize} soak=${s.soakSeconds}s limit=${s.failureLimit}x${s.intervalSeconds}s onBreach=${s.onBreach} ${s.twoPhase ? 'TwoPhase' : 'OnePhase'} gate=${s.gate ? 'on' : 'off'}${s.standby ? ' +standby' : ''}${s.prometheus ? ' +prometheus' : ''}`;
 }
 
 export function describeFault(f: Fault): string {

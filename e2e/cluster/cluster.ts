@@ -100,7 +100,7 @@ export class Cluster {
   private slots: ServerSlot[];
   private etcd?: ManagedProcess;
   private haproxy?: ManagedProcess;
-  private prometheus?: { proc: ManagedProcess; url: string };
+  private prometheus?: { proc: ManagedProcess; url: string; port: number };
   private state: ClusterState;
   private log: (msg: string) => void;
   private tornDown = false;
@@ -232,14 +232,15 @@ export class Cluster {
 
   /**
    * Starts a real Prometheus (Debian's `prometheus` binary, or AUO_PROMETHEUS) that scrapes every
-   * server, and answers its base URL once all targets are up. Torn down with the cluster.
+   * server, and answers its base URL once all targets are up. Torn down with the cluster. Started again after
+   * it died, it listens on the same address (what an ApiServerUpgrade's analysis names).
    */
   async startPrometheus(o: { scrapeIntervalSeconds?: number } = {}): Promise<string> {
     if (this.prometheus && !this.prometheus.proc.exited) return this.prometheus.url;
     if (!process.env.AUO_PROMETHEUS) requireCommands(['prometheus'], 'startPrometheus()');
     const interval = o.scrapeIntervalSeconds ?? 1;
     const cfg = await writePrometheusConfig(this.dir, this.pki, this.slots.map((s) => ({ address: s.info.address, port: s.info.port })), interval);
-    const port = await freePort();
+    const port = this.prometheus?.port ?? await freePort();
     const url = `http://127.0.0.1:${port}`;
     const proc = new ManagedProcess(process.env.AUO_PROMETHEUS ?? 'prometheus', [
       `--config.file=${cfg}`, `--storage.tsdb.path=${join(this.dir, 'prometheus')}`, `--web.listen-address=127.0.0.1:${port}`,
@@ -247,7 +248,7 @@ export class Cluster {
     ], join(this.dir, 'prometheus.log'));
     this.state.rootPids.push(proc.pid);
     writeState(this.state);
-    this.prometheus = { proc, url };
+    this.prometheus = { proc, url, port };
     const want = this.slots.filter((s) => s.proc && !s.proc.exited).length;
     await waitFor(`prometheus to scrape ${want} apiservers`, 60_000, async () => {
       if (proc.exited) throw new Error(`prometheus exited (${proc.exitCode ?? proc.signal}); see ${proc.logPath}`);
@@ -257,6 +258,13 @@ export class Cluster {
     }, 500);
     this.log(`prometheus scraping ${want} apiservers every ${interval}s at ${url}`);
     return url;
+  }
+
+  /** Signals the Prometheus process: SIGSTOP/SIGCONT for a hung one, SIGKILL for one gone (startPrometheus() brings it back). */
+  signalPrometheus(sig: NodeJS.Signals): void {
+    const p = this.prometheus?.proc;
+    if (!p || p.exited) throw new Error('no Prometheus is running');
+    process.kill(p.pid, sig);
   }
 
   /**

@@ -23,7 +23,8 @@ for (const mode of MODES) {
     for (let seed = 0; seed < 300; seed++) {
       const s = drawUpgrade(seed, seed % 5, mode);
       assert.equal(s.mode ?? 'process', mode);
-      assert.ok(s.faults.length >= 1 && s.faults.length <= 3);
+      assert.ok(s.faults.length >= 1 && s.faults.length <= (s.spec.prometheus ? 4 : 3));
+      if (s.faults.some((f) => f.kind.startsWith('prometheus-'))) assert.ok(s.spec.prometheus, 'a Prometheus fault only where the analysis reads Prometheus');
       for (const f of s.faults) {
         kinds.add(f.kind);
         assert.ok(f.atMs + f.durationMs + 60_000 <= s.windowMs, `${f.kind} heals at ${f.atMs + f.durationMs}, window ${s.windowMs}`);
@@ -35,14 +36,26 @@ for (const mode of MODES) {
   });
 }
 
+test('the Prometheus draws come after every older draw: an upgrade with them is the same upgrade plus a source and at most one fault', () => {
+  let withProm = 0;
+  for (let seed = 0; seed < 300; seed++) {
+    const s = drawUpgrade(seed, 0);
+    if (!s.spec.prometheus) continue;
+    withProm++;
+    assert.ok(s.faults.filter((f) => f.kind.startsWith('prometheus-')).length <= 1);
+  }
+  assert.ok(withProm > 60 && withProm < 150, `about a third of the upgrades read Prometheus: ${withProm} of 300`);
+  for (let seed = 0; seed < 100; seed++) assert.equal(drawUpgrade(seed, 0, 'nodes').spec.prometheus, undefined, 'no Prometheus in nodes mode');
+});
+
 test('the modes split the kinds: no hook fault in nodes mode, no kubelet fault in process mode; together every kind', () => {
   assert.ok(!faultKinds('nodes').some((k) => k.startsWith('hook-')));
   assert.ok(!faultKinds('process').some((k) => NODE_FAULTS.includes(k)));
   assert.deepEqual([...new Set([...faultKinds('process'), ...faultKinds('nodes')])].sort(), [...FAULT_KINDS].sort());
 });
 
-test('process mode draws what it drew before the nodes mode existed (the seeds in docs/reliability.md replay as written)', () => {
-  // Seed 7 #8 as docs/reliability.md's run B drew it.
+test('process mode draws what it drew before the nodes mode existed, where it draws no Prometheus (drawn last)', () => {
+  // Seed 7 #8 as docs/reliability.md's run B drew it (it draws no Prometheus).
   assert.deepEqual(drawUpgrade(7, 8), { seed: 7, index: 8, spec: { batchSize: 1, soakSeconds: 4, failureLimit: 4, intervalSeconds: 2, onBreach: 'Pause', twoPhase: true, gate: true, standby: true }, faults: [{ kind: 'operator-late-standby', atMs: 19000, durationMs: 0 }], windowMs: 249000 });
 });
 
