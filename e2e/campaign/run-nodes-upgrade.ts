@@ -96,10 +96,12 @@ class JobRecorder {
   }
 }
 
-/** Each server as it answers for itself: up while its /readyz says 200, its release and emulation from /version. */
+/** Each server as it answers for itself: up while its /readyz says 200 (down after two failed looks), its release and emulation from /version. */
 class ServerRecorder {
   readonly servers: ServerRecord[] = [];
   private readonly last = new Map<string, ServerRecord>();
+  private readonly fails = new Map<string, number>();
+  private readonly firstFail = new Map<string, number>();
   private running = true;
   private readonly loop: Promise<void>;
   private readonly c: NodesCluster;
@@ -112,11 +114,16 @@ class ServerRecorder {
   private async sampleOne(i: number): Promise<void> {
     const host = this.c.node(i).hostname;
     const prev = this.last.get(host);
-    const ready = await this.c.request(i, '/readyz', { timeoutMs: 1500 }).then((r) => r.status === 200, () => false);
+    const answered = await this.c.request(i, '/readyz', { timeoutMs: 3000 }).then((r) => r.status === 200, () => false);
+    // Down after two failed looks in a row, dated from the first: one slow answer on a loaded machine is no outage.
+    const fails = answered ? 0 : (this.fails.get(host) ?? 0) + 1;
+    this.fails.set(host, fails);
+    if (fails === 1) this.firstFail.set(host, Date.now());
+    const ready = answered || (fails < 2 && prev !== undefined && prev.up);
     let version = prev?.version ?? OLD_VERSION;
     let emulation = prev?.emulation;
     if (ready) {
-      const v = await this.c.request(i, '/version', { timeoutMs: 1500 }).then((r) => (r.status === 200 ? JSON.parse(r.body) as { gitVersion?: string; emulationMajor?: string; emulationMinor?: string } : undefined), () => undefined);
+      const v = await this.c.request(i, '/version', { timeoutMs: 3000 }).then((r) => (r.status === 200 ? JSON.parse(r.body) as { gitVersion?: string; emulationMajor?: string; emulationMinor?: string } : undefined), () => undefined);
       if (v?.gitVersion) {
         version = v.gitVersion;
         const emulated = emulationOf(v);
@@ -124,7 +131,7 @@ class ServerRecorder {
         emulation = emulated !== undefined && !version.startsWith(`v${emulated}.`) ? emulated : undefined;
       }
     }
-    const rec: ServerRecord = { t: Date.now(), server: host, up: ready, version, ...(emulation ? { emulation } : {}) };
+    const rec: ServerRecord = { t: ready ? Date.now() : this.firstFail.get(host) ?? Date.now(), server: host, up: ready, version, ...(emulation ? { emulation } : {}) };
     if (!prev || prev.up !== rec.up || prev.version !== rec.version || prev.emulation !== rec.emulation) {
       this.last.set(host, rec);
       this.servers.push(rec);
@@ -142,7 +149,7 @@ class ServerRecorder {
   async readyAgain(i: number, boundMs: number): Promise<number> {
     const until = Date.now() + boundMs;
     while (Date.now() < until) {
-      if (await this.c.request(i, '/readyz', { timeoutMs: 1500 }).then((r) => r.status === 200, () => false)) return Date.now();
+      if (await this.c.request(i, '/readyz', { timeoutMs: 3000 }).then((r) => r.status === 200, () => false)) return Date.now();
       await sleep(250);
     }
     return Date.now();
