@@ -122,9 +122,9 @@ export function drawUpgrade(seed: number, index: number, mode: Mode = 'process')
     twoPhase: r() < 0.25,
     gate: r() < 0.75,
   };
-  // Active phases: ~60 s per 3 replacements on this machine in process mode, ~2 min through kubelets (a static Pod
-  // restart, the agent Job's Pod); more when the gate is turned on first or in two phases.
-  const pass = mode === 'nodes' ? 120_000 : 60_000;
+  // Active phases: ~60 s per 3 replacements on this machine in process mode, ~80 s through kubelets (a static Pod
+  // restart after the agent Job's Pod started: 20-35 s each); more when the gate is turned on first or in two phases.
+  const pass = mode === 'nodes' ? 80_000 : 60_000;
   const activeMs = pass + 10_000 + (spec.gate ? 0 : pass) + (spec.twoPhase ? pass + 10_000 : 0);
   const weights = WEIGHTS[mode];
   const total = Object.values(weights).reduce((a, b) => a + b, 0);
