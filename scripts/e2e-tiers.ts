@@ -53,11 +53,11 @@ export function parseE2eArgs(argv: readonly string[]): E2eArgs {
  */
 export const LONGEST_FIRST: readonly string[] = [
   'e2e/static-pod-nodes.e2e.ts',
+  'e2e/campaign.e2e.ts',
   'e2e/helm-install.e2e.ts',
   'e2e/rollback.e2e.ts',
   'e2e/two-phase.e2e.ts',
   'e2e/upgrade.e2e.ts',
-  'e2e/campaign.e2e.ts',
   'e2e/dashboard.e2e.ts',
   'e2e/kubeadm-preflight.e2e.ts',
 ];
