@@ -942,6 +942,13 @@ export interface DriverCall {
   acceptedAt?: string;
   /** When the call reached Done, Rejected, Failed, TimedOut or Abandoned. */
   completedAt?: string;
+  /**
+   * When the driver reported that it runs nothing more for this call (the static Pod agent's Job finished or
+   * is gone). Until then, and while the driver may still run it, no other call goes to this server: a call is
+   * Done when its server is observed back, which can be before the agent exits. Absent for drivers without
+   * reports (webhook).
+   */
+  driverSettledAt?: string;
   /** Deliveries tried (the same key each time). Range: 0 to ∞. */
   attempts?: number;
   /**

@@ -17,7 +17,7 @@ import { writeStatus } from './status-writes.ts';
  * flight. Fails closed: a report that cannot be read (the driver cannot be built, the read throws) or says
  * `unknown` is left out, and the call is judged from observation alone. A driver without `report` reads nothing.
  */
-export async function readDriverReports(c: ReconcilerConfig, rc: ReconcileContext, accepted: readonly DriverCall[], log: Logger): Promise<Record<string, CallReport> | undefined> {
+export async function readDriverReports(c: ReconcilerConfig, rc: ReconcileContext, calls: readonly DriverCall[], log: Logger): Promise<Record<string, CallReport> | undefined> {
   if (!rc.spec.ok) return undefined;
   let driver: Driver;
   try {
@@ -29,7 +29,7 @@ export async function readDriverReports(c: ReconcilerConfig, rc: ReconcileContex
   const report = driver.report?.bind(driver);
   if (!report) return undefined;
   const reports: Record<string, CallReport> = {};
-  await Promise.all(accepted.map(async (call) => {
+  await Promise.all(calls.map(async (call) => {
     const clog = log.child({ server: call.server, key: call.key, action: call.action });
     try {
       const r = await report({ idempotencyKey: call.key, action: call.action, server: { hostname: call.server } });

@@ -15,13 +15,16 @@ export type DriverOutcome = CallOutcome;
  * its Job and the Job's Pod): `failed` is final — the replacement will not happen (the target image cannot be
  * pulled, the agent exited non-zero, the new static Pod never got ready and the agent restored the backup);
  * `running` and `succeeded` are information only (a call is Done only when its server is observed back at the
- * goal); `unknown` means the driver could not tell (its read failed): never a failure.
+ * goal) — except that no other call goes to the server while the driver still runs this one; `unknown` means the
+ * driver could not tell (its read failed): never a failure; `gone`: the driver keeps nothing for the call any more.
  */
 export type DriverReport =
   | { kind: 'running'; message: string }
   | { kind: 'succeeded'; message: string }
   | { kind: 'failed'; message: string }
-  | { kind: 'unknown'; message: string };
+  | { kind: 'unknown'; message: string }
+  /** The driver keeps nothing for this call any more (the Job was deleted): it runs nothing for it. */
+  | { kind: 'gone'; message: string };
 
 /** The parts of an accepted call a driver needs to find what it started for it. */
 export interface ReportRequest {

@@ -365,8 +365,8 @@ export class StaticPodDriver implements Driver {
   }
 
   /**
-   * What the call's Job says (jobReport). A Job that is not there is `unknown`, not failed: it may have been
-   * deleted by its TTL after success, or by a person. A Job made for another key, or a failed read, is
+   * What the call's Job says (jobReport). A Job that is not there is `gone`, not failed: it may have been
+   * deleted by its TTL after success, or by a person; no agent runs for the call then. A Job made for another key, or a failed read, is
    * `unknown` too. When its Pods cannot be read, the Job's own conditions still decide.
    */
   async report(call: ReportRequest): Promise<DriverReport> {
@@ -377,7 +377,7 @@ export class StaticPodDriver implements Driver {
       job = await this.kube.request('GET', `${this.jobsPath()}/${encodeURIComponent(name)}`);
     } catch (err) {
       if (err instanceof KubeApiError && err.statusCode === 404) {
-        return { kind: 'unknown', message: `${where} is not there (deleted after it finished — ttlSecondsAfterFinished is a day — or by someone); the server's own state decides` };
+        return { kind: 'gone', message: `${where} is not there (deleted after it finished — ttlSecondsAfterFinished is a day — or by someone): no agent runs for this call; the server's own state decides` };
       }
       return { kind: 'unknown', message: `reading ${where} failed: ${err instanceof Error ? err.message : String(err)}` };
     }

@@ -17,6 +17,53 @@ export function inFlight(c: DriverCall): boolean {
   return IN_FLIGHT_RESULTS.has(c.result as CallResult);
 }
 
+/**
+ * How long past batchTimeout a driver may still run an ended call: the static Pod agent's Job has the deadline
+ * readyTimeout (shorter than batchTimeout) plus its 300 s image pull allowance (src/drivers/static-pod.ts
+ * PULL_ALLOWANCE_SECONDS; test/plan/driver-settle.test.ts holds the two together), counted from about the call's time.
+ */
+export const DRIVER_RUN_SLACK_MS = 300_000;
+/** Results after which a driver may still run something for the call (it accepted it, or may have). */
+const MAY_STILL_RUN: ReadonlySet<CallResult> = new Set<CallResult>(['Done', 'Failed', 'TimedOut']);
+
+/**
+ * An ended call whose driver has not said it runs nothing more for it, within the time the driver can run it:
+ * a call is Done when its server is observed back, which can be seconds before the static Pod agent exits (seen
+ * by the fault campaign: a Rollback Job started while the Upgrade's agent still ran on that node). Only drivers
+ * that report (not the webhook driver) are read; their reports settle the call (driverSettledAt).
+ */
+export function awaitsSettlement(c: DriverCall, now: Date, batchTimeoutMs: number): boolean {
+  if (!MAY_STILL_RUN.has(c.result as CallResult) || c.driverSettledAt !== undefined) return false;
+  const since = Date.parse(c.time ?? '');
+  return !Number.isFinite(since) || now.getTime() < since + batchTimeoutMs + DRIVER_RUN_SLACK_MS;
+}
+
+/** The calls whose driver reports the shell reads: every call Accepted, and the ended calls awaiting settlement. */
+export function callsToReport(calls: readonly DriverCall[], now: Date, batchTimeoutMs: number): DriverCall[] {
+  return calls.filter((c) => c.result === 'Accepted' || awaitsSettlement(c, now, batchTimeoutMs));
+}
+
+/** The reports that say the driver runs nothing more for a call. */
+const SETTLED_REPORTS: ReadonlySet<string> = new Set(['succeeded', 'failed', 'gone']);
+
+/** Records when the driver said it runs nothing more for an ended call. Runs with advanceCalls, first in every step. */
+export function settleDrivers(ctx: PlanContext): void {
+  for (const c of ctx.status.driverCalls ?? []) {
+    if (!awaitsSettlement(c, ctx.now, ctx.spec.strategy.batchTimeoutMs)) continue;
+    const r = ctx.upgrade.driverReports?.[c.key];
+    if (r && SETTLED_REPORTS.has(r.kind)) c.driverSettledAt = ctx.now.toISOString();
+  }
+}
+
+/**
+ * An ended call on the server whose driver may still be running it (a driver that reports, not settled, within
+ * its run time): nothing else goes to that server until it settles. Unknown (no report read) is running.
+ */
+export function driverStillRunning(ctx: PlanContext, hostname: string): DriverCall | undefined {
+  if (ctx.spec.driver.kind === 'webhook') return undefined;
+  return (ctx.status.driverCalls ?? []).find((c) => c.server === hostname && awaitsSettlement(c, ctx.now, ctx.spec.strategy.batchTimeoutMs));
+}
+
 /** The call in flight on a server, if any (at most one, by construction). */
 export function callInFlight(ctx: PlanContext, hostname: string): DriverCall | undefined {
   return (ctx.status.driverCalls ?? []).find((c) => c.server === hostname && inFlight(c));
@@ -135,6 +182,7 @@ export function advanceCalls(ctx: PlanContext): void {
       : `accepted, but ${c.server} did not come back at ${c.target}${c.emulatedVersion ? ` emulating ${c.emulatedVersion}` : ''}${gateGoal(c.action) ? ` with the proxy gate ${gateGoal(c.action)}` : ''} within ${secs}s`;
     finish(ctx, c, 'TimedOut', why);
   }
+  settleDrivers(ctx);
 }
 
 /**
@@ -207,6 +255,8 @@ export function driveStep(ctx: PlanContext, hostname: string, batch: number, act
   }
   const other = callInFlight(ctx, hostname);
   if (other) return 'waiting';
+  // The driver may still be carrying out the last call on this server (its agent not exited yet): never two at once.
+  if (driverStillRunning(ctx, hostname)) return 'waiting';
   if (!opts.always && serverAt(ctx, hostname, target, gateGoal(action), opts.emulatedVersion)) return 'done';
   ctx.requestCall(action, batch, hostname, target, gate, opts.emulatedVersion);
   return 'waiting';

@@ -14,10 +14,11 @@ export { PROXY_GATE };
 
 /**
  * What a driver reported, after accepting a call, about the replacement it runs (src/drivers/driver.ts
- * `DriverReport`, the same shape). Only `failed` decides anything: it ends the call Failed.
+ * `DriverReport`, the same shape). `failed` ends a call in flight Failed; `succeeded`, `failed` and `gone` on an
+ * ended call settle it (driverSettledAt): from then on the driver runs nothing for it.
  */
 export interface CallReport {
-  kind: 'running' | 'succeeded' | 'failed' | 'unknown';
+  kind: 'running' | 'succeeded' | 'failed' | 'unknown' | 'gone';
   message: string;
 }
 

@@ -1,6 +1,6 @@
 import type { PlanContext } from './context.ts';
-import { callInFlight, emulationOf, failedSinceResume, landedInBatchUnderWay } from './calls.ts';
-import { peerRowFrom } from './peers.ts';
+import { callInFlight, emulationOf, failedSinceResume, landedInBatchUnderWay, serverAt } from './calls.ts';
+import { isUp, peerRowFrom } from './peers.ts';
 import { replanRemaining } from './frozen-plan.ts';
 import { minorOf, sameRelease } from './version.ts';
 import { unemulatedTargetServers } from './rollback-verdict.ts';
@@ -22,6 +22,27 @@ export interface MembershipChange {
  * fleet change to pause on); any other difference — a new server, a member gone, a replacement back under a new
  * hostname — is a change the plan did not foresee.
  */
+/**
+ * Members whose last call was an Upgrade that landed, up now on another release or emulation with nothing in
+ * flight: replaced outside this upgrade after the operator's call (a node restored from an old image, a person
+ * downgrading it). No batch looks at them again, and the analysis sees them healthy: without this the upgrade
+ * would wait for them forever (found by the fault campaign: seed 4242 #7, Upgrading 5 minutes after every fault
+ * healed, cp-1 restarted on the old binary after its batch).
+ */
+function regressedMembers(ctx: PlanContext, members: readonly string[]): { hostname: string; runs: string; goal: string }[] {
+  const out: { hostname: string; runs: string; goal: string }[] = [];
+  for (const h of members) {
+    const last = (ctx.status.driverCalls ?? []).filter((c) => c.server === h).at(-1);
+    if (last?.action !== 'Upgrade' || last.result !== 'Done' || !last.target || callInFlight(ctx, h)) continue;
+    const p = ctx.observed(h);
+    if (!p || !isUp(p) || p.version === undefined) continue;
+    if (serverAt(ctx, h, last.target, undefined, last.emulatedVersion)) continue;
+    const emulating = (v: string | undefined): string => (v ? ` emulating ${v}` : '');
+    out.push({ hostname: h, runs: `${p.version}${emulating(p.emulation)}`, goal: `${last.target}${emulating(last.emulatedVersion)}` });
+  }
+  return out;
+}
+
 export function membershipChange(ctx: PlanContext): MembershipChange | undefined {
   const members = ctx.status.plan?.members;
   if (!members) return undefined;
@@ -42,16 +63,18 @@ export function membershipChange(ctx: PlanContext): MembershipChange | undefined
   // no server back into emulation, see replanRemaining), and a pause until one is brought back or the last server
   // removed would never end. The rollback verdict still counts what such a server wrote (plan.targetApiStorage).
   const unemulated = phaseOneMoot(ctx, missing.length) ? [] : unemulatedTargetServers(ctx);
-  if (joined.length === 0 && vanished.length === 0 && offPolicy.length === 0 && unemulated.length === 0) return undefined;
+  const regressed = regressedMembers(ctx, members).filter((r) => !offPolicy.some((p) => p.hostname === r.hostname));
+  if (joined.length === 0 && vanished.length === 0 && offPolicy.length === 0 && unemulated.length === 0 && regressed.length === 0) return undefined;
   const emulating = `${ctx.spec.targetVersion} emulating ${minorOf(from)}`;
   const parts = [
     ...(offPolicy.length ? [`${offPolicy.map((p) => `${p.hostname} runs ${p.version}`).join(', ')}: neither ${from} nor ${ctx.spec.targetVersion}; bring it to ${from} or remove it before resuming`] : []),
     ...(unemulated.length ? [`${unemulated.join(', ')} runs ${ctx.spec.targetVersion} without emulating ${minorOf(from)} during phase one of a TwoPhase upgrade; bring it to ${from} or ${emulating}, or remove it, before resuming`] : []),
+    ...(regressed.length ? [`${regressed.map((r) => `${r.hostname} runs ${r.runs} after its Upgrade to ${r.goal} landed`).join(', ')}: replaced outside this upgrade; bring it back to its goal (the pause then lifts by itself), or abort`] : []),
     ...(joined.length ? [`joined: ${joined.join(', ')}`] : []),
     ...(vanished.length ? [`gone: ${vanished.join(', ')}`] : []),
     ...(joined.length && missing.length > vanished.length ? [`being replaced and not back: ${missing.filter((h) => !vanished.includes(h)).join(', ')} (a replacement back under a new hostname?)`] : []),
   ];
-  return { joined, vanished, servers: [...new Set([...joined, ...vanished, ...offPolicy.map((p) => p.hostname), ...unemulated])], message: `the fleet changed since the plan was made (${parts.join('; ')}); resume to re-plan from the servers observed now` };
+  return { joined, vanished, servers: [...new Set([...joined, ...vanished, ...offPolicy.map((p) => p.hostname), ...unemulated, ...regressed.map((r) => r.hostname)])], message: `the fleet changed since the plan was made (${parts.join('; ')}); resume to re-plan from the servers observed now` };
 }
 
 /** TwoPhase, phase one: every member observed, and every server observed on the target's own API (no emulation). */

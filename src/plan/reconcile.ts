@@ -14,6 +14,7 @@ import type { AnalysisSettings, Observation } from './observation.ts';
 import { checkSpec, type Policy, type PolicyViolation } from './policy.ts';
 import { blockingUpgrade, isFinished } from './admission.ts';
 import { analysisDue } from './analysis.ts';
+import { callsToReport } from './calls.ts';
 import { kubeadmConfigDue, kubeadmIntent, type KubeadmIntent } from './kubeadm-config.ts';
 import { invalidSpecPlan, planResolved, type Plan } from './planner.ts';
 
@@ -63,7 +64,7 @@ export interface ReconcileReads {
     /** `always`: read even without a kubeadm-config (the static Pod driver). */
     kubeadm?: { always: boolean };
   };
-  /** The calls Accepted whose driver reports are read; absent: none. */
+  /** The calls whose driver reports are read (Accepted, or ended and not settled: calls.ts callsToReport); absent: none. */
   driverReports?: DriverCall[];
 }
 
@@ -86,8 +87,8 @@ export function whatToRead(rc: ReconcileContext, others: readonly ApiServerUpgra
   }
   // The webhook driver has no report (docs/drivers.md): building it would read its token Secret for nothing.
   // A spec outside the policy never gets its driver built.
-  const accepted = (rc.upgrade.status?.driverCalls ?? []).filter((c) => c.result === 'Accepted');
-  if (accepted.length > 0 && spec && spec.driver.kind !== 'webhook' && rc.violations.length === 0) reads.driverReports = accepted;
+  const toReport = spec ? callsToReport(rc.upgrade.status?.driverCalls ?? [], rc.now, spec.strategy.batchTimeoutMs) : [];
+  if (toReport.length > 0 && spec && spec.driver.kind !== 'webhook' && rc.violations.length === 0) reads.driverReports = toReport;
   return { kind: 'read', reads };
 }
 

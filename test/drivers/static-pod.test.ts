@@ -322,8 +322,11 @@ test('static Pod driver report: reads the call\'s Job and its Pods; a missing Jo
   assert.match(rep.message, /reverted: the new kube-apiserver static Pod was not ready within 180s/);
   assert.deepEqual(calls.map((c) => c.path), [`/apis/batch/v1/namespaces/kube-system/jobs/${name}`, `/api/v1/namespaces/kube-system/pods?labelSelector=batch.kubernetes.io%2Fjob-name%3D${name}`]);
 
+  // A Job that is not there (its TTL, or a person, deleted it): no agent runs for the call.
+  const gone = await new StaticPodDriver(SPEC, fakeKube((c) => { throw new KubeApiError(c.method, c.path, 404, 'not found', undefined); }).kube, 'to-v1-36').report(reportCall(r));
+  assert.equal(gone.kind, 'gone', gone.message);
+  assert.match(gone.message, /is not there \(deleted after it finished/);
   const unknown: [string, (c: Call) => unknown, RegExp][] = [
-    ['404', (c) => { throw new KubeApiError(c.method, c.path, 404, 'not found', undefined); }, /is not there \(deleted after it finished/],
     ['500', (c) => { throw new KubeApiError(c.method, c.path, 500, 'etcd timeout', undefined); }, /reading Job kube-system\/auo-upgrade-cp-1-[0-9a-f]{16} failed: /],
     ['foreign', () => job([{ type: 'Failed', status: 'True' }], 'other-key'), /is not this call's/],
     ['pods unreadable, not finished', (c) => { if (c.path.includes('/jobs/')) return job([]); throw new KubeApiError(c.method, c.path, 403, 'forbidden', undefined); }, /its Pods could not be read/],

@@ -140,3 +140,30 @@ test('the held rollback\'s cause is kept in status.pause.heldRollback, not read 
   assert.match(rolling?.note ?? '', /aborted by the .* annotation \(now\); rolling back to v1\.35\.4/);
   assert.doesNotMatch(rolling?.note ?? '', /by hand/);
 });
+
+test('a server replaced outside the upgrade after its Upgrade landed (back on the old binary) pauses naming it, and the pause lifts once it is back on the target', () => {
+  // Found by the fault campaign (seed 4242 #7): cp-1 restarted on the old binary after its batch; the upgrade waited
+  // for it in Upgrading for five minutes with every fault healed, since no batch looks at cp-1 again and the
+  // analysis sees a healthy server.
+  const sim = new ShellSim(fleet(3), specWith({ strategy: { batchSize: 1, soakDuration: '5s', batchTimeout: '10m' } }));
+  sim.autoLand = false;
+  sim.runUntil((s) => s.held.has('cp-1'), 8, 1000);
+  sim.land('cp-1');
+  sim.runUntil((s) => s.held.has('cp-2'), 30, 1000);
+  // Someone restarts cp-1 on the old binary (a new process: a new holder) while cp-2 is being replaced.
+  sim.peers = sim.peers.map((p) => (p.hostname === 'cp-1' ? { ...p, version: OLD, holderIdentity: `${p.identity}_by-hand` } : p));
+  sim.land('cp-2');
+  sim.autoLand = true;
+  for (let i = 0; i < 40 && phase(sim) !== 'Paused'; i++) sim.reconcile(2000);
+  assert.equal(phase(sim), 'Paused', `paused, not waiting for cp-1 forever: ${sim.phases.filter((p, i, a) => p !== a[i - 1]).join(' -> ')}`);
+  assert.equal(sim.status?.pause?.reason, 'MembershipChanged');
+  assert.match(sim.status?.pause?.message ?? '', /cp-1 runs v1\.35\.\d+ after its Upgrade to v1\.36\.\d+ landed: replaced outside this upgrade/);
+  for (let i = 0; i < 10; i++) sim.reconcile(2000);
+  assert.equal(phase(sim), 'Paused', 'it stays paused while cp-1 is off its goal');
+  assert.deepEqual(sim.distinctCalls('Upgrade').filter((c) => c === 'Upgrade:cp-1'), ['Upgrade:cp-1'], 'cp-1 is not upgraded again behind anyone\'s back');
+  // cp-1 brought back to the target by hand: the pause names nothing real any more and lifts; the upgrade ends.
+  sim.peers = sim.peers.map((p) => (p.hostname === 'cp-1' ? { ...p, version: NEW, holderIdentity: `${p.identity}_by-hand-2` } : p));
+  for (let i = 0; i < 60 && phase(sim) !== 'Succeeded'; i++) sim.reconcile(2000);
+  assert.equal(phase(sim), 'Succeeded', sim.phases.filter((p, i, a) => p !== a[i - 1]).join(' -> '));
+  assert.deepEqual(versions(sim), ['cp-1@' + NEW, 'cp-2@' + NEW, 'cp-3@' + NEW]);
+});

@@ -9,6 +9,8 @@ import type { ApiServerUpgradeSpec } from '../../../src/api/types.generated.ts';
 import { plan, RESUME_ANNOTATION, type Plan, type Observation, type ObservedPeer, type ObservedStorage, type DriverRequest } from '../../../src/plan/index.ts';
 import { recordCallOutcome, type CallOutcome } from '../../../src/plan/call-outcome.ts';
 import type { CallReport } from '../../../src/plan/context.ts';
+import { callsToReport } from '../../../src/plan/calls.ts';
+import { resolveSpec } from '../../../src/api/defaults.ts';
 import { Sim, spec as defaultSpec } from '../fleet.ts';
 import { GATE, release, storageHashes } from './world.ts';
 
@@ -95,10 +97,17 @@ export class ShellSim extends Sim {
   reconcile(advanceMs = 1000, crash?: Crash): Plan {
     this.now = new Date(this.now.getTime() + advanceMs);
     if (this.autoLand) for (const [h, req] of [...this.held]) if (!this.hung.has(req.idempotencyKey)) this.land(h);
+    // What the shell reads (callsToReport): the calls Accepted — `running` unless set — and the ended calls awaiting
+    // settlement, whose agent exited when it landed (`succeeded`) unless set otherwise.
     const driverReports: Record<string, CallReport> = {};
-    for (const c of this.status?.driverCalls ?? []) {
-      if (c.result !== 'Accepted') continue;
-      const r = this.reports.get(c.key) ?? { kind: 'running', message: 'the agent Job runs' };
+    let batchTimeoutMs = 0;
+    try {
+      batchTimeoutMs = resolveSpec(this.spec).strategy.batchTimeoutMs;
+    } catch {
+      /* a spec the planner refuses makes no call: nothing to report on */
+    }
+    for (const c of callsToReport(this.status?.driverCalls ?? [], this.now, batchTimeoutMs)) {
+      const r = this.reports.get(c.key) ?? (c.result === 'Accepted' ? { kind: 'running', message: 'the agent Job runs' } : { kind: 'succeeded', message: 'the agent Job completed' });
       if (r !== 'throws') driverReports[c.key] = r;
     }
     const p = plan({ ...this.upgrade, driverReports }, this.spec, this.status, this.observe(), this.now);

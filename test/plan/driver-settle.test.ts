@@ -1,0 +1,95 @@
+// A call is Done when its server is observed back at the goal; the static Pod agent that carries it out may still
+// run for seconds after that (it confirms readiness, then exits, then the Job completes). The fault campaign on real
+// kubelets caught the operator sending a Rollback Job for a server while that server's Upgrade agent still ran: two
+// agents on one manifest. Nothing else goes to a server until the driver says it runs nothing more for the last call.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import type { ApiServerUpgradeSpec, DriverCall } from '../../src/api/types.generated.ts';
+import { callsToReport, DRIVER_RUN_SLACK_MS } from '../../src/plan/calls.ts';
+import { PULL_ALLOWANCE_SECONDS } from '../../src/drivers/static-pod.ts';
+import type { ObservedPeer } from '../../src/plan/index.ts';
+import type { ObservedKubeadm } from '../../src/plan/observed-preflight.ts';
+import { peer, spec, OLD } from './fleet.ts';
+import { ShellSim } from './model/shell-sim.ts';
+
+function fleet(n: number): ObservedPeer[] {
+  return Array.from({ length: n }, (_, i) => peer(`cp-${i + 1}`, OLD, 'on'));
+}
+
+function staticPodSpec(over: Partial<ApiServerUpgradeSpec> = {}): ApiServerUpgradeSpec {
+  const base = spec();
+  return { ...base, driver: { staticPod: { readyTimeout: '2m' } }, strategy: { ...base.strategy, batchSize: 1, soakDuration: '30s', batchTimeout: '5m' }, analysis: { ...base.analysis, interval: '5s', failureLimit: 1, onBreach: 'Rollback' }, ...over };
+}
+
+const calls = (sim: ShellSim, server: string): DriverCall[] => (sim.status?.driverCalls ?? []).filter((c) => c.server === server);
+
+/** What the static Pod driver's preflight reads on a clean kubeadm cluster of 3 control-plane nodes. */
+const KUBEADM: ObservedKubeadm = {
+  configMap: 'present',
+  nodes: [1, 2, 3].map((i) => ({ name: `cp-${i}`, kubeletVersion: OLD, hostnameLabel: `cp-${i}` })),
+  servers: [1, 2, 3].map((i) => ({ hostname: `cp-${i}`, etcd: { status: 200, body: 'ok' }, certificate: { ok: true, dnsNames: ['kubernetes.default.svc'], notAfter: '2027-12-01T00:00:00Z' }, deprecated: [], mirrorPod: { name: `kube-apiserver-cp-${i}`, nodeName: `cp-${i}` } })),
+};
+
+/** cp-1's Upgrade lands while its agent still runs, then a breach asks for the rollback. */
+function landedWithAgentRunning(s: ApiServerUpgradeSpec): { sim: ShellSim; upgradeKey: string } {
+  const sim = new ShellSim(fleet(3), s);
+  sim.extra = { ...sim.extra, kubeadm: KUBEADM };
+  sim.autoLand = false;
+  sim.runUntil((x) => x.held.has('cp-1'), 10, 1000);
+  const upgradeKey = sim.held.get('cp-1')!.idempotencyKey;
+  sim.reports.set(upgradeKey, { kind: 'running', message: 'the agent Job runs: it confirms readiness before it exits' });
+  sim.land('cp-1');
+  sim.reconcile(1000);
+  assert.equal(calls(sim, 'cp-1').find((c) => c.key === upgradeKey)?.result, 'Done', 'the Upgrade is Done by observation');
+  sim.checks = true;
+  sim.verdict = 'Breach'; // the signals breach: onBreach Rollback
+  sim.runUntil((x) => x.status?.phase === 'RollingBack', 10, 1000);
+  return { sim, upgradeKey };
+}
+
+test('no Rollback Job for a server while the agent of its landed Upgrade still runs; sent once the driver says it finished', () => {
+  const { sim, upgradeKey } = landedWithAgentRunning(staticPodSpec());
+  for (let i = 0; i < 5; i++) sim.reconcile(2000);
+  assert.deepEqual(calls(sim, 'cp-1').map((c) => c.action), ['Upgrade'], 'no second call while the first agent runs');
+  assert.equal(calls(sim, 'cp-1')[0]!.driverSettledAt, undefined);
+  sim.reports.set(upgradeKey, { kind: 'succeeded', message: 'the agent Job completed' });
+  sim.reconcile(2000);
+  sim.reconcile(2000);
+  assert.ok(calls(sim, 'cp-1')[0]!.driverSettledAt, 'settled when the driver said so');
+  assert.deepEqual(calls(sim, 'cp-1').map((c) => c.action), ['Upgrade', 'Rollback'], 'then the rollback goes');
+});
+
+test('a report that cannot be read is no settlement (unknown is running); the driver\'s own deadline ends the wait', () => {
+  const { sim, upgradeKey } = landedWithAgentRunning(staticPodSpec());
+  sim.reports.set(upgradeKey, 'throws');
+  for (let i = 0; i < 5; i++) sim.reconcile(10_000);
+  assert.deepEqual(calls(sim, 'cp-1').map((c) => c.action), ['Upgrade'], 'unread: still waiting');
+  // The agent's Job cannot outlive readyTimeout + the pull allowance, both within batchTimeout + the slack.
+  sim.reconcile(5 * 60_000 + DRIVER_RUN_SLACK_MS);
+  sim.reconcile(2000);
+  assert.deepEqual(calls(sim, 'cp-1').map((c) => c.action), ['Upgrade', 'Rollback']);
+});
+
+test('a Job gone (deleted) settles the call: nothing runs for it', () => {
+  const { sim, upgradeKey } = landedWithAgentRunning(staticPodSpec());
+  sim.reports.set(upgradeKey, { kind: 'gone', message: 'Job kube-system/x is not there' });
+  sim.reconcile(2000);
+  sim.reconcile(2000);
+  assert.deepEqual(calls(sim, 'cp-1').map((c) => c.action), ['Upgrade', 'Rollback']);
+});
+
+test('the webhook driver has no reports: its calls never wait for one', () => {
+  const { sim } = landedWithAgentRunning(staticPodSpec({ driver: { webhook: { url: 'https://hook.example/replace' } } }));
+  sim.reconcile(2000);
+  sim.reconcile(2000);
+  assert.deepEqual(calls(sim, 'cp-1').map((c) => c.action), ['Upgrade', 'Rollback']);
+});
+
+test('what the shell reads: calls Accepted, and ended calls not settled within batchTimeout + the agent\'s slack', () => {
+  const now = new Date('2026-12-04T03:00:00Z');
+  const at = (minAgo: number): string => new Date(now.getTime() - minAgo * 60_000).toISOString();
+  const c = (key: string, result: DriverCall['result'], minAgo: number, settled?: boolean): DriverCall => ({ key, server: 'cp-1', action: 'Upgrade', result, time: at(minAgo), ...(settled ? { driverSettledAt: at(0) } : {}) });
+  const all = [c('accepted', 'Accepted', 30), c('done', 'Done', 1), c('failed', 'Failed', 2), c('timedout', 'TimedOut', 9), c('settled', 'Done', 1, true), c('old', 'Done', 11), c('rejected', 'Rejected', 1), c('abandoned', 'Abandoned', 1), c('requested', 'Requested', 1)];
+  assert.deepEqual(callsToReport(all, now, 5 * 60_000).map((x) => x.key), ['accepted', 'done', 'failed', 'timedout']);
+  assert.equal(DRIVER_RUN_SLACK_MS, PULL_ALLOWANCE_SECONDS * 1000, 'the slack is the agent Job\'s pull allowance');
+});
