@@ -250,14 +250,19 @@ export async function runNodesUpgrade(s: Schedule, log: (m: string) => void = ()
       const node = f.server ?? 0;
       switch (f.kind) {
         case 'apiserver-kill': {
-          // SIGKILL of the container: the kubelet starts it again on its own (with its restart back-off).
+          // SIGKILL of the container whenever it runs, for the fault's duration: a crash loop (the kubelet alone
+          // would start it again within seconds). Down from the first kill until it answers /readyz again, which
+          // the kubelet's restart back-off may put well after the last kill.
           const i = free(f);
           if (i === undefined) return void skipped.push(`${f.kind}: every server busy`);
           try {
             const from = Date.now();
-            for (const id of await apiserverContainers(c, i)) await ctr(c, i, ['tasks', 'kill', '-s', 'SIGKILL', id]).catch(() => undefined);
-            await heal();
-            const to = await srvRec.readyAgain(i, 120_000);
+            const until = from + f.durationMs;
+            do {
+              for (const id of await apiserverContainers(c, i).catch(() => [])) await ctr(c, i, ['tasks', 'kill', '-s', 'SIGKILL', id]).catch(() => undefined);
+              await sleep(1000);
+            } while (Date.now() < until);
+            const to = await srvRec.readyAgain(i, 180_000);
             faultDown.push({ server: c.node(i).hostname, from, to });
             breaches.push({ from, to });
           } finally {
