@@ -1,9 +1,11 @@
-// What one campaign upgrade yields, in both modes, and the parts of a run that do not depend on the mode: waiting
-// until the upgrade rests, the output line.
-import { sleep } from '../cluster/index.ts';
-import type { History, Verdict } from './history-check.ts';
+// What one campaign upgrade yields, in both modes, and the parts of a run that do not depend on the mode: the fault
+// schedule run, the servers the faults claim, waiting until the upgrade rests, the judged history, the output line.
+import { NEW_VERSION, OLD_VERSION, sleep } from '../cluster/index.ts';
+import { NEW_ONLY } from '../support/rig.ts';
+import type { Sample } from '../support/traffic.ts';
+import { checkHistory, type DriverOp, type History, type ServerRecord, type Span, type StatusSnapshot, type Verdict } from './history-check.ts';
 import type { StatusRecorder } from './status-recorder.ts';
-import { describeFault, describeSpec, type Schedule } from './schedule.ts';
+import { describeFault, describeSpec, type Fault, type Schedule } from './schedule.ts';
 
 export const TERMINAL = new Set(['Succeeded', 'RolledBack', 'Failed']);
 
@@ -56,4 +58,97 @@ export function line(r: UpgradeResult): string {
   const verdict = r.harnessError ? `HARNESS-ERROR ${r.harnessError}` : r.verdict.violations.length === 0 ? 'ok' : `VIOLATION ${r.verdict.violations.map((v) => `${v.rule}: ${rel(v.message)}`).join('; ')}`;
   const skipped = r.skipped.length ? ` notes=[${r.skipped.join('; ')}]` : '';
   return `#${s.index} seed=${s.seed} mode=${s.mode ?? 'process'} ${describeSpec(s.spec)} faults=[${s.faults.map(describeFault).join(', ')}] outcome=${r.outcome} ${(r.durationMs / 1000).toFixed(0)}s${skipped} verdict=${verdict}`;
+}
+
+/**
+ * Injects each fault of the schedule at its time (ms after `createdAt`) and lets it heal; a fault that throws is
+ * noted, never the run's end. Resolves with the time the last one healed.
+ */
+export async function runFaults(s: Schedule, createdAt: number, inject: (f: Fault) => Promise<void>, log: (m: string) => void, notes: string[]): Promise<number> {
+  const at = (): string => `[campaign +${((Date.now() - createdAt) / 1000).toFixed(1)}s]`;
+  await Promise.all(s.faults.map(async (f) => {
+    await sleep(Math.max(0, createdAt + f.atMs - Date.now()));
+    log(`${at()} inject ${describeFault(f)}`);
+    try {
+      await inject(f);
+      log(`${at()} healed ${describeFault(f)}`);
+    } catch (err) {
+      notes.push(`${f.kind}: ${(err as Error).message.split('\n')[0]}`);
+    }
+  }));
+  return Date.now();
+}
+
+/**
+ * The servers the faults take down, one such fault per server at a time: the drawn server, or the next one that is
+ * neither in a replacement (`busy`) nor held by another fault (the harness never races the driver on one server).
+ */
+export class ServerClaims {
+  private readonly held = new Set<number>();
+  private readonly busy: (i: number) => boolean;
+  private readonly notes: string[];
+
+  constructor(busy: (i: number) => boolean, notes: string[]) {
+    this.busy = busy;
+    this.notes = notes;
+  }
+
+  /** Runs `use` on the claimed server, then frees it; notes the fault as not injected when every server is taken. */
+  async with(f: Fault, use: (i: number) => Promise<void>): Promise<void> {
+    const want = f.server ?? 0;
+    const i = [0, 1, 2].map((k) => (want + k) % 3).find((x) => !this.busy(x) && !this.held.has(x));
+    if (i === undefined) return void this.notes.push(`${f.kind}: every server busy`);
+    if (i !== want) this.notes.push(`${f.kind}: cp-${want + 1} busy, hit cp-${i + 1}`);
+    this.held.add(i);
+    try {
+      await use(i);
+    } finally {
+      this.held.delete(i);
+    }
+  }
+}
+
+/** What the harness recorded of one upgrade, as the checker reads it. */
+export interface Recorded {
+  schedule: Schedule;
+  t0: number;
+  createdAt: number;
+  endedAt: number;
+  healedAt: number;
+  batchMax: number;
+  ops: DriverOp[];
+  servers: ServerRecord[];
+  statuses: StatusSnapshot[];
+  breaches: Span[];
+  faultDown: (Span & { server: string })[];
+  blind: Span[];
+  takeoverMs: number[];
+  /** The client's answers for the target-only resource. */
+  samples: readonly Sample[];
+  notes: string[];
+  harnessError: string | undefined;
+}
+
+/** The history of one upgrade (v1.35.4 -> v1.36.3), judged by the checker. */
+export function judge(r: Recorded): UpgradeResult {
+  const history: History = {
+    spec: { fromVersion: OLD_VERSION, targetVersion: NEW_VERSION, batchSize: r.batchMax, failureLimit: r.schedule.spec.failureLimit, intervalMs: r.schedule.spec.intervalSeconds * 1000, targetOnlyResources: [NEW_ONLY] },
+    ops: r.ops,
+    servers: r.servers,
+    statuses: r.statuses,
+    breaches: r.breaches,
+    faultDown: r.faultDown,
+    operatorBlind: r.blind,
+    healedAt: r.healedAt || r.endedAt,
+    endedAt: r.endedAt,
+    // A server a fault took down may take the only copy of the target's API with it: those answers are the fault's.
+    client: r.samples
+      .filter((x) => !r.faultDown.some((f) => x.at >= f.from - 1000 && x.at <= f.to + 5000))
+      .map((x) => ({ t: x.at, resource: NEW_ONLY, code: x.status === 'error' ? 0 : x.status })),
+  };
+  return {
+    schedule: r.schedule, outcome: outcome(history), durationMs: r.endedAt - r.t0, createdAt: r.createdAt,
+    verdict: checkHistory(history), history, skipped: r.notes, takeoverMs: r.takeoverMs,
+    ...(r.harnessError ? { harnessError: r.harnessError } : {}),
+  };
 }

@@ -17,12 +17,12 @@ import { runOk } from '../support/tools.ts';
 import { TrafficRecorder } from '../support/traffic.ts';
 import { emulationOf } from '../../src/observe/direct-client.ts';
 import { EMULATED_VERSION_ANNOTATION, KEY_ANNOTATION } from '../../src/drivers/static-pod.ts';
-import { checkHistory, type DriverOp, type History, type ServerRecord, type Span } from './history-check.ts';
+import type { DriverOp, ServerRecord, Span } from './history-check.ts';
 import { Replicas } from './replicas.ts';
-import { awaitRest, outcome, type UpgradeResult } from './result.ts';
+import { awaitRest, judge, runFaults, ServerClaims, type UpgradeResult } from './result.ts';
 import { injectShared, isShared } from './shared-faults.ts';
 import { StatusRecorder } from './status-recorder.ts';
-import { describeFault, type Fault, type Schedule } from './schedule.ts';
+import type { Fault, Schedule } from './schedule.ts';
 
 const UPGRADES = '/apis/upgrade.apiserver.dev/v1alpha1/apiserverupgrades';
 const NAME = 'campaign';
@@ -175,6 +175,16 @@ function ip(netns: string, args: string[]): Promise<string> {
   return runOk('ip', ['-n', netns, ...args], { timeoutMs: 10_000 });
 }
 
+/** Adds each (namespace, rule), waits for `heal`, then deletes them whatever happened. */
+async function cut(rules: [string, string[]][], heal: () => Promise<void>): Promise<void> {
+  for (const [netns, rule] of rules) await ip(netns, ['rule', 'add', ...rule]);
+  try {
+    await heal();
+  } finally {
+    for (const [netns, rule] of rules) await ip(netns, ['rule', 'del', ...rule]).catch(() => undefined);
+  }
+}
+
 /** `ctr` on node i's containerd, bounded: containerd may be the component a fault has hung. */
 function ctr(c: NodesCluster, i: number, args: string[]): Promise<string> {
   return runOk('ctr', ['-a', c.containerdSocket(i), '-n', 'k8s.io', ...args], { timeoutMs: 60_000 });
@@ -187,7 +197,7 @@ async function apiserverContainers(c: NodesCluster, i: number): Promise<string[]
 /** Runs one scheduled upgrade in nodes mode with the static Pod driver and judges its history. */
 export async function runNodesUpgrade(s: Schedule, log: (m: string) => void = () => undefined): Promise<UpgradeResult> {
   const t0 = Date.now();
-  const skipped: string[] = [];
+  const notes: string[] = [];
   const faultDown: (Span & { server: string })[] = [];
   const breaches: Span[] = [];
   let healedAt = 0;
@@ -226,69 +236,49 @@ export async function runNodesUpgrade(s: Schedule, log: (m: string) => void = ()
     const srvRec = servers;
     const shared = {
       request: (p: string, o: Parameters<typeof c.request>[2]) => c.request('lb', p, o),
-      upgradePath: `${UPGRADES}/${NAME}`, spec: s.spec, replicas,
-      skip: (note: string) => void skipped.push(note),
+      upgradePath: `${UPGRADES}/${NAME}`, spec: s.spec, replicas, notes,
       raiseBatch: (n: number) => void (batchMax = Math.max(batchMax, n)),
     };
-    /** Servers a kill or a freeze is working on: one such fault per server at a time. */
-    const held = new Set<number>();
-    /** The drawn server, or the next one not in a replacement (the harness does not take down a server the agent is replacing). */
-    const free = (f: Fault): number | undefined => {
-      const want = f.server ?? 0;
-      const i = [0, 1, 2].map((k) => (want + k) % 3).find((x) => !jobRec.busy(c.node(x).hostname) && !held.has(x));
-      if (i !== undefined) held.add(i);
-      if (i !== undefined && i !== want) skipped.push(`${f.kind}: cp-${want + 1} busy, hit cp-${i + 1}`);
-      return i;
+    // A kill, a freeze or a cut at a time per server, never one the agent is replacing.
+    const claims = new ServerClaims((i) => jobRec.busy(c.node(i).hostname), notes);
+    /** An outage the harness makes: down (and a breach the operator must act on) until /readyz answers again. */
+    const outage = async (i: number, make: () => Promise<void>, breach = true): Promise<void> => {
+      const from = Date.now();
+      await make();
+      const to = await srvRec.readyAgain(i, 180_000);
+      faultDown.push({ server: c.node(i).hostname, from, to });
+      if (breach) breaches.push({ from, to });
     };
     const targetImage = c.images.find((img) => img.name === `${MIRROR_REPOSITORY}/kube-apiserver:${NEW_VERSION}`);
 
     const inject = async (f: Fault): Promise<void> => {
-      await sleep(Math.max(0, createdAt + f.atMs - Date.now()));
-      log(`[campaign +${((Date.now() - createdAt) / 1000).toFixed(1)}s] inject ${describeFault(f)}`);
       if (isShared(f.kind)) return injectShared(f, shared);
       const heal = (): Promise<void> => sleep(f.durationMs);
       const node = f.server ?? 0;
       switch (f.kind) {
-        case 'apiserver-kill': {
+        case 'apiserver-kill':
           // SIGKILL of the container whenever it runs, for the fault's duration: a crash loop (the kubelet alone
-          // would start it again within seconds). Down from the first kill until it answers /readyz again, which
-          // the kubelet's restart back-off may put well after the last kill.
-          const i = free(f);
-          if (i === undefined) return void skipped.push(`${f.kind}: every server busy`);
-          try {
-            const from = Date.now();
-            const until = from + f.durationMs;
+          // would start it again within seconds). The kubelet's restart back-off may keep it down after the last kill.
+          return claims.with(f, (i) => outage(i, async () => {
+            const until = Date.now() + f.durationMs;
             do {
               for (const id of await apiserverContainers(c, i).catch(() => [])) await ctr(c, i, ['tasks', 'kill', '-s', 'SIGKILL', id]).catch(() => undefined);
               await sleep(1000);
             } while (Date.now() < until);
-            const to = await srvRec.readyAgain(i, 180_000);
-            faultDown.push({ server: c.node(i).hostname, from, to });
-            breaches.push({ from, to });
-          } finally {
-            held.delete(i);
-          }
-          return;
-        }
-        case 'apiserver-stop': {
-          // The container's cgroup frozen: a hung server, as SIGSTOP is in process mode.
-          const i = free(f);
-          if (i === undefined) return void skipped.push(`${f.kind}: every server busy`);
-          try {
+          }));
+        case 'apiserver-stop':
+          // The container's cgroup frozen: a hung server, as SIGSTOP is in process mode (down, but no breach required).
+          return claims.with(f, async (i) => {
             const ids = await apiserverContainers(c, i);
-            const from = Date.now();
-            for (const id of ids) await ctr(c, i, ['tasks', 'pause', id]).catch(() => undefined);
-            await heal();
-            for (const id of ids) await ctr(c, i, ['tasks', 'resume', id]).catch(() => undefined);
-            faultDown.push({ server: c.node(i).hostname, from, to: await srvRec.readyAgain(i, 60_000) });
-          } finally {
-            held.delete(i);
-          }
-          return;
-        }
+            await outage(i, async () => {
+              for (const id of ids) await ctr(c, i, ['tasks', 'pause', id]).catch(() => undefined);
+              await heal();
+              for (const id of ids) await ctr(c, i, ['tasks', 'resume', id]).catch(() => undefined);
+            }, false);
+          });
         case 'kubelet-stop':
         case 'containerd-stop': {
-          // Drawn to hit a replacement as it happens: the node's server keeps running, the node stops acting.
+          // The node's server keeps running; the node stops acting (a replacement under way there waits).
           const component = f.kind === 'kubelet-stop' ? 'kubelet' : 'containerd';
           c.signalComponent(node, component, 'SIGSTOP');
           try {
@@ -300,58 +290,28 @@ export async function runNodesUpgrade(s: Schedule, log: (m: string) => void = ()
         }
         case 'image-missing': {
           // The target image gone from the node (no registry here: a pull of it fails) until the heal imports it again.
-          if (!targetImage) return void skipped.push(`${f.kind}: the cluster has no ${NEW_VERSION} image to remove`);
-          await ctr(c, node, ['images', 'rm', targetImage.name]).catch((err: Error) => skipped.push(`${f.kind}: ${err.message.split('\n')[0]}`));
+          if (!targetImage) return void notes.push(`${f.kind}: the cluster has no ${NEW_VERSION} image to remove`);
+          await ctr(c, node, ['images', 'rm', targetImage.name]).catch((err: Error) => notes.push(`${f.kind}: ${err.message.split('\n')[0]}`));
           await heal();
           await importImages(c.containerdSocket(node), [targetImage]);
           return;
         }
-        case 'etcd-cut': {
+        case 'etcd-cut':
           // The node's packets to etcd dropped (a blackhole: connections hang, as on a broken link): its server
-          // loses its storage and leaves /readyz. Only a server not in a replacement, like a kill.
-          const i = free(f);
-          if (i === undefined) return void skipped.push(`${f.kind}: every server busy`);
-          try {
-            const from = Date.now();
-            const rule = cutRule(`${c.prefix}.1`, ETCD_PORT);
-            await ip(c.node(i).netns, ['rule', 'add', ...rule]);
-            try {
-              await heal();
-            } finally {
-              await ip(c.node(i).netns, ['rule', 'del', ...rule]);
-            }
-            const to = await srvRec.readyAgain(i, 120_000);
-            faultDown.push({ server: c.node(i).hostname, from, to });
-            breaches.push({ from, to });
-          } finally {
-            held.delete(i);
-          }
-          return;
-        }
+          // loses its storage and leaves /readyz.
+          return claims.with(f, (i) => outage(i, () => cut([[c.node(i).netns, cutRule(`${c.prefix}.1`, ETCD_PORT)]], heal)));
         case 'peer-cut': {
           // Two servers cannot reach each other (both directions): each still serves, but cannot proxy to the other.
           const a = c.node(node);
           const b = c.node((node + 1) % 3);
-          const ab = cutRule(b.address, SECURE_PORT);
-          const ba = cutRule(a.address, SECURE_PORT);
-          await ip(a.netns, ['rule', 'add', ...ab]);
-          await ip(b.netns, ['rule', 'add', ...ba]);
-          try {
-            await heal();
-          } finally {
-            await ip(a.netns, ['rule', 'del', ...ab]);
-            await ip(b.netns, ['rule', 'del', ...ba]);
-          }
-          return;
+          return cut([[a.netns, cutRule(b.address, SECURE_PORT)], [b.netns, cutRule(a.address, SECURE_PORT)]], heal);
         }
         default:
-          skipped.push(`${f.kind}: not a fault of the nodes mode`);
+          notes.push(`${f.kind}: not a fault of the nodes mode`);
       }
     };
-    const injected = Promise.all(s.faults.map((f) => inject(f).then(() => log(`[campaign +${((Date.now() - createdAt) / 1000).toFixed(1)}s] healed ${describeFault(f)}`), (err: Error) => {
-      skipped.push(`${f.kind}: ${err.message.split('\n')[0]}`);
-    }))).then(() => {
-      healedAt = Date.now();
+    const injected = runFaults(s, createdAt, inject, log, notes).then((t) => {
+      healedAt = t;
     });
     await awaitRest({ createdAt, windowMs: s.windowMs, healedAt: () => healedAt, status, lastDriverActivity: () => jobRec.lastChange, inFlight: () => jobRec.inFlight });
     await injected;
@@ -361,25 +321,10 @@ export async function runNodesUpgrade(s: Schedule, log: (m: string) => void = ()
   const endedAt = Date.now();
   await Promise.all([jobs?.stop(), servers?.stop(), status?.stop(), rw?.stop(), traffic?.stop()]);
   await replicas.stop();
-  const history: History = {
-    spec: { fromVersion: OLD_VERSION, targetVersion: NEW_VERSION, batchSize: batchMax, failureLimit: s.spec.failureLimit, intervalMs: s.spec.intervalSeconds * 1000, targetOnlyResources: [NEW_ONLY] },
-    ops: [...(jobs?.ops.values() ?? [])],
-    servers: servers?.servers ?? [],
-    statuses: status?.statuses ?? [],
-    breaches,
-    faultDown,
-    operatorBlind: replicas.blind,
-    healedAt: healedAt || endedAt,
-    endedAt,
-    // A server a fault took down may take the only copy of the target's API with it: those answers are the fault's.
-    client: (traffic?.samples ?? [])
-      .filter((x) => !faultDown.some((f) => x.at >= f.from - 1000 && x.at <= f.to + 5000))
-      .map((x) => ({ t: x.at, resource: NEW_ONLY, code: x.status === 'error' ? 0 : x.status })),
-  };
+  const result = judge({
+    schedule: s, t0, createdAt, endedAt, healedAt, batchMax, ops: [...(jobs?.ops.values() ?? [])], servers: servers?.servers ?? [], statuses: status?.statuses ?? [],
+    breaches, faultDown, blind: replicas.blind, takeoverMs: replicas.takeoverMs, samples: traffic?.samples ?? [], notes, harnessError,
+  });
   await c.teardown();
-  return {
-    schedule: s, outcome: outcome(history), durationMs: endedAt - t0, createdAt,
-    verdict: checkHistory(history), history, skipped, takeoverMs: replicas.takeoverMs,
-    ...(harnessError ? { harnessError } : {}),
-  };
+  return result;
 }

@@ -5,15 +5,15 @@
 import { NEW_VERSION, OLD_VERSION, sleep } from '../cluster/index.ts';
 import { freePort } from '../cluster/cluster.ts';
 import { createUpgrade, startOperator } from '../support/operator.ts';
-import { startRig, upgradeManifest, NEW_ONLY, type Rig } from '../support/rig.ts';
+import { startRig, upgradeManifest, type Rig } from '../support/rig.ts';
 import { ReadWriteTraffic } from '../support/rw-traffic.ts';
-import { checkHistory, type DriverOp, type History, type ServerRecord, type Span } from './history-check.ts';
+import type { DriverOp, ServerRecord, Span } from './history-check.ts';
 import { HookDoor } from './hook-door.ts';
 import { Replicas } from './replicas.ts';
-import { awaitRest, outcome, type UpgradeResult } from './result.ts';
+import { awaitRest, judge, runFaults, ServerClaims, type UpgradeResult } from './result.ts';
 import { injectShared, isShared } from './shared-faults.ts';
 import { StatusRecorder } from './status-recorder.ts';
-import { describeFault, type Fault, type Schedule } from './schedule.ts';
+import type { Fault, Schedule } from './schedule.ts';
 
 const UPGRADES = '/apis/upgrade.apiserver.dev/v1alpha1/apiserverupgrades';
 const NAME = 'campaign';
@@ -80,7 +80,7 @@ function driverOps(rig: Rig): DriverOp[] {
 /** Runs one scheduled upgrade (process mode, webhook driver) and judges its history. */
 export async function runUpgrade(s: Schedule, log: (m: string) => void = () => undefined): Promise<UpgradeResult> {
   const t0 = Date.now();
-  const skipped: string[] = [];
+  const notes: string[] = [];
   const faultDown: (Span & { server: string })[] = [];
   const breaches: Span[] = [];
   let healedAt = 0;
@@ -115,26 +115,12 @@ export async function runUpgrade(s: Schedule, log: (m: string) => void = () => u
     const doorRef = door;
     const shared = {
       request: (p: string, o: Parameters<typeof cluster.request>[2]) => cluster.request('lb', p, o),
-      upgradePath: `${UPGRADES}/${NAME}`, spec: s.spec, replicas,
-      skip: (note: string) => void skipped.push(note),
+      upgradePath: `${UPGRADES}/${NAME}`, spec: s.spec, replicas, notes,
       raiseBatch: (n: number) => void (batchMax = Math.max(batchMax, n)),
     };
-
-    /** Servers a fault is working on: one fault at a time per server (a kill's restart never races a binary restart). */
-    const held = new Set<number>();
-    const heldBy = new Map<Fault, number>();
     const busy = (i: number): boolean => [...hook.calls.values()].some((c) => c.hostname === cluster.server(i).hostname && (c.outcome === 'pending' || c.outcome === 'running'));
-    /** The drawn server, or the next one not in a replacement (the harness never races the hook on one server). */
-    const free = (f: Fault): number | undefined => {
-      const want = f.server ?? 0;
-      const i = [0, 1, 2].map((k) => (want + k) % 3).find((x) => !busy(x) && !held.has(x));
-      if (i !== undefined) {
-        held.add(i);
-        heldBy.set(f, i);
-      }
-      if (i !== undefined && i !== want) skipped.push(`${f.kind}: cp-${want + 1} busy, hit cp-${i + 1}`);
-      return i;
-    };
+    // One fault at a time per server (a kill's restart never races a binary restart), never one the hook replaces.
+    const claims = new ServerClaims(busy, notes);
     const restartServer = async (i: number, version: string): Promise<void> => {
       const srv = cluster.server(i);
       const flags = srv.config.extraFlags.filter((f) => !f.startsWith('--emulated-version='));
@@ -145,44 +131,34 @@ export async function runUpgrade(s: Schedule, log: (m: string) => void = () => u
     };
 
     const inject = async (f: Fault): Promise<void> => {
-      await sleep(Math.max(0, createdAt + f.atMs - Date.now()));
-      log(`[campaign +${((Date.now() - createdAt) / 1000).toFixed(1)}s] inject ${describeFault(f)}`);
       if (isShared(f.kind)) return injectShared(f, shared);
       const heal = (): Promise<void> => sleep(f.durationMs);
       switch (f.kind) {
-        case 'apiserver-kill': {
-          const i = free(f);
-          if (i === undefined) return void skipped.push(`${f.kind}: every server busy`);
-          const host = cluster.server(i).hostname;
-          const from = Date.now();
-          await cluster.kill(i);
-          await heal();
-          // Back up unless the hook took it over meanwhile (a replacement starts it itself).
-          for (let n = 0; n < 300 && busy(i); n++) await sleep(200);
-          if (!cluster.server(i).running) await cluster.start(i);
-          faultDown.push({ server: host, from, to: Date.now() });
-          breaches.push({ from, to: Date.now() });
-          return;
-        }
-        case 'apiserver-stop': {
-          const i = free(f);
-          if (i === undefined) return void skipped.push(`${f.kind}: every server busy`);
-          const from = Date.now();
-          recorder.stopped.add(i);
-          cluster.signal(i, 'SIGSTOP');
-          await heal();
-          cluster.signal(i, 'SIGCONT');
-          recorder.stopped.delete(i);
-          faultDown.push({ server: cluster.server(i).hostname, from, to: Date.now() });
-          return;
-        }
+        case 'apiserver-kill':
+          return claims.with(f, async (i) => {
+            const host = cluster.server(i).hostname;
+            const from = Date.now();
+            await cluster.kill(i);
+            await heal();
+            // Back up unless the hook took it over meanwhile (a replacement starts it itself).
+            for (let n = 0; n < 300 && busy(i); n++) await sleep(200);
+            if (!cluster.server(i).running) await cluster.start(i);
+            faultDown.push({ server: host, from, to: Date.now() });
+            breaches.push({ from, to: Date.now() });
+          });
+        case 'apiserver-stop':
+          return claims.with(f, async (i) => {
+            const from = Date.now();
+            recorder.stopped.add(i);
+            cluster.signal(i, 'SIGSTOP');
+            await heal();
+            cluster.signal(i, 'SIGCONT');
+            recorder.stopped.delete(i);
+            faultDown.push({ server: cluster.server(i).hostname, from, to: Date.now() });
+          });
         case 'apiserver-restart-old':
-        case 'apiserver-restart-new': {
-          const i = free(f);
-          if (i === undefined) return void skipped.push(`${f.kind}: every server busy`);
-          await restartServer(i, f.kind === 'apiserver-restart-old' ? OLD_VERSION : NEW_VERSION);
-          return;
-        }
+        case 'apiserver-restart-new':
+          return claims.with(f, (i) => restartServer(i, f.kind === 'apiserver-restart-old' ? OLD_VERSION : NEW_VERSION));
         case 'hook-slow':
         case 'hook-refuse':
           doorRef.mode = f.kind === 'hook-slow' ? 'slow' : 'refuse';
@@ -213,17 +189,11 @@ export async function runUpgrade(s: Schedule, log: (m: string) => void = () => u
           }
           return;
         default:
-          skipped.push(`${f.kind}: not a fault of the process mode`);
+          notes.push(`${f.kind}: not a fault of the process mode`);
       }
     };
-    const release = (f: Fault): void => {
-      const i = heldBy.get(f);
-      if (i !== undefined) held.delete(i);
-    };
-    const injected = Promise.all(s.faults.map((f) => inject(f).finally(() => release(f)).then(() => log(`[campaign +${((Date.now() - createdAt) / 1000).toFixed(1)}s] healed ${describeFault(f)}`), (err: Error) => {
-      skipped.push(`${f.kind}: ${err.message.split('\n')[0]}`);
-    }))).then(() => {
-      healedAt = Date.now();
+    const injected = runFaults(s, createdAt, inject, log, notes).then((t) => {
+      healedAt = t;
     });
     await awaitRest({
       createdAt, windowMs: s.windowMs, healedAt: () => healedAt, status,
@@ -239,26 +209,11 @@ export async function runUpgrade(s: Schedule, log: (m: string) => void = () => u
   await status?.stop();
   await rw?.stop();
   await replicas.stop();
-  const history: History = {
-    spec: { fromVersion: OLD_VERSION, targetVersion: NEW_VERSION, batchSize: batchMax, failureLimit: s.spec.failureLimit, intervalMs: s.spec.intervalSeconds * 1000, targetOnlyResources: [NEW_ONLY] },
-    ops: driverOps(rig),
-    servers: servers?.servers ?? [],
-    statuses: status?.statuses ?? [],
-    breaches,
-    faultDown,
-    operatorBlind: replicas.blind,
-    healedAt: healedAt || endedAt,
-    endedAt,
-    // A server a fault took down may take the only copy of the target's API with it: those answers are the fault's.
-    client: rig.traffic.samples
-      .filter((x) => !faultDown.some((f) => x.at >= f.from - 1000 && x.at <= f.to + 5000))
-      .map((x) => ({ t: x.at, resource: NEW_ONLY, code: x.status === 'error' ? 0 : x.status })),
-  };
+  const result = judge({
+    schedule: s, t0, createdAt, endedAt, healedAt, batchMax, ops: driverOps(rig), servers: servers?.servers ?? [], statuses: status?.statuses ?? [],
+    breaches, faultDown, blind: replicas.blind, takeoverMs: replicas.takeoverMs, samples: rig.traffic.samples, notes, harnessError,
+  });
   await door?.close().catch(() => undefined);
   await rig.teardown();
-  return {
-    schedule: s, outcome: outcome(history), durationMs: endedAt - t0, createdAt,
-    verdict: checkHistory(history), history, skipped, takeoverMs: replicas.takeoverMs,
-    ...(harnessError ? { harnessError } : {}),
-  };
+  return result;
 }

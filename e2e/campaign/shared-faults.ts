@@ -16,8 +16,8 @@ export interface SharedFaultContext {
   upgradePath: string;
   spec: UpgradeSpecDraw;
   replicas: Replicas;
-  /** A fault that could not be injected as drawn, and why. */
-  skip: (note: string) => void;
+  /** Faults that could not be injected as drawn, and why. */
+  notes: string[];
   /** The largest batch size the upgrade was given (a spec edit may raise it). */
   raiseBatch: (n: number) => void;
 }
@@ -39,7 +39,7 @@ export async function injectShared(f: Fault, ctx: SharedFaultContext): Promise<v
   switch (f.kind) {
     case 'operator-leader-kill': {
       const note = await ctx.replicas.killLeader(heal);
-      if (note) ctx.skip(`${f.kind}: ${note}`);
+      if (note) ctx.notes.push(`${f.kind}: ${note}`);
       return;
     }
     case 'operator-both-kill':
@@ -59,7 +59,7 @@ export async function injectShared(f: Fault, ctx: SharedFaultContext): Promise<v
     case 'spec-edit': {
       const next = ctx.spec.batchSize === 1 ? 2 : 1;
       ctx.raiseBatch(next);
-      await patch(ctx, { spec: { strategy: { batchSize: next, soakDuration: `${ctx.spec.soakSeconds + 3}s` } } }).catch((err: Error) => ctx.skip(`${f.kind}: ${err.message}`));
+      await patch(ctx, { spec: { strategy: { batchSize: next, soakDuration: `${ctx.spec.soakSeconds + 3}s` } } }).catch((err: Error) => ctx.notes.push(`${f.kind}: ${err.message}`));
       return;
     }
     case 'pause':
