@@ -366,8 +366,8 @@ export class StaticPodDriver implements Driver {
 
   /**
    * What the call's Job says (jobReport). A Job that is not there is `gone`, not failed: it may have been
-   * deleted by its TTL after success, or by a person; no agent runs for the call then. A Job made for another key, or a failed read, is
-   * `unknown` too. When its Pods cannot be read, the Job's own conditions still decide.
+   * deleted by its TTL after success, or by a person; no agent runs for the call then. A Job made for another
+   * key, or a failed read, is `unknown`. When its Pods cannot be read, the Job's own conditions still decide.
    */
   async report(call: ReportRequest): Promise<DriverReport> {
     const name = jobName(call.idempotencyKey, call.action, call.server.hostname);

@@ -14,15 +14,6 @@ export interface MembershipChange {
 }
 
 /**
- * Compares the servers observed with the plan's members. A server being replaced may drop its identity
- * Lease for a while (graceful stop deletes it), so a member with a call in flight is not "vanished", nor one whose
- * driver reported its call Failed since the last resume (it restarted on its restored manifest), nor one of the
- * batch under way whose replacement landed (seen on real kubelets: the new server crash-loops before it writes
- * its Lease — that is the batch's health, which the analysis counts as serverReady and onBreach acts on, not a
- * fleet change to pause on); any other difference — a new server, a member gone, a replacement back under a new
- * hostname — is a change the plan did not foresee.
- */
-/**
  * Members whose last call was an Upgrade that landed, up now on another release or emulation with nothing in
  * flight: replaced outside this upgrade after the operator's call (a node restored from an old image, a person
  * downgrading it). No batch looks at them again, and the analysis sees them healthy: without this the upgrade
@@ -43,6 +34,15 @@ function regressedMembers(ctx: PlanContext, members: readonly string[]): { hostn
   return out;
 }
 
+/**
+ * Compares the servers observed with the plan's members. A server being replaced may drop its identity
+ * Lease for a while (graceful stop deletes it), so a member with a call in flight is not "vanished", nor one whose
+ * driver reported its call Failed since the last resume (it restarted on its restored manifest), nor one of the
+ * batch under way whose replacement landed (seen on real kubelets: the new server crash-loops before it writes
+ * its Lease — that is the batch's health, which the analysis counts as serverReady and onBreach acts on, not a
+ * fleet change to pause on); any other difference — a new server, a member gone, a replacement back under a new
+ * hostname — is a change the plan did not foresee.
+ */
 export function membershipChange(ctx: PlanContext): MembershipChange | undefined {
   const members = ctx.status.plan?.members;
   if (!members) return undefined;
