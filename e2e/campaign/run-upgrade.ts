@@ -51,6 +51,12 @@ class ServerRecorder {
     }
   }
 
+  /** When `host` was first recorded up again after `since`, if it was. */
+  upAgain(host: string, since: number): number | undefined {
+    this.sample();
+    return this.servers.find((r) => r.server === host && r.up && r.t > since)?.t;
+  }
+
   async stop(): Promise<void> {
     this.running = false;
     await this.loop;
@@ -143,8 +149,11 @@ export async function runUpgrade(s: Schedule, log: (m: string) => void = () => u
             // Back up unless the hook took it over meanwhile (a replacement starts it itself).
             for (let n = 0; n < 300 && busy(i); n++) await sleep(200);
             if (!cluster.server(i).running) await cluster.start(i);
-            faultDown.push({ server: host, from, to: Date.now() });
-            breaches.push({ from, to: Date.now() });
+            // Down until it ran again, whoever started it: a replacement may have brought it back long before the
+            // heal (seed 5151 #13: killed at +30.2 s, replaced by the operator's Upgrade at +33.5 s).
+            const to = recorder.upAgain(host, from) ?? Date.now();
+            faultDown.push({ server: host, from, to });
+            breaches.push({ from, to });
           });
         case 'apiserver-stop':
           return claims.with(f, async (i) => {
