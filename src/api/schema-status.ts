@@ -145,6 +145,7 @@ const lastAnalysis: Schema = {
   description: 'The last analysis check.',
   properties: {
     time: timeField('When the check ran.'),
+    nextCheckAt: timeField('When the next check is due: the slot this check filled plus the interval, so the time each look takes does not push every later check later.'),
     verdict: {
       tsType: 'AnalysisVerdict',
       type: 'string',

@@ -836,6 +836,11 @@ export type BatchResult = 'Succeeded' | 'Failed' | 'TimedOut' | 'RolledBack';
 export interface AnalysisStatus {
   /** When the check ran. */
   time?: string;
+  /**
+   * When the next check is due: the slot this check filled plus the interval, so the time each look takes
+   * does not push every later check later.
+   */
+  nextCheckAt?: string;
   /** Healthy, Breach, or Inconclusive (not enough data). */
   verdict?: AnalysisVerdict;
   /** Breaching checks in a row, compared with failureLimit. Range: 0 to ∞. */

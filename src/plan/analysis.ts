@@ -15,10 +15,27 @@ export function describeBreaches(breaches: readonly Breach[]): string {
 
 /**
  * Whether a new check is due: the observer computes signals once per interval, and the planner decides
- * the interval from status (which survives a restart), not from the observer's memory.
+ * the interval from status (which survives a restart), not from the observer's memory. Checks keep a grid
+ * (`nextCheckAt`): a check due at 10 s that ran at 10.2 s makes the next due at 10 s + interval, not 10.2 s +
+ * interval, so failureLimit checks take failureLimit intervals however long each look takes (seed 4242 #8 of the
+ * fault campaign drifted 0.15 s per check at load 6 and reacted 0.6 s past its bound).
  */
-export function analysisDue(lastCheck: string | undefined, intervalMs: number, now: Date): boolean {
-  return lastCheck === undefined || now.getTime() - Date.parse(lastCheck) >= intervalMs;
+export function analysisDue(last: Pick<AnalysisStatus, 'time' | 'nextCheckAt'> | undefined, intervalMs: number, now: Date): boolean {
+  if (last?.time === undefined) return true;
+  const due = last.nextCheckAt === undefined ? Date.parse(last.time) + intervalMs : Date.parse(last.nextCheckAt);
+  return now.getTime() >= due;
+}
+
+/**
+ * The due time of the check after one that ran at `checkTime`: the previous check's slot plus the interval while
+ * the check filled its slot (ran at or after it, less than one interval late); otherwise — a check early, or slots
+ * missed while no operator ran — the grid starts again from this check.
+ */
+export function nextCheckAt(prev: Pick<AnalysisStatus, 'nextCheckAt'> | undefined, checkTime: string, intervalMs: number): string {
+  const ran = Date.parse(checkTime);
+  const slot = prev?.nextCheckAt === undefined ? Number.NaN : Date.parse(prev.nextCheckAt);
+  const base = Number.isFinite(slot) && ran >= slot && ran - slot < intervalMs ? slot : ran;
+  return new Date(base + intervalMs).toISOString();
 }
 
 /**
@@ -53,7 +70,7 @@ export function applyAnalysis(ctx: PlanContext): boolean {
   const newer = a !== undefined && (prev?.time === undefined || Date.parse(a.time) > Date.parse(prev.time) || (Date.parse(a.time) === Date.parse(prev.time) && (prev.synthetic === true || a.verdict !== prev.verdict)));
   if (a && newer) {
     check = { time: a.time, verdict: a.verdict, signals: { ...a.signals }, breaches: [...a.breaches] };
-  } else if (analysisDue(prev?.time, ctx.spec.analysis.intervalMs, ctx.now) && (!a || ctx.now.getTime() - Date.parse(a.time) >= 2 * ctx.spec.analysis.intervalMs)) {
+  } else if (analysisDue(prev, ctx.spec.analysis.intervalMs, ctx.now) && (!a || ctx.now.getTime() - Date.parse(a.time) >= 2 * ctx.spec.analysis.intervalMs)) {
     // No new signals for a whole interval (no data, or every server down): the check still happens, so a
     // member that is down keeps counting towards failureLimit instead of holding the upgrade silently. It
     // can breach; it never ends a batch.
@@ -72,6 +89,7 @@ export function applyAnalysis(ctx: PlanContext): boolean {
   if (pendingSince) check.signals = { ...check.signals, discoveryPendingSeconds: Math.round((ctx.now.getTime() - Date.parse(pendingSince)) / 1000) };
   const before = prev?.consecutiveBreaches ?? 0;
   check.consecutiveBreaches = check.verdict === 'Breach' ? before + 1 : check.verdict === 'Healthy' ? 0 : before;
+  check.nextCheckAt = nextCheckAt(prev, check.time!, ctx.spec.analysis.intervalMs);
   ctx.status.lastAnalysis = check;
   if (check.verdict === 'Breach' && check.consecutiveBreaches >= ctx.spec.analysis.failureLimit) {
     onBreach(ctx, 'AnalysisBreach', `${check.consecutiveBreaches} consecutive breaching checks (failureLimit ${ctx.spec.analysis.failureLimit}): ${describeBreaches(check.breaches ?? [])}`);

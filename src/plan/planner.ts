@@ -8,6 +8,7 @@ import type { Observation } from './observation.ts';
 import { refreshPeers } from './peers.ts';
 import { runPreflight } from './preflight.ts';
 import { gatePass } from './gate-pass.ts';
+import { applyAnalysis } from './analysis.ts';
 import { runUpgrading } from './upgrading.ts';
 import { runRollingBack } from './rolling-back.ts';
 import { pause, recheckMembership, recheckRollback, resume, startRollback } from './breach.ts';
@@ -109,6 +110,10 @@ export function planResolved(upgrade: UpgradeInput, spec: ResolvedSpec, statusIn
 
   switch (ctx.phase) {
     case 'EnablingProxy':
+      // The gate pass restarts every server: a server that goes down meanwhile (not the one being restarted)
+      // or a signal that breaches pauses here as in Upgrading (seed 78 #7 of the fault campaign was seen only by
+      // membership, 20 s later). onBreach Rollback pauses too: no version changed yet, and the gate stays on.
+      if (applyAnalysis(ctx)) break;
       if (gatePass(ctx, 'on', ctx.status.fromVersion ?? spec.targetVersion)) {
         ctx.event('Normal', 'ProxyEnabled', 'the Mixed Version Proxy gate is on on every server');
         ctx.setPhase('Upgrading');

@@ -104,7 +104,7 @@ function analysisSettings(rc: ReconcileContext): AnalysisSettings {
   const status = rc.upgrade.status;
   return {
     intervalMs: a.intervalMs,
-    due: analysisDue(status?.lastAnalysis?.time, a.intervalMs, rc.now),
+    due: analysisDue(status?.lastAnalysis, a.intervalMs, rc.now),
     proxyErrorRatio: a.thresholds.proxyErrorRatio,
     errorRatio: a.thresholds.errorRatio,
     latencyP99Seconds: a.thresholds.latencyP99Ms / 1000,

@@ -167,3 +167,39 @@ test('a server replaced outside the upgrade after its Upgrade landed (back on th
   assert.equal(phase(sim), 'Succeeded', sim.phases.filter((p, i, a) => p !== a[i - 1]).join(' -> '));
   assert.deepEqual(versions(sim), ['cp-1@' + NEW, 'cp-2@' + NEW, 'cp-3@' + NEW]);
 });
+
+test('a server that goes down while the gate pass restarts another pauses AnalysisBreach within failureLimit checks, not later by membership', () => {
+  // Found by the fault campaign on real kubelets (seed 78 #7): cp-1 crash-looped while cp-3's EnableProxy was in
+  // flight; the planner ran no analysis in EnablingProxy and only membership saw it, once cp-1's Lease went stale.
+  for (const onBreach of ['Pause', 'Rollback'] as const) {
+    const sim = new ShellSim(fleet(3, 'off'), specWith({ analysis: { interval: '10s', failureLimit: 3, onBreach } }));
+    sim.autoLand = false;
+    sim.runUntil((s) => s.held.has('cp-1'), 8, 1000);
+    assert.equal(phase(sim), 'EnablingProxy');
+    sim.land('cp-1');
+    sim.runUntil((s) => s.held.has('cp-2'), 8, 1000);
+    // cp-2's EnableProxy hangs; cp-1 (its gate already on) goes down, its Lease still fresh.
+    sim.peers = sim.peers.map((p) => (p.hostname === 'cp-1' ? { ...p, ready: false } : p));
+    const from = sim.now.getTime();
+    for (let i = 0; i < 10 && phase(sim) === 'EnablingProxy'; i++) sim.reconcile(10_000);
+    assert.equal(phase(sim), 'Paused', `${onBreach}: ${sim.phases.filter((p, i, a) => p !== a[i - 1]).join(' -> ')}`);
+    assert.equal(sim.status?.pause?.reason, 'AnalysisBreach');
+    assert.equal(sim.status?.pause?.resumePhase, 'EnablingProxy');
+    assert.match(sim.status?.pause?.message ?? '', /serverReady@cp-1/);
+    assert.ok(sim.now.getTime() - from <= 4 * 10_000, 'within failureLimit x interval + one interval');
+    assert.deepEqual(sim.distinctCalls('Upgrade'), [], 'no version changed');
+    assert.deepEqual(sim.distinctCalls('Rollback'), [], 'nothing to roll back: the gate stays on');
+  }
+});
+
+test('a breaching signal during the gate pass pauses it; a resume continues the gate pass once healthy', () => {
+  const sim = new ShellSim(fleet(3, 'off'), specWith({ analysis: { interval: '10s', failureLimit: 2, onBreach: 'Pause' } }));
+  sim.runUntil((s) => s.status?.phase === 'EnablingProxy', 8, 1000);
+  sim.verdict = 'Breach';
+  for (let i = 0; i < 6 && phase(sim) === 'EnablingProxy'; i++) sim.reconcile(10_000);
+  assert.equal(sim.status?.pause?.reason, 'AnalysisBreach');
+  sim.verdict = 'Healthy';
+  sim.resume();
+  assert.equal(sim.runToRest(60, 5000), 'Succeeded');
+  assert.deepEqual(versions(sim), ['cp-1@' + NEW, 'cp-2@' + NEW, 'cp-3@' + NEW]);
+});
