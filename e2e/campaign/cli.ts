@@ -1,7 +1,9 @@
-// npm run campaign -- --seed S --upgrades N [--mode process|nodes|both] [--driver webhook|staticPod] [--replay FILE] [--out DIR]
+// npm run campaign -- --seed S --upgrades N [--mode process|nodes|both] [--driver webhook|staticPod] [--replay FILE | --shrink FILE] [--out DIR]
 // Runs N upgrades under randomized faults drawn from the seed, checks each history, prints one line per upgrade and a
 // summary table; on a violation it writes the schedule as a replay file. The process mode runs the webhook driver,
 // the nodes mode (real kubelets and containerd) the static Pod driver; `both` alternates them, upgrade by upgrade.
+// --shrink runs a replay file's upgrade once, then once per fault left out (e2e/campaign/shrink.ts), and writes the
+// smallest schedule that still broke a rule it broke.
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -9,7 +11,8 @@ import { percentiles } from './history-check.ts';
 import { runUpgrade } from './run-upgrade.ts';
 import { runNodesUpgrade } from './run-nodes-upgrade.ts';
 import { line, type UpgradeResult } from './result.ts';
-import { drawUpgrade, parseSchedule, type Mode, type Schedule } from './schedule.ts';
+import { describeFault, drawUpgrade, parseSchedule, type Mode, type Schedule } from './schedule.ts';
+import { sameFailure, shrink } from './shrink.ts';
 
 const { values } = parseArgs({
   options: {
@@ -18,6 +21,7 @@ const { values } = parseArgs({
     mode: { type: 'string', default: 'process' },
     driver: { type: 'string' },
     replay: { type: 'string' },
+    shrink: { type: 'string' },
     out: { type: 'string', default: 'campaign-out' },
     'stop-by': { type: 'string' },
   },
@@ -49,6 +53,44 @@ const stopBy = values['stop-by'] ? (values['stop-by'].includes('T') ? Date.parse
 const out = resolve(values.out);
 mkdirSync(out, { recursive: true });
 
+/** Runs one upgrade, printing its line and writing its history (and, on a violation, its replay file). */
+async function runOne(s: Schedule, tag = ''): Promise<UpgradeResult> {
+  const run = (s.mode ?? 'process') === 'nodes' ? runNodesUpgrade : runUpgrade;
+  const r = await run(s, (m) => process.stderr.write(`${m}\n`));
+  process.stdout.write(`${line(r)}\n`);
+  writeFileSync(join(out, `history-${s.seed}-${s.index}${tag}.json`), JSON.stringify(r, null, 1));
+  if (r.verdict.violations.length > 0) {
+    const file = join(out, `replay-${s.seed}-${s.index}${tag}.json`);
+    writeFileSync(file, JSON.stringify(s, null, 2));
+    process.stdout.write(`  replay: npm run campaign -- --replay ${file}\n`);
+  }
+  return r;
+}
+
+const rulesOf = (r: UpgradeResult): string[] => [...new Set(r.verdict.violations.map((v) => v.rule))];
+
+if (values.shrink) {
+  const original = parseSchedule(readFileSync(values.shrink, 'utf8'));
+  process.stdout.write(`campaign: shrinking ${values.shrink} (${original.faults.length} fault(s): ${original.faults.map(describeFault).join(', ') || 'none'})\n`);
+  const first = await runOne(original, '-shrink-0');
+  const rules = rulesOf(first);
+  if (rules.length === 0) {
+    process.stdout.write('the upgrade broke no rule when run again: nothing to shrink (a timing-dependent failure; run --replay a few times)\n');
+    process.exit(1);
+  }
+  let n = 0;
+  const fits = (s: Schedule): boolean => Date.now() + s.windowMs + 60_000 <= stopBy;
+  const result = await shrink(original, async (candidate) => {
+    if (!fits(candidate)) return false;
+    const r = await runOne(candidate, `-shrink-${++n}`);
+    return sameFailure(rules, rulesOf(r));
+  });
+  const file = join(out, `shrunk-${original.seed}-${original.index}.json`);
+  writeFileSync(file, JSON.stringify(result.schedule, null, 2));
+  process.stdout.write(`shrunk: ${original.faults.length} -> ${result.schedule.faults.length} fault(s) (${result.schedule.faults.map(describeFault).join(', ') || 'none'}), still breaking ${rules.join(', ')}; ${result.tried.length + 1} run(s)\n  replay: npm run campaign -- --replay ${file}\n`);
+  process.exit(1);
+}
+
 const schedules: Schedule[] = values.replay ? [parseSchedule(readFileSync(values.replay, 'utf8'))] : Array.from({ length: count }, (_, i) => drawUpgrade(seed, i, modes[i % modes.length]!));
 process.stdout.write(values.replay ? `campaign: replaying ${values.replay}\n` : `campaign: seed ${seed}, ${count} upgrade(s), mode ${values.mode} (${modes.map((m) => `${m}: ${DRIVER[m]} driver`).join(', ')}); output in ${out}\n`);
 
@@ -60,16 +102,7 @@ for (const s of schedules) {
     process.stdout.write(`#${s.index}: not started (its window would end after --stop-by)\n`);
     break;
   }
-  const run = (s.mode ?? 'process') === 'nodes' ? runNodesUpgrade : runUpgrade;
-  const r = await run(s, (m) => process.stderr.write(`${m}\n`));
-  results.push(r);
-  process.stdout.write(`${line(r)}\n`);
-  writeFileSync(join(out, `history-${s.seed}-${s.index}.json`), JSON.stringify(r, null, 1));
-  if (r.verdict.violations.length > 0) {
-    const file = join(out, `replay-${s.seed}-${s.index}.json`);
-    writeFileSync(file, JSON.stringify(s, null, 2));
-    process.stdout.write(`  replay: npm run campaign -- --replay ${file}\n`);
-  }
+  results.push(await runOne(s));
 }
 
 // The summary table.
