@@ -50,6 +50,9 @@ export function run(cmd: string, args: string[], opts: { input?: string; cwd?: s
       if (err && typeof err.code !== 'number') return reject(new Error(`${cmd} ${args.join(' ')}: ${err.message}\n${stderr}`));
       resolve({ code: err ? Number(err.code) : 0, stdout, stderr });
     });
+    // A child that exits before reading its input breaks the pipe: its exit code and output say why, not an EPIPE
+    // thrown from the stream (it killed a whole campaign run once).
+    child.stdin?.on('error', () => undefined);
     child.stdin?.end(opts.input ?? '');
   });
 }

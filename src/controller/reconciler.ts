@@ -44,7 +44,10 @@ export class UpgradeReconciler {
     const current = await this.apply(rc, p, log, steps.mark);
     this.c.metrics.observe(current);
     if (!rc.finished) log.debug('reconciled', { phase: current.status?.phase, batch: current.status?.batch?.current, requeueAfterMs: p.requeueAfterMs, ...steps.ms });
-    return p.requeueAfterMs === undefined ? {} : { requeueAfterMs: p.requeueAfterMs };
+    if (p.requeueAfterMs === undefined) return {};
+    // The plan's delays count from its own clock (rc.now: when this look began, the time its check carries), so the
+    // time the look took is not added to them: the next check comes when it is due, not that much later.
+    return { requeueAfterMs: Math.max(0, rc.now.getTime() + p.requeueAfterMs - this.c.now().getTime()) };
   }
 
   /** What the plan asked to read: the fleet, then preflight's facts and the driver's reports where asked. */

@@ -39,7 +39,7 @@ function recordingKube(): { kube: KubeClient; calls: string[] } {
   return { kube: kube as unknown as KubeClient, calls };
 }
 
-function reconciler(kube: KubeClient, store: Store): { r: UpgradeReconciler; observed: number[] } {
+function reconciler(kube: KubeClient, store: Store, now: () => Date = () => new Date('2026-01-03T00:00:00Z')): { r: UpgradeReconciler; observed: number[] } {
   const observed: number[] = [];
   const observer = { observe: async () => { observed.push(1); throw new Error('no observation in this test'); } } as unknown as FleetObserver;
   const r = new UpgradeReconciler({
@@ -47,7 +47,7 @@ function reconciler(kube: KubeClient, store: Store): { r: UpgradeReconciler; obs
     driverFor: () => Promise.reject(new Error('no driver in this test')),
     events: { controller: 'test', instance: 'test' },
     upgrades: new CachedUpgrades(store, kube),
-    now: () => new Date('2026-01-03T00:00:00Z'),
+    now,
   });
   return { r, observed };
 }
@@ -77,4 +77,16 @@ test('a waiting upgrade reads itself and the others from the cache, and its next
   // the reconcile would write the same status again (with a stale resourceVersion: a 409 on a real server).
   await r.reconcile('second');
   assert.deepEqual(calls, ['PATCH second rv=6'], 'the status written is read back: no second write, no GET, no LIST');
+});
+
+test('the delay before the next look counts from when this look began: the time the look took is not added to it', async () => {
+  const store = new Store();
+  store.m.set('first', up('first', '5', '2026-01-01T00:00:00Z', { phase: 'Upgrading', observedGeneration: 1 }));
+  store.m.set('second', up('second', '6', '2026-01-02T00:00:00Z'));
+  const { kube } = recordingKube();
+  // Each reading of the clock is 400 ms after the one before: the look takes time.
+  let t = Date.parse('2026-01-03T00:00:00Z');
+  const { r } = reconciler(kube, store, () => new Date((t += 400)));
+  const res = await r.reconcile('second');
+  assert.equal(res.requeueAfterMs, 15_000 - 400, 'the plan asked for 15 s from the look\'s start');
 });

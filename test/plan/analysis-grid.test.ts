@@ -58,3 +58,16 @@ test('a status written before the grid existed (no nextCheckAt) is due an interv
   assert.equal(analysisDue(last, 2000, new Date(T0 + 2000)), true);
   assert.equal(analysisDue(undefined, 2000, new Date(T0)), true, 'no check yet: due now');
 });
+
+test('the planner looks again when the next check is due, sooner than its call poll or the interval', async () => {
+  const { ShellSim } = await import('./model/shell-sim.ts');
+  const { peer, spec, OLD } = await import('./fleet.ts');
+  const sim = new ShellSim([peer('cp-1', OLD, 'on'), peer('cp-2', OLD, 'on'), peer('cp-3', OLD, 'on')], spec({ analysis: { interval: '10s', failureLimit: 3, onBreach: 'Pause' } }));
+  sim.autoLand = false;
+  sim.runUntil((s) => s.held.has('cp-1'), 8, 1000);
+  const due = Date.parse(sim.status?.lastAnalysis?.nextCheckAt ?? '');
+  assert.ok(Number.isFinite(due), 'the check recorded its next slot');
+  // The next look 700 ms before that slot: nothing new to check yet, the Upgrade still in flight.
+  sim.reconcile(due - 700 - sim.now.getTime());
+  assert.equal(sim.last.requeueAfterMs, 700);
+});
