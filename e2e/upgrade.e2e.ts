@@ -77,21 +77,27 @@ test('the operator turns the proxy gate on, then upgrades all three servers; no 
   const from = firstNewServerReady(hook);
   const batch1 = final.status?.batch?.history?.find((h) => h.index === 1);
   assert.ok(batch1?.completedAt, 'batch 1 recorded');
-  const convergedAt = Date.parse(batch1.completedAt) - 5_000; // completedAt = converged + soakDuration (5s)
+  // The operator judged batch 1 converged when the look that saw it ended; its Soaking Event is written right after.
+  // (completedAt - soakDuration is the start of that look, up to a second before its discovery reads under load.)
+  const evs0 = JSON.parse((await cluster.request('lb', '/apis/events.k8s.io/v1/namespaces/default/events')).body) as { items: { reason: string; note?: string; eventTime?: string; regarding: { name: string } }[] };
+  const soaking = evs0.items.find((e) => e.regarding.name === 'to-v1-36' && e.reason === 'Soaking' && /^batch 1 /.test(e.note ?? ''));
+  assert.ok(soaking?.eventTime, 'batch 1 said it soaks');
+  const convergedAt = Date.parse(soaking.eventTime);
+  assert.ok(convergedAt <= Date.parse(batch1.completedAt), 'judged converged before batch 1 ended');
   const gap404 = traffic.samples.filter((x) => x.status === 404 && x.at >= from && x.at < convergedAt);
   process.stderr.write(`traffic with the gate pass: before the first new server ${JSON.stringify(traffic.summary(0, from))}; ` +
     `sync gap ${convergedAt - from} ms ${JSON.stringify(traffic.summary(from, convergedAt))} (404s at +${gap404.map((x) => x.at - from).join(', +')} ms); ` +
     `after convergence ${JSON.stringify(traffic.summary(convergedAt))}\n`);
-  assert.equal(traffic.count((x) => x.status === 404, convergedAt), 0, 'no 404 for the new resource after the first batch converged');
-  assert.ok(traffic.count((x) => x.status === 200, convergedAt) > 50, 'the client kept being served');
   // Each replacement drains its server at haproxy before the stop (the webhook's Cluster.replace), so no
   // request lands on an old server that, shutting down, answers what it would proxy with 503. Anything that
-  // still fails is listed with its time relative to the replacements.
+  // still fails (or is a 404) is listed with its time relative to the replacements and to convergence.
   const calls0 = [...hook.calls.values()];
-  for (const x of traffic.samples.filter((y) => y.at >= convergedAt && (y.status === 'error' || (typeof y.status === 'number' && y.status >= 500)))) {
-    const near = calls0.map((c) => `${c.action}:${c.hostname} call${x.at - c.at >= 0 ? '+' : ''}${x.at - c.at}ms done${x.at - (c.doneAt ?? 0) >= 0 ? '+' : ''}${x.at - (c.doneAt ?? 0)}ms`).filter((t) => /call\+\d{1,4}ms/.test(t));
-    process.stderr.write(`  ${x.status} ${x.error ?? ''} near ${near.join('; ') || 'no replacement'}\n`);
+  for (const x of traffic.samples.filter((y) => y.at >= convergedAt && (y.status === 'error' || y.status === 404 || (typeof y.status === 'number' && y.status >= 500)))) {
+    const near = calls0.map((c) => `${c.action}:${c.hostname} call${x.at - c.at >= 0 ? '+' : ''}${x.at - c.at}ms done${x.at - (c.doneAt ?? 0) >= 0 ? '+' : ''}${x.at - (c.doneAt ?? 0)}ms`).filter((t) => /call\+\d{1,5}ms/.test(t));
+    process.stderr.write(`  ${x.status} ${x.error ?? ''} at converged+${x.at - convergedAt}ms near ${near.join('; ') || 'no replacement'}\n`);
   }
+  assert.equal(traffic.count((x) => x.status === 404, convergedAt), 0, 'no 404 for the new resource after the first batch converged');
+  assert.ok(traffic.count((x) => x.status === 200, convergedAt) > 50, 'the client kept being served');
   const served5xx = traffic.count((x) => typeof x.status === 'number' && x.status >= 500, convergedAt);
   assert.equal(served5xx, 0, 'no 5xx once the first batch converged');
   const errors = traffic.count((x) => x.status === 'error', convergedAt);
