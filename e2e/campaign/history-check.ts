@@ -45,6 +45,8 @@ export interface StatusSnapshot {
   targetStorageKnown?: boolean;
   /** The batch indices in status.batch.history (finished batches). */
   finishedBatches?: number[];
+  /** status.stage of a TwoPhase upgrade: API once phase two (lifting the emulation) began. */
+  stage?: string;
 }
 
 /** A window in which the signals breached (an injected fault the analysis sees: errors, a server down, latency). */
@@ -157,15 +159,25 @@ function fleetAt(h: History, t: number): Map<string, ServerRecord> {
   return fleet;
 }
 
-/** Succeeded: every server up on the target without emulation. RolledBack: every server up on the from-version, no emulation flag left. */
+/**
+ * Succeeded: every server up on the target without emulation. RolledBack: every server up on the from-version, no
+ * emulation flag left — or, when the rollback began in phase two of a TwoPhase upgrade, every server up on the target
+ * emulating the from-version's minor: the from-version's API on the new binary, the safe point phase one made (a
+ * server that wrote the target's storage cannot go back to the old binary; src/plan/rollback-goal.ts, docs/two-phase.md).
+ */
 function terminalMatchesFleet(h: History): Violation[] {
-  const end = [...h.statuses].sort((a, b) => a.t - b.t).find((s) => s.phase === 'Succeeded' || s.phase === 'RolledBack');
+  const sorted = [...h.statuses].sort((a, b) => a.t - b.t);
+  const end = sorted.find((s) => s.phase === 'Succeeded' || s.phase === 'RolledBack');
   if (!end) return [];
-  const want = end.phase === 'Succeeded' ? h.spec.targetVersion : h.spec.fromVersion;
-  const wrong = [...fleetAt(h, end.t).values()].filter((r) => !r.up || r.version !== want || r.emulation !== undefined);
+  const rollingBack = sorted.find((s) => s.phase === 'RollingBack');
+  const apiRollback = end.phase === 'RolledBack' && sorted.filter((s) => s.t <= (rollingBack ?? end).t).at(-1)?.stage === 'API';
+  const fromMinor = /^v(\d+\.\d+)/.exec(h.spec.fromVersion)?.[1];
+  const want = end.phase === 'Succeeded' || apiRollback ? h.spec.targetVersion : h.spec.fromVersion;
+  const wantEmulation = apiRollback ? fromMinor : undefined;
+  const wrong = [...fleetAt(h, end.t).values()].filter((r) => !r.up || r.version !== want || r.emulation !== wantEmulation);
   if (wrong.length === 0) return [];
   const what = wrong.map((r) => `${r.server} ${r.up ? `runs ${r.version}${r.emulation ? ` emulating ${r.emulation}` : ''}` : 'is down'}`).join(', ');
-  return [{ rule: 'TerminalMatchesFleet', t: end.t, message: `${end.phase}, yet ${what} (want every server up on ${want}, no emulation)` }];
+  return [{ rule: 'TerminalMatchesFleet', t: end.t, message: `${end.phase}, yet ${what} (want every server up on ${want}, ${wantEmulation ? `emulating ${wantEmulation}: a rollback from phase two` : 'no emulation'})` }];
 }
 
 /** Never more servers down at once than the batch allows (a server a fault took down is the harness's doing, not counted). */

@@ -22,6 +22,7 @@ export class StatusRecorder {
       ...(st.pause?.message ? { pauseMessage: st.pause.message } : {}),
       targetStorageKnown: (st.plan?.targetStorage?.length ?? 0) > 0,
       finishedBatches: (st.batch?.history ?? []).map((b) => b.index),
+      ...(st.stage ? { stage: st.stage } : {}),
     };
     const key = JSON.stringify({ ...snap, t: 0 });
     if (key !== this.lastKey) {

@@ -76,6 +76,24 @@ test('TerminalMatchesFleet: Succeeded with a server on the old version; RolledBa
   assert.match(checkHistory(r).violations[0]!.message, /cp-3 runs v1\.35\.4 emulating 1\.35/);
 });
 
+test('TerminalMatchesFleet: a rollback begun in phase two of TwoPhase ends on the target emulating the from-version (docs/two-phase.md), not on the old binary', () => {
+  const r = clean();
+  r.ops = [];
+  r.client = [];
+  const emulating = ['cp-1', 'cp-2', 'cp-3'].map((s) => ({ t: 50_000, server: s, up: true, version: NEW, emulation: '1.35' }));
+  r.servers = [...r.servers.filter((x) => x.t === 0), ...emulating];
+  r.statuses = [{ t: 1_000, phase: 'Upgrading', stage: 'Binary' }, { t: 40_000, phase: 'Upgrading', stage: 'API' }, { t: 45_000, phase: 'RollingBack', stage: 'API' }, { t: 100_000, phase: 'RolledBack', stage: 'API' }];
+  assert.deepEqual(rules(r), [], 'the from-version\'s API on the new binary is where a phase-two rollback goes');
+  // The same fleet after a rollback from phase one (stage Binary): the emulation flags are left, the old binary is not back.
+  r.statuses = [{ t: 1_000, phase: 'Upgrading', stage: 'Binary' }, { t: 45_000, phase: 'RollingBack', stage: 'Binary' }, { t: 100_000, phase: 'RolledBack', stage: 'Binary' }];
+  assert.deepEqual(rules(r), ['TerminalMatchesFleet']);
+  // A phase-two rollback that left one server without its emulation (the target's API) is caught.
+  r.statuses = [{ t: 1_000, phase: 'Upgrading', stage: 'API' }, { t: 45_000, phase: 'RollingBack', stage: 'API' }, { t: 100_000, phase: 'RolledBack', stage: 'API' }];
+  r.servers = [...r.servers, { t: 60_000, server: 'cp-2', up: true, version: NEW }];
+  assert.deepEqual(rules(r), ['TerminalMatchesFleet']);
+  assert.match(checkHistory(r).violations[0]!.message, /cp-2 runs v1\.36\.3 \(want every server up on v1\.36\.3, emulating 1\.35: a rollback from phase two\)/);
+});
+
 test('DownWithinBatch: two servers down at once with batch size 1', () => {
   const h = clean();
   h.servers.push({ t: 12_000, server: 'cp-2', up: false, version: OLD }, { t: 14_000, server: 'cp-2', up: true, version: OLD });
