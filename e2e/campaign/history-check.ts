@@ -180,13 +180,20 @@ function terminalMatchesFleet(h: History): Violation[] {
   return [{ rule: 'TerminalMatchesFleet', t: end.t, message: `${end.phase}, yet ${what} (want every server up on ${want}, ${wantEmulation ? `emulating ${wantEmulation}: a rollback from phase two` : 'no emulation'})` }];
 }
 
-/** Never more servers down at once than the batch allows (a server a fault took down is the harness's doing, not counted). */
+/**
+ * Never more servers down at once by the operator's doing than the batch allows. The operator takes a server down
+ * only through a driver call, so its doing is a server down while a call for it is in flight (from the call until the
+ * server came back, or until the end when it never did). A server a fault took down is the harness's doing, and one
+ * that restarted by itself with no call in flight (the kubelet restarting its container on a machine at load 34:
+ * seed 43 #5 and #8) is nobody's: neither counts. Health of that kind is BreachActedOn's business.
+ */
 function downWithinBatch(h: History): Violation[] {
   const times = [...new Set(h.servers.map((r) => r.t))].sort((a, b) => a - b);
   const byFault = (server: string, t: number): boolean => (h.faultDown ?? []).some((f) => f.server === server && f.from <= t && t <= f.to);
+  const inReplacement = (server: string, t: number): boolean => h.ops.some((o) => o.server === server && o.start <= t && t <= (o.end ?? h.endedAt));
   for (const t of times) {
-    const down = [...fleetAt(h, t).values()].filter((r) => !r.up && !byFault(r.server, t)).map((r) => r.server);
-    if (down.length > h.spec.batchSize) return [{ rule: 'DownWithinBatch', t, message: `${down.length} servers down at once (${down.join(', ')}), batch size ${h.spec.batchSize}` }];
+    const down = [...fleetAt(h, t).values()].filter((r) => !r.up && !byFault(r.server, t) && inReplacement(r.server, t)).map((r) => r.server);
+    if (down.length > h.spec.batchSize) return [{ rule: 'DownWithinBatch', t, message: `${down.length} servers down at once in replacements (${down.join(', ')}), batch size ${h.spec.batchSize}` }];
   }
   return [];
 }

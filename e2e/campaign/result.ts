@@ -26,11 +26,14 @@ export interface UpgradeResult {
   harnessError?: string;
 }
 
+/** Pauses the operator lifts by itself (src/plan/breach.ts recheckMembership, recheckRollback). */
+const SELF_LIFTING = new Set(['MembershipChanged', 'RollbackSafetyUnknown']);
+
 /**
- * Until the faults healed and the upgrade rests (a terminal phase, or paused 20 s with no replacement in flight), or
- * the window ends. A loaded machine slows every replacement: while the driver still made progress in the last
- * minute, the window stretches (up to twice its length) rather than calling a slow upgrade stuck (seed 7 #8: 30 s
- * per replacement).
+ * Until the faults healed and the upgrade rests (a terminal phase, or paused 20 s — a minute for a pause that lifts
+ * by itself — with no replacement in flight), or the window ends. A loaded machine slows every replacement: while the
+ * driver still made progress in the last minute, the window stretches (up to twice its length) rather than calling
+ * a slow upgrade stuck (seed 7 #8: 30 s per replacement).
  */
 export async function awaitRest(o: { createdAt: number; windowMs: number; healedAt: () => number; status: StatusRecorder; lastDriverActivity: () => number; inFlight: () => boolean }): Promise<void> {
   const end = (): number => o.createdAt + (o.lastDriverActivity() > Date.now() - 60_000 ? 2 : 1) * o.windowMs;
@@ -40,7 +43,11 @@ export async function awaitRest(o: { createdAt: number; windowMs: number; healed
     if (healedAt === 0) continue;
     const p = o.status.last;
     if (p && TERMINAL.has(p.phase) && Date.now() - p.t > 3000) break;
-    if (p?.phase === 'Paused' && Date.now() - Math.max(p.t, healedAt) > 20_000 && !o.inFlight()) break;
+    // A pause that lifts by itself once its cause is gone (MembershipChanged, RollbackSafetyUnknown) may take a
+    // while to: a Lease renewed, hashes read. Seed 51 #4 lifted a MembershipChanged pause 21 s after the heal and was
+    // judged at rest 0.1 s before; such a pause must hold a minute before it counts as rest.
+    const holdMs = p?.pauseReason !== undefined && SELF_LIFTING.has(p.pauseReason) ? 60_000 : 20_000;
+    if (p?.phase === 'Paused' && Date.now() - Math.max(p.t, healedAt) > holdMs && !o.inFlight()) break;
   }
 }
 

@@ -94,10 +94,18 @@ test('TerminalMatchesFleet: a rollback begun in phase two of TwoPhase ends on th
   assert.match(checkHistory(r).violations[0]!.message, /cp-2 runs v1\.36\.3 \(want every server up on v1\.36\.3, emulating 1\.35: a rollback from phase two\)/);
 });
 
-test('DownWithinBatch: two servers down at once with batch size 1', () => {
+test('DownWithinBatch: two servers down at once in replacements with batch size 1', () => {
   const h = clean();
   h.servers.push({ t: 12_000, server: 'cp-2', up: false, version: OLD }, { t: 14_000, server: 'cp-2', up: true, version: OLD });
-  assert.deepEqual(rules(h), ['DownWithinBatch']);
+  // cp-2 restarting by itself with no call in flight (a kubelet restart) is not the operator's doing.
+  assert.deepEqual(rules(h), []);
+  // A second call in flight that takes cp-2 down while cp-1 is down is.
+  h.ops.push({ key: 'k-early', server: 'cp-2', action: 'Upgrade', start: 11_500, end: 14_000, landed: false });
+  assert.ok(rules(h).includes('DownWithinBatch'), JSON.stringify(checkHistory(h).violations));
+  // So is a call that never came back (no end): it counts until the run's end.
+  h.ops[h.ops.length - 1] = { key: 'k-early', server: 'cp-2', action: 'Upgrade', start: 11_500, landed: false };
+  h.servers = h.servers.filter((r) => !(r.server === 'cp-2' && r.t === 14_000));
+  assert.ok(rules(h).includes('DownWithinBatch'));
 });
 
 test('BreachActedOn: a breach longer than failureLimit x interval paused within the bound is measured; one never acted on is a violation', () => {
@@ -142,6 +150,7 @@ test('percentiles of the breach reaction times', () => {
 test('DownWithinBatch: a server a fault took down is not the operator\'s doing', () => {
   const h = clean();
   h.servers.push({ t: 12_000, server: 'cp-2', up: false, version: OLD }, { t: 14_000, server: 'cp-2', up: true, version: OLD });
+  h.ops.push({ key: 'k-early', server: 'cp-2', action: 'Upgrade', start: 11_500, end: 14_000, landed: false });
   h.faultDown = [{ server: 'cp-2', from: 11_500, to: 14_500 }];
   assert.deepEqual(rules(h), []);
   h.faultDown = [{ server: 'cp-3', from: 11_500, to: 14_500 }];
