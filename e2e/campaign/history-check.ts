@@ -69,6 +69,7 @@ export interface History {
     /** How many servers may be replaced at once (the resolved batch size). */
     batchSize: number;
     failureLimit: number;
+    /** How often a check comes: the analysis interval, or with Prometheus max(window, interval). */
     intervalMs: number;
     /** Resources only the target version serves: a 404 for one after the first batch converged is the proxy failing. */
     targetOnlyResources: string[];

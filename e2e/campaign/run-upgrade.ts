@@ -13,7 +13,7 @@ import { Replicas } from './replicas.ts';
 import { awaitRest, judge, runFaults, ServerClaims, type UpgradeResult } from './result.ts';
 import { injectShared, isShared } from './shared-faults.ts';
 import { StatusRecorder } from './status-recorder.ts';
-import type { Fault, Schedule } from './schedule.ts';
+import { PROMETHEUS_WINDOW_SECONDS, type Fault, type Schedule } from './schedule.ts';
 
 const UPGRADES = '/apis/upgrade.apiserver.dev/v1alpha1/apiserverupgrades';
 const NAME = 'campaign';
@@ -106,8 +106,7 @@ export async function runUpgrade(s: Schedule, log: (m: string) => void = () => u
     rw = await ReadWriteTraffic.start((p, o) => cluster.request('lb', p, o), 'campaign-rw', { intervalMs: 200 });
     servers = new ServerRecorder(rig);
     status = new StatusRecorder(cluster, NAME);
-    // The harness's Prometheus scrapes every second, so a 5 s window holds enough samples (the default is 1m).
-    const source = s.spec.prometheus ? { source: 'Prometheus', prometheus: { address: await cluster.startPrometheus(), window: '5s' } } : {};
+    const source = s.spec.prometheus ? { source: 'Prometheus', prometheus: { address: await cluster.startPrometheus(), window: `${PROMETHEUS_WINDOW_SECONDS}s` } } : {};
     const manifest = upgradeManifest(NAME, hook, {
       strategy: { batchSize: s.spec.batchSize, soakDuration: `${s.spec.soakSeconds}s`, batchTimeout: '60s', ...(s.spec.twoPhase ? { phases: 'TwoPhase', phaseSoakDuration: '5s' } : {}) },
       analysis: { interval: `${s.spec.intervalSeconds}s`, failureLimit: s.spec.failureLimit, onBreach: s.spec.onBreach, ...source },

@@ -91,6 +91,12 @@ const WEIGHTS: Record<Mode, Record<FaultKind, number>> = {
   },
 };
 
+/**
+ * The range of each Prometheus check in the campaign (`analysis.prometheus.window`): the harness's Prometheus scrapes
+ * every second, so 5 s hold enough samples (the default is 1m).
+ */
+export const PROMETHEUS_WINDOW_SECONDS = 5;
+
 /** Drawn only with the Prometheus source, apart from the weights (see drawUpgrade). */
 const PROMETHEUS_FAULTS: readonly FaultKind[] = ['prometheus-down', 'prometheus-slow'];
 
