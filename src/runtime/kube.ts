@@ -29,6 +29,13 @@ export interface KubeClientOptions {
   logger: Logger;
   /** Per-attempt deadline; default 15 s. */
   timeoutMs?: number;
+  /**
+   * The first deadline of a status write; default 5 s. A server cut from etcd holds a write until its own timeout,
+   * and a kept-alive connection stays on that server: a reconcile waiting 15 s there is blind to breaches for that
+   * long (fault campaign, seed 43 #5: ~20 s). Each status write that times out doubles the next one's deadline, up
+   * to `timeoutMs`, so an API that is only slow still gets its writes through; one that answers resets it.
+   */
+  statusWriteTimeoutMs?: number;
   retry?: Omit<RetryOptions, 'onRetry' | 'signal'>;
 }
 
@@ -63,6 +70,9 @@ export class KubeClient {
   readonly kubeConfig: KubeAccess;
   private readonly o: KubeClientOptions;
   private readonly log: Logger;
+
+  /** Status writes that timed out in a row: each doubles the next one's deadline (KubeClientOptions.statusWriteTimeoutMs). */
+  private statusWriteTimeouts = 0;
 
   constructor(kubeConfig: KubeAccess, o: KubeClientOptions) {
     this.kubeConfig = kubeConfig;
@@ -113,7 +123,18 @@ export class KubeClient {
   patchUpgradeStatus(name: string, status: Partial<ApiServerUpgradeStatus>, o: { resourceVersion?: string; signal?: AbortSignal } = {}): Promise<ApiServerUpgrade> {
     const body: Record<string, unknown> = { status };
     if (o.resourceVersion !== undefined) body.metadata = { resourceVersion: o.resourceVersion };
-    return this.request<ApiServerUpgrade>('PATCH', `${this.upgradePath(name)}/status`, { body, contentType: MERGE_PATCH, signal: o.signal });
+    const full = this.o.timeoutMs ?? 15_000;
+    const timeoutMs = Math.min(full, (this.o.statusWriteTimeoutMs ?? 5_000) * 2 ** this.statusWriteTimeouts);
+    return this.request<ApiServerUpgrade>('PATCH', `${this.upgradePath(name)}/status`, { body, contentType: MERGE_PATCH, signal: o.signal, timeoutMs }).then(
+      (u) => {
+        this.statusWriteTimeouts = 0;
+        return u;
+      },
+      (err: unknown) => {
+        if (err instanceof Error && err.name === 'TimeoutError') this.statusWriteTimeouts = Math.min(this.statusWriteTimeouts + 1, 8);
+        throw err;
+      },
+    );
   }
 
   /** JSON merge patch of the object itself (metadata: finalizers, annotations). */
