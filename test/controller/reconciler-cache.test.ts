@@ -89,4 +89,7 @@ test('the delay before the next look counts from when this look began: the time 
   const { r } = reconciler(kube, store, () => new Date((t += 400)));
   const res = await r.reconcile('second');
   assert.equal(res.requeueAfterMs, 15_000 - 400, 'the plan asked for 15 s from the look\'s start');
+  // A look that took longer than half the wait still leaves half of it: never back to back.
+  const slow = reconciler(kube, store, () => new Date((t += 20_000))).r;
+  assert.equal((await slow.reconcile('second')).requeueAfterMs, 7_500);
 });
