@@ -206,6 +206,9 @@ function handlePause(ctx: PlanContext, resumeToken: string | undefined): boolean
   return true;
 }
 
+/** The phases whose steps apply the analysis (src/plan/analysis.ts applyAnalysis). */
+const ANALYSED: ReadonlySet<string> = new Set(['EnablingProxy', 'Upgrading']);
+
 /**
  * How long until the next analysis check is due. Overdue (the observer had no new window yet): soon again, not at
  * once, so a look that brings no check does not spin.
@@ -242,7 +245,10 @@ function done(ctx: PlanContext): Plan {
   // While work is under way, look again when the next check is due (its slot on the grid), even without events,
   // and however slowly the calls are polled: a look an interval after the last one's end would make each check late
   // by the time the look before it took (seed 31 #7 of the fault campaign: two checks ~1 s late each at load 4).
-  if (active) ctx.requeue(untilNextCheck(ctx));
+  // Only the phases that check (EnablingProxy, Upgrading) keep to the grid; the others (RollingBack, Preflight) look
+  // again an interval on when nothing else asked sooner: an overdue slot there would make them look every 500 ms.
+  if (active && ANALYSED.has(phase)) ctx.requeue(untilNextCheck(ctx));
+  else if (active && ctx.requeueAfterMs === undefined) ctx.requeue(ctx.spec.analysis.intervalMs);
   // A paused upgrade still watches its calls in flight time out, and the plan's facts stay fresh.
   if (phase === 'Paused' && ctx.requeueAfterMs === undefined) ctx.requeue(Math.max(ctx.spec.analysis.intervalMs, 10_000));
   return { status: ctx.status, actions, requeueAfterMs: ctx.requeueAfterMs };

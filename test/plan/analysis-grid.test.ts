@@ -71,3 +71,21 @@ test('the planner looks again when the next check is due, sooner than its call p
   sim.reconcile(due - 700 - sim.now.getTime());
   assert.equal(sim.last.requeueAfterMs, 700);
 });
+
+test('a phase that runs no check (RollingBack) keeps its own pace: an overdue slot does not make it look every 500 ms', async () => {
+  const { ShellSim } = await import('./model/shell-sim.ts');
+  const { peer, spec, OLD } = await import('./fleet.ts');
+  const { ABORT_ANNOTATION } = await import('../../src/plan/index.ts');
+  const sim = new ShellSim([peer('cp-1', OLD, 'on'), peer('cp-2', OLD, 'on'), peer('cp-3', OLD, 'on')], spec({ analysis: { interval: '10s', failureLimit: 3, onBreach: 'Pause' } }));
+  sim.autoLand = false;
+  sim.runUntil((s) => s.held.has('cp-1'), 8, 1000);
+  sim.land('cp-1');
+  sim.runUntil((s) => s.held.has('cp-2'), 30, 1000);
+  sim.land('cp-2');
+  sim.upgrade = { ...sim.upgrade, annotations: { ...sim.upgrade.annotations, [ABORT_ANNOTATION]: 'now' } };
+  sim.runUntil((s) => s.status?.phase === 'RollingBack', 10, 1000);
+  assert.equal(sim.status?.phase, 'RollingBack');
+  // Thirty seconds on, the last check's slot is long past; the rollback waits on its call.
+  sim.reconcile(30_000);
+  assert.ok((sim.last.requeueAfterMs ?? 0) >= 2_000, `RollingBack looks again after ${sim.last.requeueAfterMs} ms`);
+});
