@@ -21,9 +21,14 @@ export function describeBreaches(breaches: readonly Breach[]): string {
  * fault campaign drifted 0.15 s per check at load 6 and reacted 0.6 s past its bound).
  */
 export function analysisDue(last: Pick<AnalysisStatus, 'time' | 'nextCheckAt'> | undefined, intervalMs: number, now: Date): boolean {
-  if (last?.time === undefined) return true;
-  const due = last.nextCheckAt === undefined ? Date.parse(last.time) + intervalMs : Date.parse(last.nextCheckAt);
-  return now.getTime() >= due;
+  const due = nextDueMs(last, intervalMs);
+  return due === undefined || now.getTime() >= due;
+}
+
+/** When the next check is due (epoch ms): its slot on the grid, or an interval after a check written before the grid; undefined before any check. */
+export function nextDueMs(last: Pick<AnalysisStatus, 'time' | 'nextCheckAt'> | undefined, intervalMs: number): number | undefined {
+  if (last?.time === undefined) return undefined;
+  return last.nextCheckAt === undefined ? Date.parse(last.time) + intervalMs : Date.parse(last.nextCheckAt);
 }
 
 /**

@@ -8,7 +8,7 @@ import type { Observation } from './observation.ts';
 import { refreshPeers } from './peers.ts';
 import { runPreflight } from './preflight.ts';
 import { gatePass } from './gate-pass.ts';
-import { applyAnalysis } from './analysis.ts';
+import { applyAnalysis, nextDueMs } from './analysis.ts';
 import { runUpgrading } from './upgrading.ts';
 import { runRollingBack } from './rolling-back.ts';
 import { pause, recheckMembership, recheckRollback, resume, startRollback } from './breach.ts';
@@ -215,9 +215,9 @@ const ANALYSED: ReadonlySet<string> = new Set(['EnablingProxy', 'Upgrading']);
  */
 function untilNextCheck(ctx: PlanContext): number {
   const interval = ctx.spec.analysis.intervalMs;
-  const next = ctx.status.lastAnalysis?.nextCheckAt;
-  if (next === undefined) return interval;
-  const left = Date.parse(next) - ctx.now.getTime();
+  const due = nextDueMs(ctx.status.lastAnalysis, interval);
+  if (due === undefined) return interval;
+  const left = due - ctx.now.getTime();
   return Math.min(interval, left > 0 ? left : Math.min(500, interval));
 }
 
