@@ -27,15 +27,16 @@ export const MERGE_PATCH = 'application/merge-patch+json';
 
 export interface KubeClientOptions {
   logger: Logger;
-  /** Per-attempt deadline; default 15 s. */
+  /** The longest per-attempt deadline; default 15 s. */
   timeoutMs?: number;
   /**
-   * The first deadline of a status write; default 5 s. A server cut from etcd holds a write until its own timeout,
-   * and a kept-alive connection stays on that server: a reconcile waiting 15 s there is blind to breaches for that
-   * long (fault campaign, seed 43 #5: ~20 s). Each status write that times out doubles the next one's deadline, up
-   * to `timeoutMs`, so an API that is only slow still gets its writes through; one that answers resets it.
+   * The first deadline of a call that does not bring its own; default 5 s. A server cut from etcd holds a request
+   * until its own timeout, and a kept-alive connection stays on that server: a reconcile waiting 15 s there is blind
+   * to breaches for that long (fault campaign, seed 43 #5: ~20 s, a status write; an Event write or a driver's Job
+   * read waits the same way). Each attempt that times out doubles the next one's deadline, up to `timeoutMs`, so an
+   * API that is only slow still gets its calls through; any answer from a server (an error status too) resets it.
    */
-  statusWriteTimeoutMs?: number;
+  firstTimeoutMs?: number;
   retry?: Omit<RetryOptions, 'onRetry' | 'signal'>;
 }
 
@@ -71,8 +72,8 @@ export class KubeClient {
   private readonly o: KubeClientOptions;
   private readonly log: Logger;
 
-  /** Status writes that timed out in a row: each doubles the next one's deadline (KubeClientOptions.statusWriteTimeoutMs). */
-  private statusWriteTimeouts = 0;
+  /** Attempts that timed out in a row: each doubles the next one's deadline (KubeClientOptions.firstTimeoutMs). */
+  private timeoutsInARow = 0;
 
   constructor(kubeConfig: KubeAccess, o: KubeClientOptions) {
     this.kubeConfig = kubeConfig;
@@ -83,16 +84,31 @@ export class KubeClient {
   /**
    * Any request. Reads (GET) are retried when transient; writes are not: a write whose answer was lost may
    * have happened, and repeating it here could duplicate a POST. A failed write goes back to the work queue,
-   * the one retry policy for writes, whose next reconcile re-reads and re-plans. `signal` cancels waits.
+   * the one retry policy for writes, whose next reconcile re-reads and re-plans. `signal` cancels waits. Without its
+   * own `timeoutMs`, an attempt gets the escalating deadline (KubeClientOptions.firstTimeoutMs).
    */
   request<T>(method: Verb, path: string, opts: KubeRequestOptions = {}): Promise<T> {
-    return withRetry(() => kubeRequest<T>(this.kubeConfig, method, path, { timeoutMs: this.o.timeoutMs, ...opts }), {
+    return withRetry(() => this.attempt<T>(method, path, opts), {
       ...this.o.retry,
       ...(method === 'GET' ? {} : { attempts: 1 }),
       signal: opts.signal,
       onRetry: (err, attempt, delayMs) =>
         this.log.warn('API call failed, retrying', { method, path, attempt, delayMs: Math.round(delayMs), err: err instanceof Error ? err.message : String(err) }),
     });
+  }
+
+  private async attempt<T>(method: Verb, path: string, opts: KubeRequestOptions): Promise<T> {
+    const full = this.o.timeoutMs ?? 15_000;
+    const timeoutMs = opts.timeoutMs ?? Math.min(full, (this.o.firstTimeoutMs ?? 5_000) * 2 ** this.timeoutsInARow);
+    try {
+      const got = await kubeRequest<T>(this.kubeConfig, method, path, { ...opts, timeoutMs });
+      this.timeoutsInARow = 0;
+      return got;
+    } catch (err) {
+      if (err instanceof KubeApiError) this.timeoutsInARow = 0;
+      else if (err instanceof Error && err.name === 'TimeoutError' && !opts.signal?.aborted) this.timeoutsInARow = Math.min(this.timeoutsInARow + 1, 8);
+      throw err;
+    }
   }
 
   upgradePath(name?: string): string {
@@ -123,18 +139,7 @@ export class KubeClient {
   patchUpgradeStatus(name: string, status: Partial<ApiServerUpgradeStatus>, o: { resourceVersion?: string; signal?: AbortSignal } = {}): Promise<ApiServerUpgrade> {
     const body: Record<string, unknown> = { status };
     if (o.resourceVersion !== undefined) body.metadata = { resourceVersion: o.resourceVersion };
-    const full = this.o.timeoutMs ?? 15_000;
-    const timeoutMs = Math.min(full, (this.o.statusWriteTimeoutMs ?? 5_000) * 2 ** this.statusWriteTimeouts);
-    return this.request<ApiServerUpgrade>('PATCH', `${this.upgradePath(name)}/status`, { body, contentType: MERGE_PATCH, signal: o.signal, timeoutMs }).then(
-      (u) => {
-        this.statusWriteTimeouts = 0;
-        return u;
-      },
-      (err: unknown) => {
-        if (err instanceof Error && err.name === 'TimeoutError') this.statusWriteTimeouts = Math.min(this.statusWriteTimeouts + 1, 8);
-        throw err;
-      },
-    );
+    return this.request<ApiServerUpgrade>('PATCH', `${this.upgradePath(name)}/status`, { body, contentType: MERGE_PATCH, signal: o.signal });
   }
 
   /** JSON merge patch of the object itself (metadata: finalizers, annotations). */
