@@ -1,4 +1,4 @@
-// npm run campaign -- --seed S --upgrades N [--mode process|nodes|both] [--driver webhook|staticPod] [--replay FILE | --shrink FILE] [--out DIR]
+// npm run campaign -- --seed S --upgrades N [--mode process|nodes|both] [--driver webhook|staticPod] [--resume-after-heal] [--replay FILE | --shrink FILE] [--out DIR]
 // Runs N upgrades under randomized faults drawn from the seed, checks each history, prints one line per upgrade and a
 // summary table; on a violation it writes the schedule as a replay file. The process mode runs the webhook driver,
 // the nodes mode (real kubelets and containerd) the static Pod driver; `both` alternates them, upgrade by upgrade.
@@ -24,6 +24,8 @@ const { values } = parseArgs({
     shrink: { type: 'string' },
     out: { type: 'string', default: 'campaign-out' },
     'stop-by': { type: 'string' },
+    // Liveness: resume a pause that rests after the heal, as the paged human would; it must then end (ResumeCompletes).
+    'resume-after-heal': { type: 'boolean', default: false },
   },
 });
 
@@ -91,8 +93,8 @@ if (values.shrink) {
   process.exit(1);
 }
 
-const schedules: Schedule[] = values.replay ? [parseSchedule(readFileSync(values.replay, 'utf8'))] : Array.from({ length: count }, (_, i) => drawUpgrade(seed, i, modes[i % modes.length]!));
-process.stdout.write(values.replay ? `campaign: replaying ${values.replay}\n` : `campaign: seed ${seed}, ${count} upgrade(s), mode ${values.mode} (${modes.map((m) => `${m}: ${DRIVER[m]} driver`).join(', ')}); output in ${out}\n`);
+const schedules: Schedule[] = values.replay ? [parseSchedule(readFileSync(values.replay, 'utf8'))] : Array.from({ length: count }, (_, i) => ({ ...drawUpgrade(seed, i, modes[i % modes.length]!), ...(values['resume-after-heal'] ? { resumeAfterHeal: true } : {}) }));
+process.stdout.write(values.replay ? `campaign: replaying ${values.replay}\n` : `campaign: seed ${seed}, ${count} upgrade(s), mode ${values.mode} (${modes.map((m) => `${m}: ${DRIVER[m]} driver`).join(', ')})${values['resume-after-heal'] ? ', resuming resting pauses after the heal' : ''}; output in ${out}\n`);
 
 
 const results: UpgradeResult[] = [];

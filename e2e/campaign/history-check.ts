@@ -87,6 +87,8 @@ export interface History {
   /** When the history was closed (the upgrade's window ended). */
   endedAt: number;
   client: ClientAnswer[];
+  /** Resumes the harness issued after the heal, to a resting pause (liveness runs: Schedule.resumeAfterHeal). */
+  resumesAfterHeal?: number[];
 }
 
 export type Rule =
@@ -97,6 +99,7 @@ export type Rule =
   | 'DownWithinBatch'
   | 'BreachActedOn'
   | 'ComesToRest'
+  | 'ResumeCompletes'
   | 'No404AfterConvergence';
 
 export interface Violation {
@@ -245,6 +248,20 @@ function comesToRest(h: History): Violation[] {
 }
 
 /**
+ * Liveness: once the faults healed, a resting pause the harness resumed (as the human it paged would) ends in a
+ * terminal phase. With every fault gone no cause is left, so a pause that comes back names none: the resume did not
+ * take, or the operator paused on a cause it could no longer see.
+ */
+function resumeCompletes(h: History): Violation[] {
+  const resumes = h.resumesAfterHeal ?? [];
+  if (resumes.length === 0) return [];
+  const last = [...h.statuses].sort((a, b) => a.t - b.t).at(-1);
+  if (last && TERMINAL.has(last.phase)) return [];
+  const where = last ? `${last.phase}${last.pauseReason ? ` ${last.pauseReason}: ${last.pauseMessage ?? ''}` : ''}` : 'no status';
+  return [{ rule: 'ResumeCompletes', t: last?.t ?? h.endedAt, message: `resumed ${resumes.length} time(s) after the heal (last at ${resumes.at(-1)}), still ${where} at the end` }];
+}
+
+/**
  * After the first batch converged, the client never sees a 404 for a resource only the target serves, until a
  * rollback begins (it takes the resource away on purpose). The first batch is the first to put a server on the
  * target's API: a batch finished after the first Upgrade without emulation landed (not EnablingProxy's, not
@@ -274,6 +291,7 @@ export function checkHistory(h: History): Verdict {
     ...downWithinBatch(h),
     ...breach.violations,
     ...comesToRest(h),
+    ...resumeCompletes(h),
     ...no404AfterConvergence(h),
   ].sort((a, b) => a.t - b.t);
   return { violations, breachReactionMs: breach.reactions };

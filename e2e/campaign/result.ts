@@ -5,7 +5,7 @@ import { NEW_ONLY } from '../support/rig.ts';
 import type { Sample } from '../support/traffic.ts';
 import { checkHistory, type DriverOp, type History, type ServerRecord, type Span, type StatusSnapshot, type Verdict } from './history-check.ts';
 import type { StatusRecorder } from './status-recorder.ts';
-import { describeFault, describeSpec, PROMETHEUS_WINDOW_SECONDS, type Fault, type Schedule } from './schedule.ts';
+import { describeFault, describeSpec, PROMETHEUS_WINDOW_SECONDS, RESUMES_AFTER_HEAL, type Fault, type Schedule } from './schedule.ts';
 
 export const TERMINAL = new Set(['Succeeded', 'RolledBack', 'Failed']);
 
@@ -33,10 +33,16 @@ const SELF_LIFTING = new Set(['MembershipChanged', 'RollbackSafetyUnknown']);
  * Until the faults healed and the upgrade rests (a terminal phase, or paused 20 s — a minute for a pause that lifts
  * by itself — with no replacement in flight), or the window ends. A loaded machine slows every replacement: while the
  * driver still made progress in the last minute, the window stretches (up to twice its length) rather than calling
- * a slow upgrade stuck (seed 7 #8: 30 s per replacement).
+ * a slow upgrade stuck (seed 7 #8: 30 s per replacement). With `resume` (liveness runs), a resting pause is resumed
+ * instead, up to RESUMES_AFTER_HEAL times, each giving the upgrade another window; the times go to `resumes`.
  */
-export async function awaitRest(o: { createdAt: number; windowMs: number; healedAt: () => number; status: StatusRecorder; lastDriverActivity: () => number; inFlight: () => boolean }): Promise<void> {
-  const end = (): number => o.createdAt + (o.lastDriverActivity() > Date.now() - 60_000 ? 2 : 1) * o.windowMs;
+export async function awaitRest(o: {
+  createdAt: number; windowMs: number; healedAt: () => number; status: StatusRecorder; lastDriverActivity: () => number; inFlight: () => boolean;
+  resume?: () => Promise<void>; resumes?: number[];
+}): Promise<void> {
+  const resumes = o.resumes ?? [];
+  const start = (): number => Math.max(o.createdAt, resumes.at(-1) ?? 0);
+  const end = (): number => start() + (o.lastDriverActivity() > Date.now() - 60_000 ? 2 : 1) * o.windowMs;
   while (Date.now() < end()) {
     await sleep(1000);
     const healedAt = o.healedAt();
@@ -47,7 +53,11 @@ export async function awaitRest(o: { createdAt: number; windowMs: number; healed
     // while to: a Lease renewed, hashes read. Seed 51 #4 lifted a MembershipChanged pause 21 s after the heal and was
     // judged at rest 0.1 s before; such a pause must hold a minute before it counts as rest.
     const holdMs = p?.pauseReason !== undefined && SELF_LIFTING.has(p.pauseReason) ? 60_000 : 20_000;
-    if (p?.phase === 'Paused' && Date.now() - Math.max(p.t, healedAt) > holdMs && !o.inFlight()) break;
+    if (p?.phase === 'Paused' && Date.now() - Math.max(p.t, healedAt, resumes.at(-1) ?? 0) > holdMs && !o.inFlight()) {
+      if (!o.resume || resumes.length >= RESUMES_AFTER_HEAL) break;
+      resumes.push(Date.now());
+      await o.resume();
+    }
   }
 }
 
@@ -64,7 +74,8 @@ export function line(r: UpgradeResult): string {
   const rel = (m: string): string => m.replace(/\b1\d{12}\b/g, (x) => `+${((Number(x) - r.createdAt) / 1000).toFixed(1)}s`);
   const verdict = r.harnessError ? `HARNESS-ERROR ${r.harnessError}` : r.verdict.violations.length === 0 ? 'ok' : `VIOLATION ${r.verdict.violations.map((v) => `${v.rule}: ${rel(v.message)}`).join('; ')}`;
   const skipped = r.skipped.length ? ` notes=[${r.skipped.join('; ')}]` : '';
-  return `#${s.index} seed=${s.seed} mode=${s.mode ?? 'process'} ${describeSpec(s.spec)} faults=[${s.faults.map(describeFault).join(', ')}] outcome=${r.outcome} ${(r.durationMs / 1000).toFixed(0)}s${skipped} verdict=${verdict}`;
+  const resumed = r.history.resumesAfterHeal?.length ? ` resumed-after-heal=${r.history.resumesAfterHeal.length}` : '';
+  return `#${s.index} seed=${s.seed} mode=${s.mode ?? 'process'} ${describeSpec(s.spec)} faults=[${s.faults.map(describeFault).join(', ')}] outcome=${r.outcome}${resumed} ${(r.durationMs / 1000).toFixed(0)}s${skipped} verdict=${verdict}`;
 }
 
 /**
@@ -134,6 +145,8 @@ export interface Recorded {
   samples: readonly Sample[];
   notes: string[];
   harnessError: string | undefined;
+  /** Resumes issued after the heal (Schedule.resumeAfterHeal). */
+  resumes?: number[];
 }
 
 /** The history of one upgrade (v1.35.4 -> v1.36.3), judged by the checker. */
@@ -151,6 +164,7 @@ export function judge(r: Recorded): UpgradeResult {
     operatorBlind: r.blind,
     healedAt: r.healedAt || r.endedAt,
     endedAt: r.endedAt,
+    ...(r.resumes?.length ? { resumesAfterHeal: r.resumes } : {}),
     // A server a fault took down may take the only copy of the target's API with it: those answers are the fault's.
     client: r.samples
       .filter((x) => !r.faultDown.some((f) => x.at >= f.from - 1000 && x.at <= f.to + 5000))

@@ -20,7 +20,7 @@ import { EMULATED_VERSION_ANNOTATION, KEY_ANNOTATION } from '../../src/drivers/s
 import type { DriverOp, ServerRecord, Span } from './history-check.ts';
 import { Replicas } from './replicas.ts';
 import { awaitRest, judge, runFaults, ServerClaims, type UpgradeResult } from './result.ts';
-import { injectShared, isShared } from './shared-faults.ts';
+import { injectShared, isShared, resumeUpgrade } from './shared-faults.ts';
 import { StatusRecorder } from './status-recorder.ts';
 import type { Fault, Schedule } from './schedule.ts';
 
@@ -201,6 +201,8 @@ export async function runNodesUpgrade(s: Schedule, log: (m: string) => void = ()
   const faultDown: (Span & { server: string })[] = [];
   const breaches: Span[] = [];
   let healedAt = 0;
+  // Resumes of a resting pause after the heal (liveness runs, Schedule.resumeAfterHeal).
+  const resumes: number[] = [];
   const c = await NodesCluster.start({ nodes: 3, featureGates: s.spec.gate ? { [PROXY_GATE]: true } : {} });
   const replicas = new Replicas(async () => startOperator(c, { healthPort: await freePort(), extraArgs: ['--agent-image', OPERATOR_IMAGE] }));
   let traffic: TrafficRecorder | undefined;
@@ -313,7 +315,10 @@ export async function runNodesUpgrade(s: Schedule, log: (m: string) => void = ()
     const injected = runFaults(s, createdAt, inject, log, notes).then((t) => {
       healedAt = t;
     });
-    await awaitRest({ createdAt, windowMs: s.windowMs, healedAt: () => healedAt, status, lastDriverActivity: () => jobRec.lastChange, inFlight: () => jobRec.inFlight });
+    await awaitRest({
+      createdAt, windowMs: s.windowMs, healedAt: () => healedAt, status, lastDriverActivity: () => jobRec.lastChange, inFlight: () => jobRec.inFlight,
+      ...(s.resumeAfterHeal ? { resume: () => resumeUpgrade(shared), resumes } : {}),
+    });
     await injected;
   } catch (err) {
     harnessError = (err as Error).message.split('\n').slice(0, 3).join(' ');
@@ -323,7 +328,7 @@ export async function runNodesUpgrade(s: Schedule, log: (m: string) => void = ()
   await replicas.stop();
   const result = judge({
     schedule: s, t0, createdAt, endedAt, healedAt, batchMax, ops: [...(jobs?.ops.values() ?? [])], servers: servers?.servers ?? [], statuses: status?.statuses ?? [],
-    breaches, faultDown, blind: replicas.blind, takeoverMs: replicas.takeoverMs, samples: traffic?.samples ?? [], notes, harnessError,
+    breaches, faultDown, blind: replicas.blind, takeoverMs: replicas.takeoverMs, resumes, samples: traffic?.samples ?? [], notes, harnessError,
   });
   await c.teardown();
   return result;

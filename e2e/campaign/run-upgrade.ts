@@ -11,7 +11,7 @@ import type { DriverOp, ServerRecord, Span } from './history-check.ts';
 import { HookDoor } from './hook-door.ts';
 import { Replicas } from './replicas.ts';
 import { awaitRest, judge, runFaults, ServerClaims, type UpgradeResult } from './result.ts';
-import { injectShared, isShared } from './shared-faults.ts';
+import { injectShared, isShared, resumeUpgrade } from './shared-faults.ts';
 import { StatusRecorder } from './status-recorder.ts';
 import { PROMETHEUS_WINDOW_SECONDS, type Fault, type Schedule } from './schedule.ts';
 
@@ -90,6 +90,8 @@ export async function runUpgrade(s: Schedule, log: (m: string) => void = () => u
   const faultDown: (Span & { server: string })[] = [];
   const breaches: Span[] = [];
   let healedAt = 0;
+  // Resumes of a resting pause after the heal (liveness runs, Schedule.resumeAfterHeal).
+  const resumes: number[] = [];
   const rig = await startRig({ gate: s.spec.gate, healthPort: await freePort() });
   const replicas = new Replicas(async () => startOperator(rig.cluster, { healthPort: await freePort() }));
   replicas.ops.push(rig.op);
@@ -207,6 +209,7 @@ export async function runUpgrade(s: Schedule, log: (m: string) => void = () => u
       createdAt, windowMs: s.windowMs, healedAt: () => healedAt, status,
       lastDriverActivity: () => hook.log.at(-1)?.at ?? 0,
       inFlight: () => [...hook.calls.values()].some((c) => c.outcome !== 'done' && c.outcome !== 'failed'),
+      ...(s.resumeAfterHeal ? { resume: () => resumeUpgrade(shared), resumes } : {}),
     });
     await injected;
   } catch (err) {
@@ -219,7 +222,7 @@ export async function runUpgrade(s: Schedule, log: (m: string) => void = () => u
   await replicas.stop();
   const result = judge({
     schedule: s, t0, createdAt, endedAt, healedAt, batchMax, ops: driverOps(rig), servers: servers?.servers ?? [], statuses: status?.statuses ?? [],
-    breaches, faultDown, blind: replicas.blind, takeoverMs: replicas.takeoverMs, samples: rig.traffic.samples, notes, harnessError,
+    breaches, faultDown, blind: replicas.blind, takeoverMs: replicas.takeoverMs, resumes, samples: rig.traffic.samples, notes, harnessError,
   });
   await door?.close().catch(() => undefined);
   await rig.teardown();

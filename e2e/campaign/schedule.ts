@@ -64,7 +64,15 @@ export interface Schedule {
   faults: Fault[];
   /** The upgrade's window from its creation: every fault heals well before it ends. */
   windowMs: number;
+  /**
+   * Liveness (`--resume-after-heal`): once the faults healed and the upgrade rests Paused, the harness resumes it, as
+   * the human it paged would, up to RESUMES_AFTER_HEAL times; it must then end in a terminal phase.
+   */
+  resumeAfterHeal?: boolean;
 }
+
+/** How many times a resting pause is resumed after the heal (Schedule.resumeAfterHeal). */
+export const RESUMES_AFTER_HEAL = 3;
 
 /**
  * Relative weights per mode: the apiserver and operator faults are what the campaign is for; an abort ends the
@@ -181,6 +189,7 @@ export function parseSchedule(text: string): Schedule {
   const v = JSON.parse(text) as Partial<Schedule>;
   const ok = typeof v.seed === 'number' && typeof v.index === 'number' && typeof v.windowMs === 'number' && v.spec !== undefined && Array.isArray(v.faults)
     && (v.mode === undefined || (MODES as readonly string[]).includes(v.mode))
+    && (v.resumeAfterHeal === undefined || typeof v.resumeAfterHeal === 'boolean')
     && v.faults.every((f) => (FAULT_KINDS as readonly string[]).includes(f.kind) && Number.isFinite(f.atMs) && Number.isFinite(f.durationMs) && (f.server === undefined || [0, 1, 2].includes(f.server)));
   if (!ok) throw new Error('not a campaign schedule: want {seed, index, mode?: process|nodes, spec, faults: [{kind, atMs, durationMs, server?}], windowMs}');
   return v as Schedule;

@@ -33,6 +33,11 @@ async function patch(ctx: SharedFaultContext, body: object): Promise<void> {
   if (r.status !== 200) throw new Error(`patch ${JSON.stringify(body)}: HTTP ${r.status} ${r.body.slice(0, 300)}`);
 }
 
+/** Sets a new value of the resume annotation, as `kubectl apiserver-upgrade resume` does. */
+export function resumeUpgrade(ctx: SharedFaultContext): Promise<void> {
+  return patch(ctx, { metadata: { annotations: { [RESUME_ANNOTATION]: `campaign-${Date.now()}` } } });
+}
+
 /** Injects one shared fault and heals it after its duration (one-shot faults return at once). */
 export async function injectShared(f: Fault, ctx: SharedFaultContext): Promise<void> {
   const heal = (): Promise<void> => sleep(f.durationMs);
@@ -68,7 +73,7 @@ export async function injectShared(f: Fault, ctx: SharedFaultContext): Promise<v
       await patch(ctx, { spec: { paused: false } });
       return;
     case 'resume':
-      return patch(ctx, { metadata: { annotations: { [RESUME_ANNOTATION]: `campaign-${Date.now()}` } } });
+      return resumeUpgrade(ctx);
     case 'abort':
       return patch(ctx, { metadata: { annotations: { [ABORT_ANNOTATION]: `campaign-${Date.now()}` } } });
     default:

@@ -136,6 +136,20 @@ test('ComesToRest: active at the end; Paused on an unknown that is known', () =>
   assert.deepEqual(rules(h), ['ComesToRest']);
 });
 
+test('ResumeCompletes: a pause resumed after the heal that does not end in a terminal phase', () => {
+  const h = clean();
+  const paused = { t: 60_000, phase: 'Paused', pauseReason: 'AnalysisBreach', pauseMessage: 'error rate 0.4 over 3 checks' };
+  h.statuses = [...h.statuses.slice(0, 2), paused];
+  h.healedAt = 50_000;
+  assert.deepEqual(rules(h), [], 'a pause nobody resumed rests on its reason');
+  h.resumesAfterHeal = [85_000];
+  assert.deepEqual(rules(h), ['ResumeCompletes'], 'resumed, and paused again on the same reason');
+  h.statuses.push({ t: 86_000, phase: 'Upgrading' });
+  assert.deepEqual(rules(h), ['ResumeCompletes', 'ComesToRest'], 'resumed, and still going at the end');
+  h.statuses.push({ t: 110_000, phase: 'Succeeded', finishedBatches: [1, 2, 3] });
+  assert.deepEqual(rules(h), [], 'resumed, and ended');
+});
+
 test('No404AfterConvergence: a 404 for a target-only resource after batch 1 converged', () => {
   const h = clean();
   h.client.push({ t: 50_000, resource: 'admissionregistration.k8s.io/v1/mutatingadmissionpolicies', code: 404 });

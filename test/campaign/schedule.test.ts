@@ -68,4 +68,7 @@ test('a replay file round-trips; a malformed one is refused', () => {
   const n = drawUpgrade(5, 2, 'nodes');
   assert.deepEqual(parseSchedule(JSON.stringify(n)), n);
   assert.throws(() => parseSchedule(JSON.stringify({ ...n, mode: 'vm' })), /not a campaign schedule/);
+  const live = { ...s, resumeAfterHeal: true };
+  assert.deepEqual(parseSchedule(JSON.stringify(live)), live, 'a liveness run replays as one');
+  assert.throws(() => parseSchedule(JSON.stringify({ ...s, resumeAfterHeal: 'yes' })), /not a campaign schedule/);
 });
