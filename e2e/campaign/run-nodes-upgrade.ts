@@ -204,7 +204,7 @@ export async function runNodesUpgrade(s: Schedule, log: (m: string) => void = ()
   // Resumes of a resting pause after the heal (liveness runs, Schedule.resumeAfterHeal).
   const resumes: number[] = [];
   const c = await NodesCluster.start({ nodes: 3, featureGates: s.spec.gate ? { [PROXY_GATE]: true } : {} });
-  const replicas = new Replicas(async () => startOperator(c, { healthPort: await freePort(), extraArgs: ['--agent-image', OPERATOR_IMAGE] }));
+  const replicas = new Replicas(async () => startOperator(c, { healthPort: await freePort(), extraArgs: ['--agent-image', OPERATOR_IMAGE] }), notes);
   let traffic: TrafficRecorder | undefined;
   let rw: ReadWriteTraffic | undefined;
   let jobs: JobRecorder | undefined;

@@ -93,7 +93,7 @@ export async function runUpgrade(s: Schedule, log: (m: string) => void = () => u
   // Resumes of a resting pause after the heal (liveness runs, Schedule.resumeAfterHeal).
   const resumes: number[] = [];
   const rig = await startRig({ gate: s.spec.gate, healthPort: await freePort() });
-  const replicas = new Replicas(async () => startOperator(rig.cluster, { healthPort: await freePort() }));
+  const replicas = new Replicas(async () => startOperator(rig.cluster, { healthPort: await freePort() }), notes);
   replicas.ops.push(rig.op);
   let rw: ReadWriteTraffic | undefined;
   let door: HookDoor | undefined;
