@@ -188,7 +188,9 @@ test('helm install on real kubelets: 2 operator Pods carry a static Pod upgrade 
   const final = await waitFor('Succeeded', 15 * 60_000, async () => {
     const u = await getUpgrade(c, UPGRADE);
     if (u?.status?.phase === 'Paused' || u?.status?.phase === 'Failed') throw new Error(`upgrade ${u.status.phase}: ${JSON.stringify(u.status.pause)}`);
-    return u?.status?.phase === 'Succeeded' ? u : undefined;
+    // Succeeded is written first, kubeadm-config brought in line by the next write (status.kubeadmConfig Pending in
+    // between): a poll may fall between the two (it did at load 13).
+    return u?.status?.phase === 'Succeeded' && u.status.kubeadmConfig?.result !== 'Pending' ? u : undefined;
   }, 1000) as ApiServerUpgrade;
   process.stderr.write(`[helm] Succeeded ${((Date.now() - tApply) / 1000).toFixed(0)} s after apply; calls ${JSON.stringify(final.status?.driverCalls?.map((x) => [x.action, x.server, x.result]))}\n`);
 
