@@ -53,16 +53,21 @@ export class UpgradeReconciler {
     return { requeueAfterMs: Math.max(p.requeueAfterMs / 2, left) };
   }
 
-  /** What the plan asked to read: the fleet, then preflight's facts and the driver's reports where asked. */
+  /**
+   * What the plan asked to read: the driver's reports where asked, then the fleet and preflight's facts. The fleet
+   * comes last, right before the plan that trusts it: read first, it aged by however long the reports took — a Job
+   * read held 5 s by a server cut from etcd, during which that same server went down, and the plan started its
+   * replacement on a 5 s old "ready" (fault campaign, nodes seed 83 #0), so its outage was never counted.
+   */
   private async gather(rc: ReconcileContext, reads: ReconcileReads, log: Logger, step: (what: string) => void): Promise<ReconcileFacts> {
+    const driverReports = reads.driverReports ? await readDriverReports(this.c, rc, reads.driverReports, log) : undefined;
+    step('driverReportsMs');
     let obs = await this.c.observer.observe(reads.observe, rc.now.getTime());
     step('observeMs');
     if (reads.preflight) {
       obs = { ...obs, ...(await readPreflightFacts(this.c, rc, obs, reads.preflight)) };
       step('preflightFactsMs');
     }
-    const driverReports = reads.driverReports ? await readDriverReports(this.c, rc, reads.driverReports, log) : undefined;
-    step('driverReportsMs');
     return { obs, ...(driverReports ? { driverReports } : {}) };
   }
 

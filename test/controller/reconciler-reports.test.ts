@@ -34,6 +34,8 @@ interface Harness {
   reads: ReportRequest[];
   built: number;
   registry: Registry;
+  /** How many reports had been read when the fleet was observed, per observation. */
+  readsBeforeObserve: number[];
 }
 
 function harness(s: ApiServerUpgradeSpec, status: ApiServerUpgradeStatus, obs: Observation, now: Date, report: ((c: ReportRequest) => Promise<DriverReport>) | undefined, build: 'ok' | 'throws' = 'ok'): Harness {
@@ -42,7 +44,7 @@ function harness(s: ApiServerUpgradeSpec, status: ApiServerUpgradeStatus, obs: O
     metadata: { name: 'to-v1-36', resourceVersion: '7', generation: 1, uid: 'uid-1', annotations: {} },
     spec: s, status,
   };
-  const h: Harness = { patches: [], reads: [], built: 0, registry: new Registry() } as unknown as Harness;
+  const h: Harness = { patches: [], reads: [], built: 0, registry: new Registry(), readsBeforeObserve: [] } as unknown as Harness;
   const kube = {
     getUpgrade: async () => u,
     listUpgrades: async () => ({ items: [u] }),
@@ -58,7 +60,12 @@ function harness(s: ApiServerUpgradeSpec, status: ApiServerUpgradeStatus, obs: O
   };
   h.r = new UpgradeReconciler({
     kube,
-    observer: { observe: async () => obs } as unknown as FleetObserver,
+    observer: {
+      observe: async () => {
+        h.readsBeforeObserve.push(h.reads.length);
+        return obs;
+      },
+    } as unknown as FleetObserver,
     metrics: new OperatorMetrics(h.registry),
     log: winston.createLogger({ silent: true }),
     driverFor: async () => {
@@ -129,6 +136,14 @@ test('a driver that cannot be built, or has no report, changes nothing; the webh
     assert.equal(h.built, 0, 'no driver built (its token Secret not read) for reports it does not give');
     assert.deepEqual(h.reads, []);
   }
+});
+
+test('the fleet is observed after the reports are read, so a slow report does not age what the plan trusts (campaign nodes seed 83 #0)', async () => {
+  const { status, obs, key, now } = upgradeInFlight(STATIC_POD);
+  const h = harness(STATIC_POD, status, obs, now, async () => ({ kind: 'running', message: 'the Job runs' }));
+  await h.r.reconcile('to-v1-36');
+  assert.equal(h.reads.length, 1, `cp-1's report was read (${key})`);
+  assert.deepEqual(h.readsBeforeObserve, [1], 'one observation, made after the report was read');
 });
 
 test('with no call Accepted the driver is not asked', async () => {
