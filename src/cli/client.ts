@@ -70,7 +70,9 @@ export class KubeUpgradeApi implements UpgradeApi {
 
   constructor(kc: KubeAccess) {
     this.kc = kc;
-    this.kube = new KubeClient(kc, { logger: this.log, retry: { attempts: 3 } });
+    // One command, no loop to stay awake for: each call waits the full 15 s from the first attempt (the operator's
+    // short first deadline is for a reconcile that must not go blind on one server; KubeClientOptions.firstTimeoutMs).
+    this.kube = new KubeClient(kc, { logger: this.log, retry: { attempts: 3 }, firstTimeoutMs: 15_000 });
   }
 
   static connect(c: Connection, env: Record<string, string | undefined> = process.env): KubeUpgradeApi {
