@@ -248,6 +248,13 @@ function comesToRest(h: History): Violation[] {
 }
 
 /**
+ * Pauses the operator re-checks and lifts by itself once the fleet is the plan's again (src/plan/breach.ts): one
+ * that stays names a fleet the harness left changed — a one-shot restart on another binary is not undone by a heal
+ * (seed 91 #9: cp-3 restarted on v1.36.3 without emulation in TwoPhase's phase one). ComesToRest judges them.
+ */
+export const SELF_LIFTING: ReadonlySet<string> = new Set(['MembershipChanged', 'RollbackSafetyUnknown']);
+
+/**
  * Liveness: once the faults healed, a resting pause the harness resumed (as the human it paged would) ends in a
  * terminal phase. With every fault gone no cause is left, so a pause that comes back names none: the resume did not
  * take, or the operator paused on a cause it could no longer see.
@@ -257,6 +264,7 @@ function resumeCompletes(h: History): Violation[] {
   if (resumes.length === 0) return [];
   const last = [...h.statuses].sort((a, b) => a.t - b.t).at(-1);
   if (last && TERMINAL.has(last.phase)) return [];
+  if (last?.phase === PAUSED && last.pauseReason !== undefined && SELF_LIFTING.has(last.pauseReason)) return [];
   const where = last ? `${last.phase}${last.pauseReason ? ` ${last.pauseReason}: ${last.pauseMessage ?? ''}` : ''}` : 'no status';
   return [{ rule: 'ResumeCompletes', t: last?.t ?? h.endedAt, message: `resumed ${resumes.length} time(s) after the heal (last at ${resumes.at(-1)}), still ${where} at the end` }];
 }

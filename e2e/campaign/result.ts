@@ -3,7 +3,7 @@
 import { NEW_VERSION, OLD_VERSION, sleep } from '../cluster/index.ts';
 import { NEW_ONLY } from '../support/rig.ts';
 import type { Sample } from '../support/traffic.ts';
-import { checkHistory, type DriverOp, type History, type ServerRecord, type Span, type StatusSnapshot, type Verdict } from './history-check.ts';
+import { checkHistory, SELF_LIFTING, type DriverOp, type History, type ServerRecord, type Span, type StatusSnapshot, type Verdict } from './history-check.ts';
 import type { StatusRecorder } from './status-recorder.ts';
 import { describeFault, describeSpec, PROMETHEUS_WINDOW_SECONDS, RESUMES_AFTER_HEAL, type Fault, type Schedule } from './schedule.ts';
 
@@ -26,8 +26,6 @@ export interface UpgradeResult {
   harnessError?: string;
 }
 
-/** Pauses the operator lifts by itself (src/plan/breach.ts recheckMembership, recheckRollback). */
-const SELF_LIFTING = new Set(['MembershipChanged', 'RollbackSafetyUnknown']);
 
 /**
  * Until the faults healed and the upgrade rests (a terminal phase, or paused 20 s — a minute for a pause that lifts

@@ -148,6 +148,10 @@ test('ResumeCompletes: a pause resumed after the heal that does not end in a ter
   assert.deepEqual(rules(h), ['ResumeCompletes', 'ComesToRest'], 'resumed, and still going at the end');
   h.statuses.push({ t: 110_000, phase: 'Succeeded', finishedBatches: [1, 2, 3] });
   assert.deepEqual(rules(h), [], 'resumed, and ended');
+  // A pause the operator lifts by itself once the fleet is the plan's: it stays because the fleet stays changed (a
+  // restart on another binary is one-shot, never undone), which ComesToRest judges, not the resume.
+  h.statuses[h.statuses.length - 1] = { t: 110_000, phase: 'Paused', pauseReason: 'MembershipChanged', pauseMessage: 'cp-3 runs v1.36.3 without emulating 1.35' };
+  assert.deepEqual(rules(h), [], 'a self-lifting pause is a present cause');
 });
 
 test('No404AfterConvergence: a 404 for a target-only resource after batch 1 converged', () => {
