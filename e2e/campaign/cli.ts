@@ -11,7 +11,7 @@ import { percentiles } from './history-check.ts';
 import { runUpgrade } from './run-upgrade.ts';
 import { runNodesUpgrade } from './run-nodes-upgrade.ts';
 import { line, type UpgradeResult } from './result.ts';
-import { describeFault, drawUpgrade, parseSchedule, type Mode, type Schedule } from './schedule.ts';
+import { budgetMs, describeFault, drawUpgrade, parseSchedule, type Mode, type Schedule } from './schedule.ts';
 import { sameFailure, shrink } from './shrink.ts';
 
 const { values } = parseArgs({
@@ -52,6 +52,8 @@ if (!Number.isInteger(count) || count < 1 || count > 500) {
 }
 // Do not start an upgrade whose window would end after this time (ISO or HH:MM UTC).
 const stopBy = values['stop-by'] ? (values['stop-by'].includes('T') ? Date.parse(values['stop-by']) : Date.parse(`${new Date().toISOString().slice(0, 10)}T${values['stop-by']}:00Z`)) : Infinity;
+/** Whether an upgrade started now ends, at the latest, a minute before --stop-by. */
+const fits = (s: Schedule): boolean => Date.now() + budgetMs(s) + 60_000 <= stopBy;
 const out = resolve(values.out);
 mkdirSync(out, { recursive: true });
 
@@ -81,7 +83,6 @@ if (values.shrink) {
     process.exit(1);
   }
   let n = 0;
-  const fits = (s: Schedule): boolean => Date.now() + s.windowMs + 60_000 <= stopBy;
   const result = await shrink(original, async (candidate) => {
     if (!fits(candidate)) return false;
     const r = await runOne(candidate, `-shrink-${++n}`);
@@ -100,8 +101,8 @@ process.stdout.write(values.replay ? `campaign: replaying ${values.replay}\n` : 
 const results: UpgradeResult[] = [];
 const t0 = Date.now();
 for (const s of schedules) {
-  if (Date.now() + s.windowMs + 60_000 > stopBy) {
-    process.stdout.write(`#${s.index}: not started (its window would end after --stop-by)\n`);
+  if (!fits(s)) {
+    process.stdout.write(`#${s.index}: not started (its window${s.resumeAfterHeal ? ', and one per resume,' : ''} would end after --stop-by)\n`);
     break;
   }
   results.push(await runOne(s));

@@ -36,7 +36,7 @@ export interface UpgradeResult {
  */
 export async function awaitRest(o: {
   createdAt: number; windowMs: number; healedAt: () => number; status: StatusRecorder; lastDriverActivity: () => number; inFlight: () => boolean;
-  resume?: () => Promise<void>; resumes?: number[];
+  resume?: () => Promise<void>; resumes?: number[]; notes?: string[];
 }): Promise<void> {
   const resumes = o.resumes ?? [];
   const start = (): number => Math.max(o.createdAt, resumes.at(-1) ?? 0);
@@ -54,7 +54,9 @@ export async function awaitRest(o: {
     if (p?.phase === 'Paused' && Date.now() - Math.max(p.t, healedAt, resumes.at(-1) ?? 0) > holdMs && !o.inFlight()) {
       if (!o.resume || resumes.length >= RESUMES_AFTER_HEAL) break;
       resumes.push(Date.now());
-      await o.resume();
+      // A resume that does not land (the API server answering 5xx at load) is noted and counts as one of the
+      // resumes: the next is tried after the hold, as the paged human would try again.
+      await o.resume().catch((err: Error) => o.notes?.push(`resume after the heal: ${err.message.split('\n')[0]}`));
     }
   }
 }

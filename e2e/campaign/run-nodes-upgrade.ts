@@ -317,7 +317,7 @@ export async function runNodesUpgrade(s: Schedule, log: (m: string) => void = ()
     });
     await awaitRest({
       createdAt, windowMs: s.windowMs, healedAt: () => healedAt, status, lastDriverActivity: () => jobRec.lastChange, inFlight: () => jobRec.inFlight,
-      ...(s.resumeAfterHeal ? { resume: () => resumeUpgrade(shared), resumes } : {}),
+      ...(s.resumeAfterHeal ? { resume: () => resumeUpgrade(shared), resumes, notes } : {}),
     });
     await injected;
   } catch (err) {

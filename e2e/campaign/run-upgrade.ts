@@ -209,7 +209,7 @@ export async function runUpgrade(s: Schedule, log: (m: string) => void = () => u
       createdAt, windowMs: s.windowMs, healedAt: () => healedAt, status,
       lastDriverActivity: () => hook.log.at(-1)?.at ?? 0,
       inFlight: () => [...hook.calls.values()].some((c) => c.outcome !== 'done' && c.outcome !== 'failed'),
-      ...(s.resumeAfterHeal ? { resume: () => resumeUpgrade(shared), resumes } : {}),
+      ...(s.resumeAfterHeal ? { resume: () => resumeUpgrade(shared), resumes, notes } : {}),
     });
     await injected;
   } catch (err) {

@@ -75,6 +75,14 @@ export interface Schedule {
 export const RESUMES_AFTER_HEAL = 3;
 
 /**
+ * The longest an upgrade of `s` may take, for --stop-by: its window, and one more per resume a liveness run may
+ * make (each resume gives the upgrade another window: awaitRest).
+ */
+export function budgetMs(s: Schedule): number {
+  return s.windowMs * (s.resumeAfterHeal ? 1 + RESUMES_AFTER_HEAL : 1);
+}
+
+/**
  * Relative weights per mode: the apiserver and operator faults are what the campaign is for; an abort ends the
  * upgrade early. A kind of weight 0 is never drawn (the process mode's table is as it was before the nodes mode, so
  * its seeds draw the same upgrades).

@@ -2,7 +2,7 @@
 // well before the window ends, and a replay file is checked before it is run.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { drawUpgrade, faultKinds, parseSchedule, prng, FAULT_KINDS, MODES } from '../../e2e/campaign/schedule.ts';
+import { budgetMs, drawUpgrade, faultKinds, parseSchedule, prng, FAULT_KINDS, MODES, RESUMES_AFTER_HEAL } from '../../e2e/campaign/schedule.ts';
 
 test('a seed draws the same upgrades again; upgrades of one campaign differ', () => {
   assert.deepEqual(drawUpgrade(42, 3), drawUpgrade(42, 3));
@@ -71,4 +71,11 @@ test('a replay file round-trips; a malformed one is refused', () => {
   const live = { ...s, resumeAfterHeal: true };
   assert.deepEqual(parseSchedule(JSON.stringify(live)), live, 'a liveness run replays as one');
   assert.throws(() => parseSchedule(JSON.stringify({ ...s, resumeAfterHeal: 'yes' })), /not a campaign schedule/);
+});
+
+test('--stop-by budgets a liveness upgrade one more window per resume it may make', () => {
+  const s = drawUpgrade(5, 2);
+  assert.equal(budgetMs(s), s.windowMs);
+  assert.equal(budgetMs({ ...s, resumeAfterHeal: true }), s.windowMs * (1 + RESUMES_AFTER_HEAL));
+  assert.ok(RESUMES_AFTER_HEAL >= 1);
 });
