@@ -1,0 +1,42 @@
+// awaitRest in liveness runs (e2e/campaign/result.ts): a resume the API server refuses is noted and tried again after
+// the hold, never the run's end. Mocked clocks: the loop polls each second and holds a pause 20 s before resuming.
+import { test, mock } from 'node:test';
+import assert from 'node:assert/strict';
+import { setImmediate as tickQueue } from 'node:timers/promises';
+import { awaitRest } from '../../e2e/campaign/result.ts';
+import { RESUMES_AFTER_HEAL } from '../../e2e/campaign/schedule.ts';
+import type { StatusRecorder } from '../../e2e/campaign/status-recorder.ts';
+
+test('a resume that does not land is noted, counted, and tried again after the hold', async () => {
+  const t0 = 1_800_000_000_000;
+  mock.timers.enable({ apis: ['setTimeout', 'Date'], now: t0 });
+  try {
+    // Only `last` is read; a recorder needs a cluster to watch.
+    const status = { last: { t: t0, phase: 'Paused', pauseReason: 'AnalysisBreach' } } as unknown as StatusRecorder;
+    const resumes: number[] = [];
+    const notes: string[] = [];
+    let tries = 0;
+    let settled: 'resolved' | 'rejected' | undefined;
+    const done = awaitRest({
+      createdAt: t0, windowMs: 600_000, healedAt: () => t0, status, lastDriverActivity: () => 0, inFlight: () => false,
+      resume: () => {
+        tries++;
+        return Promise.reject(new Error('patch: HTTP 503 the server is currently unable to handle the request'));
+      },
+      resumes, notes,
+    }).then(() => void (settled = 'resolved'), () => void (settled = 'rejected'));
+    for (let s = 0; s < 200 && settled === undefined; s++) {
+      mock.timers.tick(1000);
+      await tickQueue();
+    }
+    await done;
+    assert.equal(settled, 'resolved', 'the wait ends normally');
+    assert.equal(tries, RESUMES_AFTER_HEAL, 'each resume is tried, up to the limit');
+    assert.equal(resumes.length, RESUMES_AFTER_HEAL);
+    assert.ok(resumes.every((t, i) => i === 0 || t - resumes[i - 1]! > 20_000), `tries held 20 s apart: ${resumes.map((t) => t - t0).join(', ')}`);
+    assert.equal(notes.length, RESUMES_AFTER_HEAL);
+    assert.match(notes[0]!, /resume after the heal: patch: HTTP 503/);
+  } finally {
+    mock.timers.reset();
+  }
+});
