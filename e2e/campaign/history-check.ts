@@ -49,6 +49,21 @@ export interface StatusSnapshot {
   stage?: string;
 }
 
+/**
+ * One analysis check as the operator wrote it to status.lastAnalysis: what it counted, for reading a history (why a
+ * breach was acted on late); the checker judges from the harness's own records, never from these.
+ */
+export interface CheckRecord {
+  /** When the watch saw it. */
+  t: number;
+  /** The check's own time (status.lastAnalysis.time). */
+  time: string;
+  verdict: string;
+  consecutive: number;
+  /** `signal@server` of each breach. */
+  breaches: string[];
+}
+
 /** A window in which the signals breached (an injected fault the analysis sees: errors, a server down, latency). */
 export interface BreachWindow {
   from: number;
@@ -89,6 +104,8 @@ export interface History {
   client: ClientAnswer[];
   /** Resumes the harness issued after the heal, to a resting pause (liveness runs: Schedule.resumeAfterHeal). */
   resumesAfterHeal?: number[];
+  /** The operator's analysis checks, as it wrote them (not judged: CheckRecord). */
+  checks?: CheckRecord[];
 }
 
 export type Rule =

@@ -3,7 +3,7 @@
 import { NEW_VERSION, OLD_VERSION, sleep } from '../cluster/index.ts';
 import { NEW_ONLY } from '../support/rig.ts';
 import type { Sample } from '../support/traffic.ts';
-import { checkHistory, SELF_LIFTING, type DriverOp, type History, type ServerRecord, type Span, type StatusSnapshot, type Verdict } from './history-check.ts';
+import { checkHistory, SELF_LIFTING, type CheckRecord, type DriverOp, type History, type ServerRecord, type Span, type StatusSnapshot, type Verdict } from './history-check.ts';
 import type { StatusRecorder } from './status-recorder.ts';
 import { describeFault, describeSpec, PROMETHEUS_WINDOW_SECONDS, RESUMES_AFTER_HEAL, type Fault, type Schedule } from './schedule.ts';
 
@@ -147,6 +147,8 @@ export interface Recorded {
   harnessError: string | undefined;
   /** Resumes issued after the heal (Schedule.resumeAfterHeal). */
   resumes?: number[];
+  /** The operator's analysis checks (StatusRecorder.checks): kept in the history file, not judged. */
+  checks?: CheckRecord[];
 }
 
 /** The history of one upgrade (v1.35.4 -> v1.36.3), judged by the checker. */
@@ -165,6 +167,7 @@ export function judge(r: Recorded): UpgradeResult {
     healedAt: r.healedAt || r.endedAt,
     endedAt: r.endedAt,
     ...(r.resumes?.length ? { resumesAfterHeal: r.resumes } : {}),
+    ...(r.checks?.length ? { checks: r.checks } : {}),
     // A server a fault took down may take the only copy of the target's API with it: those answers are the fault's.
     client: r.samples
       .filter((x) => !r.faultDown.some((f) => x.at >= f.from - 1000 && x.at <= f.to + 5000))

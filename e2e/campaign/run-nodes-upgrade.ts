@@ -327,7 +327,7 @@ export async function runNodesUpgrade(s: Schedule, log: (m: string) => void = ()
   await Promise.all([jobs?.stop(), servers?.stop(), status?.stop(), rw?.stop(), traffic?.stop()]);
   await replicas.stop();
   const result = judge({
-    schedule: s, t0, createdAt, endedAt, healedAt, batchMax, ops: [...(jobs?.ops.values() ?? [])], servers: servers?.servers ?? [], statuses: status?.statuses ?? [],
+    schedule: s, t0, createdAt, endedAt, healedAt, batchMax, ops: [...(jobs?.ops.values() ?? [])], servers: servers?.servers ?? [], statuses: status?.statuses ?? [], checks: status?.checks ?? [],
     breaches, faultDown, blind: replicas.blind, takeoverMs: replicas.takeoverMs, resumes, samples: traffic?.samples ?? [], notes, harnessError,
   });
   await c.teardown();

@@ -221,7 +221,7 @@ export async function runUpgrade(s: Schedule, log: (m: string) => void = () => u
   await rw?.stop();
   await replicas.stop();
   const result = judge({
-    schedule: s, t0, createdAt, endedAt, healedAt, batchMax, ops: driverOps(rig), servers: servers?.servers ?? [], statuses: status?.statuses ?? [],
+    schedule: s, t0, createdAt, endedAt, healedAt, batchMax, ops: driverOps(rig), servers: servers?.servers ?? [], statuses: status?.statuses ?? [], checks: status?.checks ?? [],
     breaches, faultDown, blind: replicas.blind, takeoverMs: replicas.takeoverMs, resumes, samples: rig.traffic.samples, notes, harnessError,
   });
   await door?.close().catch(() => undefined);

@@ -1,11 +1,13 @@
 // The upgrade object's status as the campaign records it: a snapshot from the watch whenever what the checker reads
 // of it changed (phase, pause, whether the target's storage is known, the finished batches).
 import type { ApiServerUpgrade } from '../../src/api/types.generated.ts';
-import type { StatusSnapshot } from './history-check.ts';
+import type { CheckRecord, StatusSnapshot } from './history-check.ts';
 import { StatusWatch, type WatchedCluster } from './status-watch.ts';
 
 export class StatusRecorder {
   readonly statuses: StatusSnapshot[] = [];
+  /** Each analysis check the operator wrote (kept apart: a paused upgrade keeps checking, and rest is judged from statuses). */
+  readonly checks: CheckRecord[] = [];
   private lastKey = '';
   private readonly watch: StatusWatch;
 
@@ -24,6 +26,13 @@ export class StatusRecorder {
       finishedBatches: (st.batch?.history ?? []).map((b) => b.index),
       ...(st.stage ? { stage: st.stage } : {}),
     };
+    const a = st.lastAnalysis;
+    if (a?.time && a.time !== this.checks.at(-1)?.time) {
+      this.checks.push({
+        t: at, time: a.time, verdict: a.verdict ?? '', consecutive: a.consecutiveBreaches ?? 0,
+        breaches: (a.breaches ?? []).map((b) => `${b.signal}${b.server ? `@${b.server}` : ''}`),
+      });
+    }
     const key = JSON.stringify({ ...snap, t: 0 });
     if (key !== this.lastKey) {
       this.lastKey = key;
