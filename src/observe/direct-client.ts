@@ -31,6 +31,11 @@ const METRICS_ACCEPT = 'text/plain;version=0.0.4';
 /** The credentials of each request: the kubeconfig's (KubeAccess.credentials), or a test's. */
 export type CredentialSource = () => Promise<Credentials>;
 
+/** A request's own deadline (body included), instead of the client's `timeoutMs`. */
+export interface Deadline {
+  timeoutMs?: number;
+}
+
 export interface DirectClientOptions {
   /** Whole-request deadline, body included. */
   timeoutMs?: number;
@@ -116,15 +121,15 @@ export class DirectClient {
     return new DirectClient(() => access.credentials(), options);
   }
 
-  async getVersion(address: string): Promise<VersionInfo> {
-    const info = parseBoundedJson<VersionInfo>(await this.getText(address, '/version', 'application/json', SMALL_BODY_MAX_BYTES), 64, `https://${address}/version`);
+  async getVersion(address: string, o: Deadline = {}): Promise<VersionInfo> {
+    const info = parseBoundedJson<VersionInfo>(await this.getText(address, '/version', 'application/json', SMALL_BODY_MAX_BYTES, o), 64, `https://${address}/version`);
     if (typeof info.gitVersion !== 'string') throw new Error(`https://${address}/version: no gitVersion`);
     return info;
   }
 
   /** `/readyz`: a 500 with the failing checks is an answer (not ready), not an error. */
-  async readyz(address: string): Promise<{ ready: boolean; status: number; body: string }> {
-    const res = await this.request(address, '/readyz', { Accept: 'text/plain' });
+  async readyz(address: string, o: Deadline = {}): Promise<{ ready: boolean; status: number; body: string }> {
+    const res = await this.request(address, '/readyz', { Accept: 'text/plain' }, o);
     const body = await readBody(res, SMALL_BODY_MAX_BYTES, `https://${address}/readyz`);
     return { ready: res.statusCode === 200, status: res.statusCode ?? 0, body };
   }
@@ -137,11 +142,11 @@ export class DirectClient {
   }
 
   /** Streams `/metrics` (gzipped when the server agrees, ~10x fewer bytes) through the decompressor into the parser, keeping only the wanted families. */
-  async metrics(address: string, wanted: WantedFamilies): Promise<ParsedMetrics> {
+  async metrics(address: string, wanted: WantedFamilies, o: Deadline = {}): Promise<ParsedMetrics> {
     // Asked and parsed inside a slot (its kept samples are a big body; the deadline starts once the slot is
     // held); the page is streamed, never held whole.
     return this.slots.run(async () => {
-      const res = await this.request(address, '/metrics', { Accept: METRICS_ACCEPT });
+      const res = await this.request(address, '/metrics', { Accept: METRICS_ACCEPT }, o);
       if (res.statusCode !== 200) throw new DirectHttpError(address, '/metrics', res.statusCode ?? 0, await readBody(res, 4096).catch(() => ''));
       const body = decoded(res);
       try {
@@ -213,12 +218,12 @@ export class DirectClient {
    * The probe plus the parsed `/metrics` families asked for, from one scrape: the fleet observer reads the
    * gate and the analysis signals from the same page instead of fetching 1.4 MB twice per server.
    */
-  async probeWithMetrics(address: string, wanted: WantedFamilies | undefined): Promise<{ probe: ProbeResult; metrics?: ParsedMetrics; capped?: { body: string; message: string }[] }> {
+  async probeWithMetrics(address: string, wanted: WantedFamilies | undefined, o: Deadline = {}): Promise<{ probe: ProbeResult; metrics?: ParsedMetrics; capped?: { body: string; message: string }[] }> {
     const [version, ready, metrics] = await Promise.allSettled([
-      this.getVersion(address),
-      this.readyz(address),
+      this.getVersion(address, o),
+      this.readyz(address, o),
       // No scrape asked for (`undefined`): no gate state either; the caller keeps the last one.
-      wanted === undefined ? Promise.resolve(undefined) : this.metrics(address, wanted),
+      wanted === undefined ? Promise.resolve(undefined) : this.metrics(address, wanted, o),
     ]);
     const result: ProbeResult = {};
     const errors: string[] = [];
@@ -249,15 +254,16 @@ export class DirectClient {
     this.agent.destroy();
   }
 
-  private async getText(address: string, path: string, accept: string, maxBytes: number): Promise<string> {
-    const res = await this.request(address, path, { Accept: accept });
+  private async getText(address: string, path: string, accept: string, maxBytes: number, o: Deadline = {}): Promise<string> {
+    const res = await this.request(address, path, { Accept: accept }, o);
     const body = await readBody(res, maxBytes, `https://${address}${path}`);
     if (res.statusCode !== 200) throw new DirectHttpError(address, path, res.statusCode ?? 0, body);
     return body;
   }
 
   /** One GET (httpsCall: sent once more when a kept-alive socket had been closed; GETs only, so repeating is safe). */
-  private async request(address: string, path: string, headers: Record<string, string>): Promise<IncomingMessage> {
+  private async request(address: string, path: string, headers: Record<string, string>, o: Deadline = {}): Promise<IncomingMessage> {
+    const timeoutMs = o.timeoutMs ?? this.timeoutMs;
     const creds = await this.credentials();
     const host = hostOf(address);
     const port = Number(address.slice(address.lastIndexOf(':') + 1));
@@ -270,13 +276,13 @@ export class DirectClient {
       headers: { 'User-Agent': USER_AGENT, 'Accept-Encoding': 'gzip', ...creds.headers, ...headers },
       agent: this.agent.for(creds),
       // The deadline covers the body too: aborting destroys the response stream as well.
-      signal: AbortSignal.timeout(this.timeoutMs),
+      signal: AbortSignal.timeout(timeoutMs),
     };
     if (this.serverName) options.servername = this.serverName;
     try {
       return await httpsCall(options, undefined, `GET https://${address}${path}`);
     } catch (err) {
-      if ((err as Error).name === 'AbortError') throw new Error(`GET https://${address}${path}: no answer within ${this.timeoutMs}ms`, { cause: err });
+      if ((err as Error).name === 'AbortError') throw new Error(`GET https://${address}${path}: no answer within ${timeoutMs}ms`, { cause: err });
       throw err;
     }
   }

@@ -9,6 +9,7 @@ import { mapLimitSettled } from './map-limit.ts';
 import { FAMILIES, SIGNAL_FAMILIES, type GateState, type WindowDeltas } from './signals.ts';
 import { processIdentity } from '../plan/process-identity.ts';
 import { leaseHolderSurvivesRestart } from '../plan/version-facts.ts';
+import { probeDeadlineMs } from '../plan/probe-deadline.ts';
 import { compactScrape, compactWindowDeltas, SeriesPool, type CompactScrape } from './compact-scrape.ts';
 import { resourceSet, unlistableResources, convergence, storageVersionHashes, resourceKinds, mergeHashes, legacyDiscoveryPaths, aggregatedDiscoveryPaths, type APIResourceList, type APIServiceListLike, type ServerDiscovery } from './discovery.ts';
 import { summarizeAnalysis } from './analysis-summary.ts';
@@ -195,8 +196,9 @@ export class FleetObserver {
     // Each page is reduced to its compact form as soon as it is parsed, so at most CONCURRENCY parsed pages
     // exist at once, not one per server.
     if (forAnalysis) this.seriesPool.rotate();
+    const deadline = probeDeadlineMs(settings.intervalMs);
     const probed = await mapLimitSettled(addresses, CONCURRENCY, async (a) => {
-      const r = await this.direct.probeWithMetrics(a, wanted(a));
+      const r = await this.direct.probeWithMetrics(a, wanted(a), { timeoutMs: deadline });
       return { probe: r.probe, metrics: r.metrics && (forAnalysis ? compactScrape(r.metrics, this.seriesPool) : true), capped: r.capped };
     });
     // Answers over a cap, by address until the inventory names their servers.

@@ -74,6 +74,8 @@ export interface FixtureServer {
   extra: Map<string, APIResourceList>;
   /** A path -> JSON body answered with 200 instead of the fixture (`/version`, a legacy document); change it at will. */
   override: Map<string, string>;
+  /** Paths the server takes and never answers (a hung server, or one cut from etcd); change it at will. */
+  hold: Set<string>;
   close(): Promise<void>;
 }
 
@@ -86,6 +88,7 @@ export async function startFixtureServer(version: string, n: number, extra: Secu
   const fail = new Map<string, number>();
   const extraLegacy = new Map<string, APIResourceList>();
   const override = new Map<string, string>();
+  const hold = new Set<string>();
   const server: Server = createServer({ ...tlsMaterial(n), ...extra }, (req, res) => {
     const path = (req.url ?? '/').split('?')[0]!;
     requests.push(path);
@@ -93,6 +96,7 @@ export async function startFixtureServer(version: string, n: number, extra: Secu
       res.writeHead(status, { 'Content-Type': type });
       res.end(body);
     };
+    if (hold.has(path)) return;
     const failed = fail.get(path);
     if (failed !== undefined) return send(failed, JSON.stringify({ kind: 'Status', code: failed, message: 'injected failure' }));
     const overridden = override.get(path);
@@ -121,6 +125,7 @@ export async function startFixtureServer(version: string, n: number, extra: Secu
     fail,
     extra: extraLegacy,
     override,
+    hold,
     close: () => new Promise<void>((resolve) => {
       server.closeAllConnections();
       server.close(() => resolve());
