@@ -14,7 +14,8 @@ import { compactScrape, compactWindowDeltas, SeriesPool, type CompactScrape } fr
 import { resourceSet, unlistableResources, convergence, storageVersionHashes, resourceKinds, mergeHashes, legacyDiscoveryPaths, aggregatedDiscoveryPaths, type APIResourceList, type APIServiceListLike, type ServerDiscovery } from './discovery.ts';
 import { summarizeAnalysis } from './analysis-summary.ts';
 import { cachedCertificateDnsNames, hintsFromCertificateCache, hintsFromMirrorPods } from './hostname-hints.ts';
-import { ORPHAN_NAMES_LIMIT, checkedList, listPath, objectName, orphanCandidates, type ObjectListLike, type OrphansOf } from './orphans.ts';
+import { ORPHAN_NAMES_LIMIT, checkedList, listPath, minorOf, objectName, orphanCandidates, type ObjectListLike, type OrphansOf } from './orphans.ts';
+import { sameRelease } from '../plan/version.ts';
 import { APISERVER_PODS_PATH } from './trust.ts';
 
 /** GET of a list through the balancer, with the caller's retries; injected so observation shares the operator's client. */
@@ -102,6 +103,12 @@ export const APISERVICES_PATH = '/apis/apiregistration.k8s.io/v1/apiservices';
  * read while it runs the same binary (dozens of requests; the hashes cannot change until it restarts).
  * Remembering the old version's hashes beyond its servers' lifetime is the planner's job (status), not ours.
  */
+/** The resources the target stores itself (its hashes read from a server of it emulating nothing older), if read. */
+function targetStoredOf(storage: readonly ObservedStorage[], targetVersion: string): ReadonlySet<string> | undefined {
+  const own = storage.find((s) => sameRelease(s.version, targetVersion) && (s.emulation === undefined || s.emulation === minorOf(targetVersion)));
+  return own ? new Set(Object.keys(own.hashes)) : undefined;
+}
+
 export class FleetObserver {
   private readonly list: ListFn;
   private readonly direct: DirectClient;
@@ -257,13 +264,16 @@ export class FleetObserver {
     const nameOf = new Map(this.inventory.servers.filter((s) => s.address).map((s) => [s.address!, s.hostname || s.address!]));
     const bodyCaps: ObservedBodyCap[] = cappedAt.map((c) => ({ server: nameOf.get(c.address) ?? c.address, body: c.body, message: c.message }));
     const discovered = this.discovery(up, bodyCaps);
+    const stored = this.storage(peers, up, bodyCaps);
     const [discovery, orphans, analysis, storage] = await Promise.all([
       discovered.then((d) => d?.discovery),
-      settings.orphansOf ? discovered.then((d) => this.orphans(d?.discovery?.own ?? [], d?.unlistable ?? new Set(), settings.orphansOf!)) : Promise.resolve(undefined),
+      settings.orphansOf
+        ? Promise.all([discovered, stored]).then(([d, st]) => this.orphans(d?.discovery?.own ?? [], d?.unlistable ?? new Set(), settings.orphansOf!, targetStoredOf(st, settings.orphansOf!.targetVersion)))
+        : Promise.resolve(undefined),
       settings.prometheus && this.analysisSource
         ? this.analysisSource(up, settings, now).then((a) => a && withStalePeers(a, stalePeers))
         : Promise.resolve(this.analysis(up, pages, settings, now, stalePeers)),
-      this.storage(peers, up, bodyCaps),
+      stored,
     ]);
     if (bodyCaps.length > 0) this.log.warn('answers over their caps: those servers breach until they answer within them', { bodyCaps });
     return { peers, ...(bodyCaps.length > 0 ? { bodyCaps } : {}), ...(discovery ? { discovery } : {}), ...(orphans ? { orphans } : {}), ...(analysis ? { analysis } : {}), storage };
@@ -309,8 +319,8 @@ export class FleetObserver {
    * list gives none, by following its `continue` pages). Undefined when a side is unknown (a debug line says
    * why) or when any list fails (an info line names it): a partial answer could hide the very objects asked for.
    */
-  private async orphans(own: readonly ObservedOwnDiscovery[], unlistable: ReadonlySet<string>, of: OrphansOf): Promise<ObservedOrphans[] | undefined> {
-    const c = orphanCandidates(own, of);
+  private async orphans(own: readonly ObservedOwnDiscovery[], unlistable: ReadonlySet<string>, of: OrphansOf, targetStored: ReadonlySet<string> | undefined): Promise<ObservedOrphans[] | undefined> {
+    const c = orphanCandidates(own, of, targetStored);
     if (!c.known) {
       this.log.debug('orphaned objects not read', { fromVersion: of.fromVersion, targetVersion: of.targetVersion, reason: c.reason });
       return undefined;

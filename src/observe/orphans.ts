@@ -8,7 +8,10 @@
  *    none is up, target servers emulating the from-version's minor (phase one of a two-phase upgrade: a
  *    v1.36.3 binary with --emulated-version=1.35 serves exactly what v1.35.4 serves, measured on the real
  *    binaries). The from binaries come first: they are what a rollback returns to.
- * A side without such a server gives no answer: nothing is reported rather than a guess.
+ * When no server speaks for the from-version (phase two once every server lifted the emulation), the resources it
+ * stored, recorded at preflight (`OrphansOf.fromStored`), do: then only the resources the target stores itself
+ * (`targetStored`, from its storage hashes) count, since a resource neither side stores (componentstatuses) is in
+ * no record and holds nothing to orphan. Without either record: nothing is reported rather than a guess.
  */
 import type { ObservedOwnDiscovery, OrphansOf } from '../plan/observation.ts';
 import { parseVersion, sameRelease } from '../plan/version.ts';
@@ -25,11 +28,11 @@ export function minorOf(version: string): string | undefined {
 }
 
 export type OrphanCandidates =
-  | { known: true; resources: string[]; targetServers: string[]; fromServers: string[] }
+  | { known: true; resources: string[]; targetServers: string[]; fromServers: string[]; fromRecorded?: true }
   | { known: false; reason: string };
 
 /** The resources served by the target side's own discovery and not by the from side's (sorted), or why not known. */
-export function orphanCandidates(own: readonly ObservedOwnDiscovery[], of: OrphansOf): OrphanCandidates {
+export function orphanCandidates(own: readonly ObservedOwnDiscovery[], of: OrphansOf, targetStored?: ReadonlySet<string>): OrphanCandidates {
   const targetMinor = minorOf(of.targetVersion);
   const fromMinor = minorOf(of.fromVersion);
   if (!targetMinor || !fromMinor) return { known: false, reason: `not Kubernetes versions: from ${of.fromVersion}, target ${of.targetVersion}` };
@@ -39,6 +42,11 @@ export function orphanCandidates(own: readonly ObservedOwnDiscovery[], of: Orpha
   const from = fromBinaries.length > 0 ? fromBinaries : emulating;
   if (target.length === 0) {
     return { known: false, reason: `no up server of ${of.targetVersion} emulating ${targetMinor} (or reporting no emulation) whose own discovery was read` };
+  }
+  if (from.length === 0 && of.fromStored?.length && targetStored?.size) {
+    const recorded = new Set(of.fromStored);
+    const resources = [...new Set(target.flatMap((d) => d.resources))].filter((r) => targetStored.has(r) && !recorded.has(r)).sort();
+    return { known: true, resources, targetServers: target.map((d) => d.server).sort(), fromServers: [], fromRecorded: true };
   }
   if (from.length === 0) {
     return { known: false, reason: `no up server of ${of.fromVersion}, nor of ${of.targetVersion} with --emulated-version=${fromMinor}, whose own discovery was read: the from-version's resources are unknown` };

@@ -150,4 +150,9 @@ export interface OrphansOf {
   fromVersion: string;
   /** The version being upgraded to ("v1.36.3"). */
   targetVersion: string;
+  /**
+   * The from-version's stored resources (`group/version/resource`), as recorded at preflight (status.plan.fromStorage):
+   * the from side once no up server speaks for it — phase two after the last batch lifted the emulation.
+   */
+  fromStored?: readonly string[];
 }

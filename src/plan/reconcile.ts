@@ -113,7 +113,12 @@ function analysisSettings(rc: ReconcileContext): AnalysisSettings {
     webhookMinCalls: a.thresholds.webhookMinCalls,
     ...(a.source === 'Prometheus' && a.prometheus ? { prometheus: a.prometheus } : {}),
     // Phase two of a TwoPhase upgrade: a rollback would orphan the objects only the target serves; list them.
-    ...(status?.stage === 'API' && status.fromVersion ? { orphansOf: { fromVersion: status.fromVersion, targetVersion: rc.upgrade.spec.targetVersion } } : {}),
+    ...(status?.stage === 'API' && status.fromVersion ? {
+      orphansOf: {
+        fromVersion: status.fromVersion, targetVersion: rc.upgrade.spec.targetVersion,
+        ...(status.plan?.fromStorage?.length ? { fromStored: status.plan.fromStorage.map((h) => h.resource) } : {}),
+      },
+    } : {}),
   };
 }
 

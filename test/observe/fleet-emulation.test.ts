@@ -232,6 +232,15 @@ describe('FleetObserver with an emulating server (two-phase upgrades, issue 10)'
     assert.match(String(lines2.find((l) => l.message === 'orphaned objects not read')?.reason), /no up server of v1\.36\.3 emulating 1\.36/);
   });
 
+  it('orphans: with no from-version side up, the from-version\'s stored resources recorded at preflight speak for it (phase two, every server past the emulation)', async () => {
+    fresh([2]);
+    api.objects.set(MAP_PATH, { items: [{ name: 'p' }] });
+    api.objects.set(MAPB_PATH, { items: [] });
+    const recorded: AnalysisSettings = { ...SETTINGS, orphansOf: { fromVersion: OLD, targetVersion: NEW, fromStored: Object.keys(hashesOf(OLD)) } };
+    const obs = await observer.observe(recorded, NOW);
+    assert.deepEqual(obs.orphans?.map((o) => [o.resource, o.count]), [[MAP, 1], [MAPB, 0]], 'what v1.36.3 stores and v1.35.4 did not');
+  });
+
   it('orphans: not read unless the settings ask; a failed list withholds them all (info line)', async () => {
     fresh([0, 2]);
     const plain = await observer.observe(SETTINGS, NOW);

@@ -39,6 +39,20 @@ describe('orphanCandidates (synthetic)', () => {
     assert.equal(noTarget.known, false);
   });
 
+  it('no from server up: the from-version\'s stored resources recorded at preflight speak for it, counting only what the target stores', () => {
+    // Phase two once every server lifted the emulation (campaign process seed 101 #15: paused RollbackSafetyUnknown for good).
+    const NEW_WITH_VIRTUAL = [...NEW_SET, '/v1/componentstatuses'];
+    const targetStored = new Set([...NEW_SET]);
+    const got = orphanCandidates([own('cp-2', 'v1.36.3', undefined, NEW_WITH_VIRTUAL), own('cp-3', 'v1.36.3', '1.36', NEW_WITH_VIRTUAL)], { ...OF, fromStored: OLD_SET }, targetStored);
+    assert.deepEqual(got, { known: true, resources: ['admissionregistration.k8s.io/v1/mutatingadmissionpolicies'], targetServers: ['cp-2', 'cp-3'], fromServers: [], fromRecorded: true });
+    // A server that speaks for the from-version still comes first.
+    const withOld = orphanCandidates([own('cp-1', 'v1.35.4', undefined, [...OLD_SET, '/v1/componentstatuses']), own('cp-3', 'v1.36.3', undefined, NEW_WITH_VIRTUAL)], { ...OF, fromStored: OLD_SET }, targetStored);
+    assert.deepEqual(withOld.known && [withOld.fromServers, withOld.fromRecorded], [['cp-1'], undefined]);
+    // Either record missing: unknown, as before.
+    assert.equal(orphanCandidates([own('cp-3', 'v1.36.3', undefined, NEW_SET)], { ...OF, fromStored: OLD_SET }).known, false, 'the target\'s stored resources not read');
+    assert.equal(orphanCandidates([own('cp-3', 'v1.36.3', undefined, NEW_SET)], { ...OF, fromStored: [] }, targetStored).known, false, 'nothing recorded at preflight');
+  });
+
   it('no from side: unknown, with the reason', () => {
     const got = orphanCandidates([own('cp-3', 'v1.36.3', '1.36', NEW_SET)], OF);
     assert.deepEqual(got, { known: false, reason: 'no up server of v1.35.4, nor of v1.36.3 with --emulated-version=1.35, whose own discovery was read: the from-version\'s resources are unknown' });
