@@ -43,6 +43,21 @@ export class CredentialAgent {
     this.current?.agent.destroy();
     this.current = undefined;
   }
+
+  /**
+   * Closes the kept-alive sockets no request is using. Behind a TCP balancer each socket stays with the server it
+   * was opened to: after one timed out, its idle siblings may lead to the same hung server, and each would hold the
+   * next requests for a whole deadline (a status write on a socket kept to a server cut from etcd lost a check: nodes
+   * seed 102 #4). New connections go where the balancer's health checks send them. Sockets in use are left alone.
+   */
+  dropIdle(): void {
+    if (this.current) dropIdleSockets(this.current.agent);
+  }
+}
+
+/** Closes an agent's kept-alive sockets that no request is using (CredentialAgent.dropIdle says why). */
+export function dropIdleSockets(agent: http.Agent): void {
+  for (const sockets of Object.values(agent.freeSockets)) for (const socket of sockets ?? []) socket.destroy();
 }
 
 /** A kept-alive socket the server had closed before answering: the request is sent once more (httpsCall). */

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import type https from 'node:https';
 import http, { type IncomingMessage } from 'node:http';
-import { CredentialAgent, httpsCall, readBody } from './https-call.ts';
+import { CredentialAgent, dropIdleSockets, httpsCall, readBody } from './https-call.ts';
 import { KUBE_MAX_BODY_BYTES, KUBE_MAX_JSON_CONTAINERS, parseBoundedJson } from './body-limits.ts';
 import type { KubeAccess } from './kubeconfig.ts';
 
@@ -132,7 +132,11 @@ export async function kubeRequest<T>(access: KubeAccess, method: Verb, path: str
   } catch (err) {
     // node:https reports either abort as an AbortError: the deadline is a TimeoutError (transient, retried), the
     // caller's cancel stays an AbortError (final). See retry.ts isTransient.
-    if (timeout.aborted && !opts.signal?.aborted) throw new DOMException(`${method} ${path}: no answer within ${timeoutMs} ms`, 'TimeoutError');
+    if (timeout.aborted && !opts.signal?.aborted) {
+      agents.get(access)?.dropIdle();
+      dropIdleSockets(plainAgent);
+      throw new DOMException(`${method} ${path}: no answer within ${timeoutMs} ms`, 'TimeoutError');
+    }
     throw err;
   }
   const status = res.statusCode ?? 0;

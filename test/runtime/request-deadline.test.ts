@@ -98,3 +98,34 @@ test('a read retried on timeouts gets a longer deadline on each attempt, so a sl
     await close(server);
   }
 });
+
+test('a timeout closes the idle kept-alive sockets: behind a balancer they may lead to the same hung server', async () => {
+  // Sockets open when the "cut" happens are held (the balancer keeps them with the hung server); new ones are answered.
+  const hung = new Set<import('node:net').Socket>();
+  const open = new Set<import('node:net').Socket>();
+  const server = createServer((req, res) => {
+    if (hung.has(req.socket)) return;
+    req.resume();
+    req.on('end', () => setTimeout(() => res.writeHead(200, { 'content-type': 'application/json' }).end('{}'), 50));
+  });
+  server.on('connection', (s) => {
+    open.add(s);
+    s.on('close', () => open.delete(s));
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const port = (server.address() as AddressInfo).port;
+  const kube = new KubeClient(localAccess(port), { logger: winston.createLogger({ silent: true }), timeoutMs: 2_000, firstTimeoutMs: 300, retry: { attempts: 1 } });
+  try {
+    // Two calls at once: two kept-alive sockets, both idle afterwards.
+    await Promise.all([kube.request('GET', '/api/v1/namespaces/a'), kube.request('GET', '/api/v1/namespaces/b')]);
+    assert.equal(open.size, 2, 'two kept-alive connections');
+    for (const s of open) hung.add(s);
+    await timedOut(() => kube.request('GET', '/api/v1/namespaces/c'));
+    // The next call must not take the other socket kept to the hung server.
+    const t0 = Date.now();
+    await kube.request('GET', '/api/v1/namespaces/d');
+    assert.ok(Date.now() - t0 < 300, `answered on a new connection in ${Date.now() - t0} ms`);
+  } finally {
+    await close(server);
+  }
+});
