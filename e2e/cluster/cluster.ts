@@ -98,6 +98,8 @@ export class Cluster {
   readonly kubeconfig: string;
   readonly lbUrl: string;
   private slots: ServerSlot[];
+  /** Each server's replacement under way (replace): the next one waits for it. */
+  private readonly replacing = new Map<number, Promise<void>>();
   private etcd?: ManagedProcess;
   private haproxy?: ManagedProcess;
   private prometheus?: { proc: ManagedProcess; url: string; port: number };
@@ -353,7 +355,23 @@ export class Cluster {
    * and address), and put it back in rotation once ready.
    * `drain: false` skips the balancer steps, leaving haproxy to notice the stop through /readyz.
    */
-  async replace(i: number, next: Partial<ServerConfig> & { drain?: boolean }): Promise<ServerInfo> {
+  /**
+   * One replacement of a server at a time, in the order asked, as a node runs one manifest at a time: the hook's
+   * replacement and a campaign fault's restart of the same server interleaved their stops and starts and left it
+   * down while both thought it replaced (campaign seed 111 #3).
+   */
+  replace(i: number, next: Partial<ServerConfig> & { drain?: boolean }): Promise<ServerInfo> {
+    const prev = this.replacing.get(i) ?? Promise.resolve();
+    const run = prev.then(() => this.replaceNow(i, next), () => this.replaceNow(i, next));
+    const settled = run.then(() => undefined, () => undefined);
+    this.replacing.set(i, settled);
+    void settled.then(() => {
+      if (this.replacing.get(i) === settled) this.replacing.delete(i);
+    });
+    return run;
+  }
+
+  private async replaceNow(i: number, next: Partial<ServerConfig> & { drain?: boolean }): Promise<ServerInfo> {
     const slot = this.slots[i];
     if (!slot) throw new Error(`no server ${i}; the cluster has ${this.slots.length}`);
     const target = {
