@@ -8,7 +8,6 @@ import { callDriver, callingDriver, countReportedFailures, readDriverReports } f
 import { readPreflightFacts } from './preflight-reads.ts';
 import { syncKubeadmConfig } from './kubeadm-config-write.ts';
 import { recordEvent, writeStatus } from './status-writes.ts';
-import { statusWriteFirstDeadlineMs } from '../plan/probe-deadline.ts';
 
 export type { ReconcilerConfig, ReconcilerDeps } from './reconciler-config.ts';
 
@@ -74,8 +73,7 @@ export class UpgradeReconciler {
 
   /** The plan applied in its order: the status, then each action; the calls' driver is built once, at the first. */
   private async apply(rc: ReconcileContext, p: ReconcilePlan, log: Logger, step: (what: string) => void): Promise<ApiServerUpgrade> {
-    // The check this look made lives only in this write: its first attempt waits at most one interval.
-    let current = await writeStatus(this.c, rc.upgrade, p.status, log, rc.spec.ok ? statusWriteFirstDeadlineMs(rc.spec.spec.analysis.intervalMs) : undefined);
+    let current = await writeStatus(this.c, rc.upgrade, p.status, log);
     step('statusMs');
     countReportedFailures(this.c, rc.upgrade.status, current.status);
     let driver: Driver | undefined;

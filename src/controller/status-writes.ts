@@ -5,13 +5,13 @@ import { createMergePatch } from './merge-patch.ts';
 import type { ReconcilerConfig } from './reconciler-config.ts';
 
 /** Writes the status when it changed, as a merge patch guarded by resourceVersion (409 -> re-read and re-plan). */
-export async function writeStatus(c: ReconcilerConfig, u: ApiServerUpgrade, status: ApiServerUpgradeStatus, log: Logger, firstTimeoutMs?: number): Promise<ApiServerUpgrade> {
+export async function writeStatus(c: ReconcilerConfig, u: ApiServerUpgrade, status: ApiServerUpgradeStatus, log: Logger): Promise<ApiServerUpgrade> {
   const patch = createMergePatch(u.status ?? {}, status);
   if (patch === undefined) return u;
   const before = u.status?.phase;
   let updated: ApiServerUpgrade;
   try {
-    updated = await c.kube.patchUpgradeStatus(u.metadata!.name!, patch as Partial<ApiServerUpgradeStatus>, { resourceVersion: u.metadata!.resourceVersion!, ...(firstTimeoutMs !== undefined ? { firstTimeoutMs } : {}) });
+    updated = await c.kube.patchUpgradeStatus(u.metadata!.name!, patch as Partial<ApiServerUpgradeStatus>, { resourceVersion: u.metadata!.resourceVersion! });
   } catch (err) {
     // Gone from the API while our reads still hold it: those reads are behind (their watch may be stuck).
     if (err instanceof KubeApiError && err.statusCode === 404) c.upgrades.gone?.(u.metadata!.name!);

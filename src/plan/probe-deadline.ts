@@ -13,15 +13,3 @@ export function probeDeadlineMs(intervalMs: number): number {
   if (!Number.isFinite(intervalMs) || intervalMs <= 0) return PROBE_DEADLINE_MAX_MS;
   return Math.min(PROBE_DEADLINE_MAX_MS, Math.max(PROBE_DEADLINE_MIN_MS, Math.floor(intervalMs / 2)));
 }
-
-/**
- * The first deadline of the status write that records a check: one interval, from 1 s to 5 s (the client's own
- * first deadline). Each check's verdict lives only in that write; one stuck 5 s on a socket a balancer kept to a
- * server cut from etcd lost a check of a 3 s interval (nodes seed 102 #4). A write that times out goes back to the
- * work queue (re-read, re-planned), and the client's deadline doubles for the next attempt, so a slow API still
- * gets its writes through.
- */
-export function statusWriteFirstDeadlineMs(intervalMs: number): number {
-  if (!Number.isFinite(intervalMs) || intervalMs <= 0) return PROBE_DEADLINE_MAX_MS;
-  return Math.min(PROBE_DEADLINE_MAX_MS, Math.max(PROBE_DEADLINE_MIN_MS, Math.floor(intervalMs)));
-}

@@ -21,11 +21,6 @@ export interface KubeRequestOptions {
   contentType?: string;
   /** Whole-request deadline, headers and body; default 15 s. */
   timeoutMs?: number;
-  /**
-   * KubeClient only: this call's first deadline when shorter than the client's (`firstTimeoutMs`); it doubles with
-   * the client's after each attempt that timed out, as the client's does.
-   */
-  firstTimeoutMs?: number;
   signal?: AbortSignal;
 }
 

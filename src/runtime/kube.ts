@@ -99,8 +99,7 @@ export class KubeClient {
 
   private async attempt<T>(method: Verb, path: string, opts: KubeRequestOptions): Promise<T> {
     const full = this.o.timeoutMs ?? 15_000;
-    const first = Math.min(this.o.firstTimeoutMs ?? 5_000, opts.firstTimeoutMs ?? Number.POSITIVE_INFINITY);
-    const timeoutMs = opts.timeoutMs ?? Math.min(full, first * 2 ** this.timeoutsInARow);
+    const timeoutMs = opts.timeoutMs ?? Math.min(full, (this.o.firstTimeoutMs ?? 5_000) * 2 ** this.timeoutsInARow);
     try {
       const got = await kubeRequest<T>(this.kubeConfig, method, path, { ...opts, timeoutMs });
       this.timeoutsInARow = 0;
@@ -137,10 +136,10 @@ export class KubeClient {
    * against that version (409 otherwise): the reconcile decided on what it read, and must re-read
    * rather than overwrite a newer status. Arrays (conditions, peers) are replaced whole by a merge patch.
    */
-  patchUpgradeStatus(name: string, status: Partial<ApiServerUpgradeStatus>, o: { resourceVersion?: string; signal?: AbortSignal; firstTimeoutMs?: number } = {}): Promise<ApiServerUpgrade> {
+  patchUpgradeStatus(name: string, status: Partial<ApiServerUpgradeStatus>, o: { resourceVersion?: string; signal?: AbortSignal } = {}): Promise<ApiServerUpgrade> {
     const body: Record<string, unknown> = { status };
     if (o.resourceVersion !== undefined) body.metadata = { resourceVersion: o.resourceVersion };
-    return this.request<ApiServerUpgrade>('PATCH', `${this.upgradePath(name)}/status`, { body, contentType: MERGE_PATCH, signal: o.signal, ...(o.firstTimeoutMs !== undefined ? { firstTimeoutMs: o.firstTimeoutMs } : {}) });
+    return this.request<ApiServerUpgrade>('PATCH', `${this.upgradePath(name)}/status`, { body, contentType: MERGE_PATCH, signal: o.signal });
   }
 
   /** JSON merge patch of the object itself (metadata: finalizers, annotations). */

@@ -4,7 +4,7 @@
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { FleetObserver, type AnalysisSettings } from '../../src/observe/fleet.ts';
-import { probeDeadlineMs, statusWriteFirstDeadlineMs, PROBE_DEADLINE_MAX_MS, PROBE_DEADLINE_MIN_MS } from '../../src/plan/probe-deadline.ts';
+import { probeDeadlineMs, PROBE_DEADLINE_MAX_MS, PROBE_DEADLINE_MIN_MS } from '../../src/plan/probe-deadline.ts';
 import { silentLogger } from '../../src/runtime/logger.ts';
 import { fixtureDirectClient, startFixtureServer, type FixtureServer } from './fixture-server.ts';
 import { FakeApi, NOW } from './fake-api.ts';
@@ -19,13 +19,6 @@ describe('probe deadline', () => {
     assert.equal(probeDeadlineMs(600_000), PROBE_DEADLINE_MAX_MS);
     assert.equal(probeDeadlineMs(1_000), PROBE_DEADLINE_MIN_MS, 'a 1 s interval still gives a server 1 s');
     for (const bad of [0, -5, Number.NaN, Number.POSITIVE_INFINITY]) assert.equal(probeDeadlineMs(bad), PROBE_DEADLINE_MAX_MS, String(bad));
-  });
-});
-
-describe('status write first deadline', () => {
-  it('is one interval, from 1 s to 5 s', () => {
-    assert.deepEqual([500, 2_000, 3_000, 10_000].map(statusWriteFirstDeadlineMs), [1_000, 2_000, 3_000, 5_000]);
-    for (const bad of [0, -1, Number.NaN]) assert.equal(statusWriteFirstDeadlineMs(bad), PROBE_DEADLINE_MAX_MS, String(bad));
   });
 });
 

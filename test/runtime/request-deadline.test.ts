@@ -129,26 +129,3 @@ test('a timeout closes the idle kept-alive sockets: behind a balancer they may l
     await close(server);
   }
 });
-
-test('a status write may ask for a shorter first deadline; it doubles with the client\'s after a timeout', async () => {
-  let mode: Mode = 'hold';
-  const { server, port } = await serve(() => mode);
-  const kube = new KubeClient(localAccess(port), { logger: winston.createLogger({ silent: true }), timeoutMs: 5_000, firstTimeoutMs: 1_000, retry: { attempts: 1 } });
-  try {
-    const write = () => kube.patchUpgradeStatus('u', { phase: 'Upgrading' }, { firstTimeoutMs: 200 });
-    const first = await timedOut(write);
-    const second = await timedOut(write);
-    assert.ok(first >= 180 && first < 600, `first write gave up after ${first} ms (its own 200 ms, not the client's 1000)`);
-    assert.ok(second >= 380 && second < 900, `second write gave up after ${second} ms (doubled)`);
-    mode = 'ok';
-    await write();
-    mode = 'hold';
-    const reset = await timedOut(write);
-    assert.ok(reset < 600, `after an answer the write starts at 200 ms again (${reset} ms)`);
-    // A call that asks for a longer first deadline than the client's gets the client's.
-    const plain = await timedOut(() => kube.patchUpgradeStatus('u', { phase: 'Upgrading' }, { firstTimeoutMs: 60_000 }));
-    assert.ok(plain >= 380 && plain < 2_800, `capped by the client's escalation (${plain} ms)`);
-  } finally {
-    await close(server);
-  }
-});
