@@ -96,6 +96,12 @@ export const KUBERNETES_SERVICE_SELECTOR = 'kubernetes.io/service-name=kubernete
 /** The APIServices, read through the balancer to tell aggregated group/versions from kube-apiserver's own. */
 export const APISERVICES_PATH = '/apis/apiregistration.k8s.io/v1/apiservices';
 
+/** The resources the target stores itself (its hashes read from a server of it emulating nothing older), if read. */
+function targetStoredOf(storage: readonly ObservedStorage[], targetVersion: string): ReadonlySet<string> | undefined {
+  const own = storage.find((s) => sameRelease(s.version, targetVersion) && (s.emulation === undefined || s.emulation === minorOf(targetVersion)));
+  return own ? new Set(Object.keys(own.hashes)) : undefined;
+}
+
 /**
  * The imperative shell of observation: fetches leases, EndpointSlices, each server's /version, /readyz,
  * /metrics and discovery, and hands the pure functions of this folder what they need. It keeps the
@@ -103,12 +109,6 @@ export const APISERVICES_PATH = '/apis/apiregistration.k8s.io/v1/apiservices';
  * read while it runs the same binary (dozens of requests; the hashes cannot change until it restarts).
  * Remembering the old version's hashes beyond its servers' lifetime is the planner's job (status), not ours.
  */
-/** The resources the target stores itself (its hashes read from a server of it emulating nothing older), if read. */
-function targetStoredOf(storage: readonly ObservedStorage[], targetVersion: string): ReadonlySet<string> | undefined {
-  const own = storage.find((s) => sameRelease(s.version, targetVersion) && (s.emulation === undefined || s.emulation === minorOf(targetVersion)));
-  return own ? new Set(Object.keys(own.hashes)) : undefined;
-}
-
 export class FleetObserver {
   private readonly list: ListFn;
   private readonly direct: DirectClient;

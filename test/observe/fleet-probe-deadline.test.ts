@@ -1,5 +1,5 @@
 // A look waits for each server's probe at most one analysis interval (src/plan/probe-deadline.ts): a server that
-// holds its answers is not ready for that check, and the look does not outlast the interval (fault campaign, nodes
+// holds its answers is not ready for that check, and the look waits no longer than the interval (fault campaign, nodes
 // seed 102 #0: a server cut from etcd held every look 5 s, and checks meant 2 s apart came 6 s apart).
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
