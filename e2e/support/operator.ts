@@ -8,6 +8,7 @@ import type { Cluster } from '../cluster/index.ts';
 export type ClusterLike = Pick<Cluster, 'request' | 'dir' | 'kubeconfig'> & { servers: { index: number }[] };
 import { waitFor } from '../cluster/index.ts';
 import type { ApiServerUpgrade } from '../../src/api/types.generated.ts';
+import { withRetry } from '../../src/runtime/retry.ts';
 
 const root = join(import.meta.dirname, '..', '..');
 export const CRD_PATH = join(root, 'crds', 'apiserverupgrades.upgrade.apiserver.dev.yaml');
@@ -19,14 +20,10 @@ export async function installCrd(cluster: ClusterLike): Promise<void> {
   // Set-up, not a fault under test: at load a CRD create took longer than 10 s (campaign seed 73 #2 and the CI
   // campaign's nodes seed beside the e2e suite), so it waits 30 s and is sent again when the answer was lost (a 409
   // then says the first one landed).
-  let r: Awaited<ReturnType<ClusterLike['request']>> | undefined;
-  for (let attempt = 1; r === undefined; attempt++) {
-    try {
-      r = await cluster.request('lb', '/apis/apiextensions.k8s.io/v1/customresourcedefinitions', { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(crd), timeoutMs: 30_000 });
-    } catch (err) {
-      if (attempt >= 3) throw err;
-    }
-  }
+  const r = await withRetry(
+    () => cluster.request('lb', '/apis/apiextensions.k8s.io/v1/customresourcedefinitions', { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(crd), timeoutMs: 30_000 }),
+    { attempts: 3, retryable: () => true },
+  );
   if (r.status !== 201 && r.status !== 409) throw new Error(`CRD install: HTTP ${r.status}: ${r.body}`);
   // Every server must serve it: the operator's requests land on any of them.
   await waitFor('every server to serve the CRD', 60_000, async () => {
