@@ -5,7 +5,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { AddressInfo, Socket } from 'node:net';
 import winston from 'winston';
 import { KubeApiError, KubeClient } from '../../src/runtime/kube.ts';
 import { localAccess } from './local-access.ts';
@@ -101,8 +101,8 @@ test('a read retried on timeouts gets a longer deadline on each attempt, so a sl
 
 test('a timeout closes the idle kept-alive sockets: behind a balancer they may lead to the same hung server', async () => {
   // Sockets open when the "cut" happens are held (the balancer keeps them with the hung server); new ones are answered.
-  const hung = new Set<import('node:net').Socket>();
-  const open = new Set<import('node:net').Socket>();
+  const hung = new Set<Socket>();
+  const open = new Set<Socket>();
   const server = createServer((req, res) => {
     if (hung.has(req.socket)) return;
     req.resume();
