@@ -88,6 +88,14 @@ export interface History {
     intervalMs: number;
     /** Resources only the target version serves: a 404 for one after the first batch converged is the proxy failing. */
     targetOnlyResources: string[];
+    /**
+     * spec.strategy.batchTimeout: how long the operator waits for a call that does not land before it pauses. A server
+     * down while its call is in flight is the replacement's business until then (src/plan/analysis.ts callInFlight).
+     * Absent: calls are not exempt (histories written before it).
+     */
+    batchTimeoutMs?: number;
+    /** The driver reports a failed call (a static Pod Job fails); a webhook does not, so the operator waits out the batch. */
+    driverReportsFailure?: boolean;
   };
   ops: DriverOp[];
   servers: ServerRecord[];
@@ -220,8 +228,30 @@ function downWithinBatch(h: History): Violation[] {
 }
 
 /**
+ * When the operator could stop counting a breached server as being replaced: a fault that took down a server with a
+ * driver call in flight looks, from outside, like the replacement itself (a hook failing a call and the harness
+ * killing that server: seed 151 #0), and the analysis leaves such a server to the replacement until the call lands,
+ * the driver reports it failed, or the batch times out (src/plan/analysis.ts). Undefined: no call was in flight.
+ */
+function inFlightUntil(h: History, b: BreachWindow): number | undefined {
+  const timeout = h.spec.batchTimeoutMs;
+  if (timeout === undefined) return undefined;
+  const down = (h.faultDown ?? []).find((f) => f.from === b.from && f.to === b.to);
+  if (!down) return undefined;
+  const until = (o: DriverOp): number => {
+    if (o.landed && o.end !== undefined) return o.end;
+    if (o.end !== undefined && h.spec.driverReportsFailure) return o.end;
+    // The call times out batchTimeout after the operator recorded it, just before the hook accepted it (src/plan/calls.ts).
+    return o.start + timeout;
+  };
+  const ends = h.ops.filter((o) => o.server === down.server && o.start <= b.from).map(until).filter((t) => t >= b.from);
+  return ends.length > 0 ? Math.max(...ends) : undefined;
+}
+
+/**
  * A breach lasting longer than failureLimit x interval must pause or roll back within that bound plus one interval
- * of its start; the reaction time of each such breach is measured.
+ * of its start (or of when the breached server's call stopped being in flight); the reaction time of each such
+ * breach is measured.
  */
 function breachActedOn(h: History): { violations: Violation[]; reactions: number[] } {
   const bound = h.spec.failureLimit * h.spec.intervalMs;
@@ -235,8 +265,10 @@ function breachActedOn(h: History): { violations: Violation[]; reactions: number
     const before = statuses.filter((s) => s.t <= b.from).at(-1);
     if (!before || !ACTIVE.has(before.phase)) continue;
     const acted = statuses.find((s) => s.t >= b.from && (s.phase === PAUSED || s.phase === 'RollingBack' || TERMINAL.has(s.phase)));
+    // A server down while its call was in flight: the bound runs from when the operator could stop waiting for it.
+    const from = Math.max(b.from, inFlightUntil(h, b) ?? b.from);
     // A breach seen while no replica led: the bound runs from when one leads again.
-    const blindEnd = Math.max(b.from, ...(h.operatorBlind ?? []).filter((x) => x.from <= b.from + bound + h.spec.intervalMs && x.to >= b.from).map((x) => x.to));
+    const blindEnd = Math.max(from, ...(h.operatorBlind ?? []).filter((x) => x.from <= from + bound + h.spec.intervalMs && x.to >= from).map((x) => x.to));
     if (b.to - blindEnd <= bound) continue;
     const limit = blindEnd + bound + h.spec.intervalMs;
     if (acted && acted.t <= limit) {

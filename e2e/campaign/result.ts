@@ -141,6 +141,8 @@ export interface Recorded {
   faultDown: (Span & { server: string })[];
   blind: Span[];
   takeoverMs: number[];
+  /** spec.strategy.batchTimeout of the upgrade, ms. */
+  batchTimeoutMs: number;
   /** The client's answers for the target-only resource. */
   samples: readonly Sample[];
   notes: string[];
@@ -157,7 +159,7 @@ export function judge(r: Recorded): UpgradeResult {
   // failureLimit counts windows there, so the breach bound is in windows (seed 52 #9 was judged in 2 s intervals).
   const checkEveryMs = Math.max(r.schedule.spec.intervalSeconds, r.schedule.spec.prometheus ? PROMETHEUS_WINDOW_SECONDS : 0) * 1000;
   const history: History = {
-    spec: { fromVersion: OLD_VERSION, targetVersion: NEW_VERSION, batchSize: r.batchMax, failureLimit: r.schedule.spec.failureLimit, intervalMs: checkEveryMs, targetOnlyResources: [NEW_ONLY] },
+    spec: { fromVersion: OLD_VERSION, targetVersion: NEW_VERSION, batchSize: r.batchMax, failureLimit: r.schedule.spec.failureLimit, intervalMs: checkEveryMs, targetOnlyResources: [NEW_ONLY], batchTimeoutMs: r.batchTimeoutMs, driverReportsFailure: r.schedule.mode === 'nodes' },
     ops: r.ops,
     servers: r.servers,
     statuses: r.statuses,

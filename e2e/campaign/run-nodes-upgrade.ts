@@ -26,6 +26,8 @@ import type { Fault, Schedule } from './schedule.ts';
 
 const UPGRADES = '/apis/upgrade.apiserver.dev/v1alpha1/apiserverupgrades';
 const NAME = 'campaign';
+/** Real kubelets pull and start slowly at load; the agent's Job reports a failure at once. */
+const BATCH_TIMEOUT_SECONDS = 180;
 const JOBS = '/apis/batch/v1/namespaces/kube-system/jobs?labelSelector=app.kubernetes.io%2Fmanaged-by%3Dapiserver-upgrade-operator';
 const ACTIONS: Record<string, DriverOp['action']> = { upgrade: 'Upgrade', rollback: 'Rollback', enableproxy: 'EnableProxy', revertproxy: 'RevertProxy' };
 
@@ -225,7 +227,7 @@ export async function runNodesUpgrade(s: Schedule, log: (m: string) => void = ()
       apiVersion: 'upgrade.apiserver.dev/v1alpha1', kind: 'ApiServerUpgrade', metadata: { name: NAME },
       spec: {
         targetVersion: NEW_VERSION,
-        strategy: { batchSize: s.spec.batchSize, soakDuration: `${s.spec.soakSeconds}s`, batchTimeout: '3m', ...(s.spec.twoPhase ? { phases: 'TwoPhase', phaseSoakDuration: '5s' } : {}) },
+        strategy: { batchSize: s.spec.batchSize, soakDuration: `${s.spec.soakSeconds}s`, batchTimeout: `${BATCH_TIMEOUT_SECONDS}s`, ...(s.spec.twoPhase ? { phases: 'TwoPhase', phaseSoakDuration: '5s' } : {}) },
         proxy: { gate: 'Auto', allowAlphaGate: true },
         // No agentImage: the agent runs from the operator's own image, as the chart passes it.
         driver: { staticPod: { readyTimeout: '2m' } },
@@ -336,7 +338,7 @@ export async function runNodesUpgrade(s: Schedule, log: (m: string) => void = ()
   await replicas.stop();
   const result = judge({
     schedule: s, t0, createdAt, endedAt, healedAt, batchMax, ops: [...(jobs?.ops.values() ?? [])], servers: servers?.servers ?? [], statuses: status?.statuses ?? [], checks: status?.checks ?? [],
-    breaches, faultDown, blind: replicas.blind, takeoverMs: replicas.takeoverMs, resumes, samples: traffic?.samples ?? [], notes, harnessError,
+    batchTimeoutMs: BATCH_TIMEOUT_SECONDS * 1000, breaches, faultDown, blind: replicas.blind, takeoverMs: replicas.takeoverMs, resumes, samples: traffic?.samples ?? [], notes, harnessError,
   });
   await c.teardown();
   return result;

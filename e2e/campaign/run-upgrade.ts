@@ -17,6 +17,8 @@ import { PROMETHEUS_WINDOW_SECONDS, type Fault, type Schedule } from './schedule
 
 const UPGRADES = '/apis/upgrade.apiserver.dev/v1alpha1/apiserverupgrades';
 const NAME = 'campaign';
+/** A hook-failed call is learnt only when it times out (the webhook reports no failure): short, so such upgrades rest soon. */
+const BATCH_TIMEOUT_SECONDS = 60;
 
 /** The harness's process table, polled: each server's state whenever it changes. */
 class ServerRecorder {
@@ -110,7 +112,7 @@ export async function runUpgrade(s: Schedule, log: (m: string) => void = () => u
     status = new StatusRecorder(cluster, NAME);
     const source = s.spec.prometheus ? { source: 'Prometheus', prometheus: { address: await cluster.startPrometheus(), window: `${PROMETHEUS_WINDOW_SECONDS}s` } } : {};
     const manifest = upgradeManifest(NAME, hook, {
-      strategy: { batchSize: s.spec.batchSize, soakDuration: `${s.spec.soakSeconds}s`, batchTimeout: '60s', ...(s.spec.twoPhase ? { phases: 'TwoPhase', phaseSoakDuration: '5s' } : {}) },
+      strategy: { batchSize: s.spec.batchSize, soakDuration: `${s.spec.soakSeconds}s`, batchTimeout: `${BATCH_TIMEOUT_SECONDS}s`, ...(s.spec.twoPhase ? { phases: 'TwoPhase', phaseSoakDuration: '5s' } : {}) },
       analysis: { interval: `${s.spec.intervalSeconds}s`, failureLimit: s.spec.failureLimit, onBreach: s.spec.onBreach, ...source },
     });
     const spec = manifest.spec as { driver: { webhook: { url: string } } };
@@ -222,7 +224,7 @@ export async function runUpgrade(s: Schedule, log: (m: string) => void = () => u
   await replicas.stop();
   const result = judge({
     schedule: s, t0, createdAt, endedAt, healedAt, batchMax, ops: driverOps(rig), servers: servers?.servers ?? [], statuses: status?.statuses ?? [], checks: status?.checks ?? [],
-    breaches, faultDown, blind: replicas.blind, takeoverMs: replicas.takeoverMs, resumes, samples: rig.traffic.samples, notes, harnessError,
+    batchTimeoutMs: BATCH_TIMEOUT_SECONDS * 1000, breaches, faultDown, blind: replicas.blind, takeoverMs: replicas.takeoverMs, resumes, samples: rig.traffic.samples, notes, harnessError,
   });
   await door?.close().catch(() => undefined);
   await rig.teardown();

@@ -199,3 +199,34 @@ test('No404AfterConvergence: judged from the first batch on the target\'s API, u
   r.statuses.splice(2, 0, { t: 45_000, phase: 'RollingBack' });
   assert.deepEqual(rules(r).filter((x) => x === 'No404AfterConvergence'), [], 'a rollback takes the resource away on purpose');
 });
+
+test('BreachActedOn: a server down while its call is in flight is the replacement\'s until the call ends for the operator', () => {
+  // Seed 151 #0: the hook failed cp-2's Upgrade at once (the webhook reports no failure), the harness killed cp-2
+  // 9 s later for 6 s; the operator left cp-2 to its replacement, as it must until batchTimeout.
+  const h = clean();
+  h.spec = { ...h.spec, batchTimeoutMs: 60_000 };
+  h.ops = [{ key: 'k-up-cp-1', server: 'cp-1', action: 'Upgrade', start: 10_000, end: 10_000, landed: false }];
+  h.faultDown = [{ server: 'cp-1', from: 19_000, to: 55_000 }];
+  h.breaches = [{ from: 19_000, to: 55_000 }];
+  h.statuses = [{ t: 1_000, phase: 'Upgrading' }, { t: 71_000, phase: 'Paused', pauseReason: 'BatchTimeout', pauseMessage: 'Upgrade of cp-1: timed out' }];
+  assert.ok(!rules(h).includes('BreachActedOn'), 'down 19-55 s, its call in flight until 70 s: nothing to act on before');
+  // The driver reported the failure at 10 s: from then on the server's health is the analysis', bound 19 + 30 + 10.
+  h.spec.driverReportsFailure = true;
+  assert.ok(rules(h).includes('BreachActedOn'));
+  h.spec.driverReportsFailure = false;
+  // Still down after the call timed out at 70 s: bound 70 + 30 + 10 = 110 s.
+  h.faultDown = [{ server: 'cp-1', from: 19_000, to: 150_000 }];
+  h.breaches = [{ from: 19_000, to: 150_000 }];
+  h.statuses = [{ t: 1_000, phase: 'Upgrading' }, { t: 109_000, phase: 'Paused', pauseReason: 'AnalysisBreach', pauseMessage: 'x' }];
+  assert.ok(!rules(h).includes('BreachActedOn'));
+  h.statuses[1] = { ...h.statuses[1]!, t: 112_000 };
+  assert.ok(rules(h).includes('BreachActedOn'), 'acted at 112 s: past 110 s');
+  // A breach that is not a server down (client errors), and a history without the batch timeout, are judged from their start.
+  h.statuses[1] = { ...h.statuses[1]!, t: 60_000 };
+  assert.ok(!rules(h).includes('BreachActedOn'));
+  h.breaches = [{ from: 19_000, to: 150_000 }, { from: 19_500, to: 150_000 }];
+  assert.ok(rules(h).includes('BreachActedOn'), 'a breach with no server of its own: bound 19.5 + 30 + 10 = 59.5 s');
+  h.breaches = [{ from: 19_000, to: 150_000 }];
+  delete h.spec.batchTimeoutMs;
+  assert.ok(rules(h).includes('BreachActedOn'));
+});
