@@ -72,6 +72,14 @@ export function decide(i: DecideInput): Decision {
   return { action: 'update', renew: false, record: { ...mine, leaseTransitions: transitions + 1 } };
 }
 
+/**
+ * How long one renewal attempt may take: one retry period, doubled after each attempt of this round that failed,
+ * never past the time left before the leader must step down (client-go lets every attempt run to renewDeadline).
+ */
+export function renewAttemptMs(leftMs: number, retryPeriodMs: number, failedAttempts: number): number {
+  return Math.max(0, Math.min(leftMs, retryPeriodMs * 2 ** Math.min(failedAttempts, 16)));
+}
+
 /** Whether a leader must step down: its last successful renewal is older than renewDeadline. */
 export function mustStepDown(lastRenewAt: number, now: number, renewDeadlineMs: number): boolean {
   return now - lastRenewAt >= renewDeadlineMs;

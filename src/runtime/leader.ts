@@ -4,7 +4,7 @@ import type { KubeAccess } from './kubeconfig.ts';
 import { sleepUnlessAborted, withJitter } from './backoff.ts';
 import { KubeApiError, kubeRequest } from './kube-request.ts';
 import { microTime } from './kube.ts';
-import { candidateWaitMs, decide, MIN_TAKEOVER_MARGIN_MS, mustStepDown, observe, type LeaseRecord, type Observed } from './leader-decision.ts';
+import { candidateWaitMs, decide, MIN_TAKEOVER_MARGIN_MS, mustStepDown, observe, renewAttemptMs, type LeaseRecord, type Observed } from './leader-decision.ts';
 import type { Logger } from './logger.ts';
 
 export interface LeaderElectionOptions {
@@ -143,6 +143,7 @@ export class LeaderElector {
       await sleepUnlessAborted(this.retryPeriodMs, signal);
       if (signal.aborted) return;
       // Retry within the deadline: each attempt may use only the time left before we must step down.
+      let failed = 0;
       for (;;) {
         const left = lastRenew + this.renewDeadlineMs - Date.now();
         if (mustStepDown(lastRenew, Date.now(), this.renewDeadlineMs) || left <= 0) {
@@ -150,15 +151,19 @@ export class LeaderElector {
           this.stepDown('lost');
           return;
         }
-        // One retryPeriod per attempt: a request stuck on a server that lost etcd (its connection held there by a
-        // TCP balancer) then costs one attempt, and the next, on a new connection, still fits within renewDeadline.
-        // The deadline counts from the attempt's start: the renewal was written after it, so a candidate's clock
-        // for it starts later still, and our step-down always precedes its takeover by leaseDuration - renewDeadline.
+        // The first attempt gets one retryPeriod: a request stuck on a server that lost etcd (its connection held
+        // there by a TCP balancer) then costs one attempt, and the next, on a new connection, still fits within
+        // renewDeadline. Each failed attempt doubles the next one's (renewAttemptMs): at load a server that answers a
+        // write in 3 s is slow, not gone (the CI campaign's nodes seed 10 lost its only replica's lease three times at
+        // an apiserver p99 of 3-13 s, every attempt cut at 2 s). The deadline counts from the attempt's start: the
+        // renewal was written after it, so a candidate's clock for it starts later still, and our step-down always
+        // precedes its takeover by leaseDuration - renewDeadline.
         const attemptAt = Date.now();
-        if (await this.tryAcquireOrRenew(Math.min(left, this.retryPeriodMs))) {
+        if (await this.tryAcquireOrRenew(renewAttemptMs(left, this.retryPeriodMs, failed))) {
           lastRenew = attemptAt;
           break;
         }
+        failed++;
         if (signal.aborted) return;
         await sleepUnlessAborted(Math.min(this.retryPeriodMs / 4, Math.max(0, left)), signal);
       }
@@ -200,13 +205,18 @@ export class LeaderElector {
   }
 
   /** One round of client-go's tryAcquireOrRenew; true when we hold the lease afterwards. Never throws. */
+  /**
+   * One look at the lease and, when ours to take or keep, one write — both within `timeoutMs` together: a renewal
+   * that ends after the renew deadline would have the leader act past it, into the takeover margin.
+   */
   private async tryAcquireOrRenew(timeoutMs: number): Promise<boolean> {
-    const opts = { timeoutMs, signal: this.stopCtl.signal };
+    const deadline = Date.now() + timeoutMs;
+    const opts = (): { timeoutMs: number; signal: AbortSignal } => ({ timeoutMs: Math.max(1, deadline - Date.now()), signal: this.stopCtl.signal });
     this.expiresInMs = undefined;
     try {
       let lease: Lease | undefined;
       try {
-        lease = await kubeRequest<Lease>(this.o.kubeConfig, 'GET', `${this.leasePath}/${encodeURIComponent(this.o.name)}`, opts);
+        lease = await kubeRequest<Lease>(this.o.kubeConfig, 'GET', `${this.leasePath}/${encodeURIComponent(this.o.name)}`, opts());
       } catch (err) {
         if (!(err instanceof KubeApiError && err.statusCode === 404)) throw err;
       }
@@ -224,12 +234,12 @@ export class LeaderElector {
       let written: Lease;
       if (d.action === 'create') {
         written = await kubeRequest<Lease>(this.o.kubeConfig, 'POST', this.leasePath, {
-          ...opts, body: { apiVersion: 'coordination.k8s.io/v1', kind: 'Lease', metadata: { name: this.o.name, namespace: this.o.namespace }, spec: d.record },
+          ...opts(), body: { apiVersion: 'coordination.k8s.io/v1', kind: 'Lease', metadata: { name: this.o.name, namespace: this.o.namespace }, spec: d.record },
         });
       } else {
         // resourceVersion makes this a compare-and-swap: a concurrent writer gets 409, and we retry.
         written = await kubeRequest<Lease>(this.o.kubeConfig, 'PUT', `${this.leasePath}/${encodeURIComponent(this.o.name)}`, {
-          ...opts, body: { ...lease, spec: { ...lease?.spec, ...d.record } },
+          ...opts(), body: { ...lease, spec: { ...lease?.spec, ...d.record } },
         });
       }
       this.observed = observe(this.observed, written.spec, Date.now());

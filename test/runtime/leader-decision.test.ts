@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { candidateWaitMs, decide, MIN_TAKEOVER_MARGIN_MS, mustStepDown, observe, type LeaseRecord } from '../../src/runtime/leader-decision.ts';
+import { candidateWaitMs, decide, MIN_TAKEOVER_MARGIN_MS, mustStepDown, observe, renewAttemptMs, type LeaseRecord } from '../../src/runtime/leader-decision.ts';
 import { DEFAULTS } from '../../src/runtime/leader.ts';
 
 const base = { identity: 'me', leaseDurationSeconds: 15, nowText: 'T' };
@@ -57,4 +57,11 @@ test('the default timings keep the takeover margin: a leader steps down before a
   const candidateTakesOver = attemptStart + DEFAULTS.leaseDurationMs;
   const leaderStepsDown = attemptStart + DEFAULTS.renewDeadlineMs;
   assert.ok(candidateTakesOver - leaderStepsDown >= MIN_TAKEOVER_MARGIN_MS);
+});
+
+test('a renewal attempt gets one retry period, doubled after each failed attempt, never past the time left', () => {
+  assert.deepEqual([0, 1, 2].map((n) => renewAttemptMs(10_000, 2_000, n)), [2_000, 4_000, 8_000]);
+  assert.equal(renewAttemptMs(3_500, 2_000, 1), 3_500, 'the third attempt of a 10 s deadline: what is left');
+  assert.equal(renewAttemptMs(-20, 2_000, 0), 0);
+  assert.equal(renewAttemptMs(10_000, 2_000, 1_000), 10_000, 'no overflow to Infinity or NaN');
 });
