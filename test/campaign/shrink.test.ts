@@ -9,16 +9,18 @@ const key = (f: Fault): string => `${f.kind}@${f.atMs}`;
 test('shrink keeps exactly the faults the failure needs when each run reproduces faithfully', async () => {
   await fc.assert(fc.asyncProperty(fc.integer({ min: 0, max: 10_000 }), fc.integer({ min: 0, max: 2 ** 20 }), async (seed, mask) => {
     const s: Schedule = drawUpgrade(seed, 0, 'process');
-    // The failure needs a non-empty subset of the drawn faults (chosen by `mask`).
-    const needed = s.faults.filter((_, i) => (mask >> i) & 1).map(key);
-    if (needed.length === 0) needed.push(key(s.faults[0]!));
-    const breaks = async (c: Schedule): Promise<boolean> => needed.every((k) => c.faults.some((f) => key(f) === k));
+    // The failure needs a non-empty subset of the drawn faults (chosen by `mask`). Faults are told apart by identity:
+    // a draw may hold two alike (seed 151 #2: operator-leader-kill@27s twice), and the failure may need both.
+    const needed = s.faults.filter((_, i) => (mask >> i) & 1);
+    if (needed.length === 0) needed.push(s.faults[0]!);
+    const breaks = async (c: Schedule): Promise<boolean> => needed.every((f) => c.faults.includes(f));
     const r = await shrink(s, breaks);
-    assert.deepEqual(r.schedule.faults.map(key).sort(), [...needed].sort());
+    assert.deepEqual(r.schedule.faults.map(key).sort(), needed.map(key).sort());
+    assert.ok(r.schedule.faults.every((f) => needed.includes(f)));
     assert.deepEqual(r.schedule.spec, s.spec, 'the spec is never changed');
     assert.equal(r.schedule.windowMs, s.windowMs);
     assert.ok(r.tried.length <= s.faults.length, 'one run per fault at most');
-  }));
+  }), { examples: [[137, 0b11]] }); // seed 137 draws apiserver-kill@9s twice, and the failure needs both
 });
 
 test('a failure that does not come back keeps its fault (never a schedule that was not seen failing)', async () => {
