@@ -56,25 +56,41 @@ async function leaseServer(): Promise<Fixture> {
   return f;
 }
 
-function elector(f: Fixture, events: { started?: number; stopped?: number }): LeaderElector {
-  return new LeaderElector({
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+interface Run {
+  f: Fixture;
+  e: LeaderElector;
+  events: { started?: number; stopped?: number };
+  end(): Promise<void>;
+}
+
+/** A leader of the fixture's lease (fast answers until the test slows them), leading when this returns. */
+async function leading(): Promise<Run> {
+  const f = await leaseServer();
+  const events: { started?: number; stopped?: number } = {};
+  const e = new LeaderElector({
     kubeConfig: localAccess(f.port), namespace: 'kube-system', name: 'x', identity: 'me', logger: silentLogger(),
     leaseDurationMs: 5_000, renewDeadlineMs: 3_000, retryPeriodMs: 500, standbyPollMs: 100,
     onStartedLeading: () => void (events.started = Date.now()),
     onStoppedLeading: () => void (events.stopped = Date.now()),
   });
+  const end = async (): Promise<void> => {
+    await e.stop({ release: false });
+    f.server.close();
+  };
+  e.start();
+  for (let i = 0; i < 50 && events.started === undefined; i++) await sleep(50);
+  if (events.started === undefined) {
+    await end();
+    assert.fail('did not lead on a fast server within 2.5 s');
+  }
+  return { f, e, events, end };
 }
 
-const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
-
 test('a server that answers each write in longer than one retry period, within renewDeadline, keeps its leader', async () => {
-  const f = await leaseServer();
-  const events: { started?: number; stopped?: number } = {};
-  const e = elector(f, events);
+  const { f, e, events, end } = await leading();
   try {
-    e.start();
-    for (let i = 0; i < 50 && events.started === undefined; i++) await sleep(50);
-    assert.ok(events.started !== undefined, 'leads at once on a fast server');
     // Each write now takes 800 ms: more than the first attempt's 500 ms, less than the second's 1 s.
     f.delays.put = 800;
     await sleep(7_000);
@@ -82,19 +98,13 @@ test('a server that answers each write in longer than one retry period, within r
     assert.ok(e.isLeader);
     assert.ok(f.renewedFrom.filter((t) => t > events.started! + 1_000).length >= 3, `renewed since the writes slowed: ${f.renewedFrom.length}`);
   } finally {
-    await e.stop({ release: false });
-    f.server.close();
+    await end();
   }
 });
 
 test('a renewal\'s look and write together end within renewDeadline: the leader steps down on time', async () => {
-  const f = await leaseServer();
-  const events: { started?: number; stopped?: number } = {};
-  const e = elector(f, events);
+  const { f, events, end } = await leading();
   try {
-    e.start();
-    for (let i = 0; i < 50 && events.started === undefined; i++) await sleep(50);
-    assert.ok(events.started !== undefined);
     await sleep(1_200);
     // From now on a look takes 350 ms and a write never answers: every attempt fails, and one that starts with
     // little time left must not use a full attempt for its write after its look.
@@ -106,7 +116,6 @@ test('a renewal\'s look and write together end within renewDeadline: the leader 
     const late = events.stopped - (lastRenewal + 3_000);
     assert.ok(late <= 300, `stepped down ${late} ms after the renew deadline of the last renewal's attempt (at most a timer's slack; 500 ms before the change)`);
   } finally {
-    await e.stop({ release: false });
-    f.server.close();
+    await end();
   }
 });
