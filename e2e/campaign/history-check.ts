@@ -68,6 +68,8 @@ export interface CheckRecord {
 export interface BreachWindow {
   from: number;
   to: number;
+  /** The server the fault took down, when it is one (absent: client errors, latency). */
+  server?: string;
 }
 
 /** One answer the client got for a resource. */
@@ -235,16 +237,16 @@ function downWithinBatch(h: History): Violation[] {
  */
 function inFlightUntil(h: History, b: BreachWindow): number | undefined {
   const timeout = h.spec.batchTimeoutMs;
-  if (timeout === undefined) return undefined;
-  const down = (h.faultDown ?? []).find((f) => f.from === b.from && f.to === b.to);
-  if (!down) return undefined;
+  // Histories written before a breach named its server tie it to the outage with the same span.
+  const server = b.server ?? (h.faultDown ?? []).find((f) => f.from === b.from && f.to === b.to)?.server;
+  if (timeout === undefined || server === undefined) return undefined;
   const until = (o: DriverOp): number => {
     if (o.landed && o.end !== undefined) return o.end;
     if (o.end !== undefined && h.spec.driverReportsFailure) return o.end;
     // The call times out batchTimeout after the operator recorded it, just before the hook accepted it (src/plan/calls.ts).
     return o.start + timeout;
   };
-  const ends = h.ops.filter((o) => o.server === down.server && o.start <= b.from).map(until).filter((t) => t >= b.from);
+  const ends = h.ops.filter((o) => o.server === server && o.start <= b.from).map(until).filter((t) => t >= b.from);
   return ends.length > 0 ? Math.max(...ends) : undefined;
 }
 

@@ -3,7 +3,7 @@
 import { NEW_VERSION, OLD_VERSION, sleep } from '../cluster/index.ts';
 import { NEW_ONLY } from '../support/rig.ts';
 import type { Sample } from '../support/traffic.ts';
-import { checkHistory, SELF_LIFTING, type CheckRecord, type DriverOp, type History, type ServerRecord, type Span, type StatusSnapshot, type Verdict } from './history-check.ts';
+import { checkHistory, SELF_LIFTING, type CheckRecord, type DriverOp, type BreachWindow, type History, type ServerRecord, type Span, type StatusSnapshot, type Verdict } from './history-check.ts';
 import type { StatusRecorder } from './status-recorder.ts';
 import { describeFault, describeSpec, PROMETHEUS_WINDOW_SECONDS, RESUMES_AFTER_HEAL, type Fault, type Schedule } from './schedule.ts';
 
@@ -137,7 +137,7 @@ export interface Recorded {
   ops: DriverOp[];
   servers: ServerRecord[];
   statuses: StatusSnapshot[];
-  breaches: Span[];
+  breaches: BreachWindow[];
   faultDown: (Span & { server: string })[];
   blind: Span[];
   takeoverMs: number[];

@@ -17,7 +17,7 @@ import { runOk } from '../support/tools.ts';
 import { TrafficRecorder } from '../support/traffic.ts';
 import { emulationOf } from '../../src/observe/direct-client.ts';
 import { EMULATED_VERSION_ANNOTATION, KEY_ANNOTATION } from '../../src/drivers/static-pod.ts';
-import type { DriverOp, ServerRecord, Span } from './history-check.ts';
+import type { BreachWindow, DriverOp, ServerRecord, Span } from './history-check.ts';
 import { Replicas } from './replicas.ts';
 import { awaitRest, judge, runFaults, ServerClaims, type UpgradeResult } from './result.ts';
 import { injectShared, isShared, resumeUpgrade } from './shared-faults.ts';
@@ -201,7 +201,7 @@ export async function runNodesUpgrade(s: Schedule, log: (m: string) => void = ()
   const t0 = Date.now();
   const notes: string[] = [];
   const faultDown: (Span & { server: string })[] = [];
-  const breaches: Span[] = [];
+  const breaches: BreachWindow[] = [];
   let healedAt = 0;
   // Resumes of a resting pause after the heal (liveness runs, Schedule.resumeAfterHeal).
   const resumes: number[] = [];
@@ -258,7 +258,7 @@ export async function runNodesUpgrade(s: Schedule, log: (m: string) => void = ()
       const to = await srvRec.readyAgain(i, 180_000);
       faultDown.push({ server: host, from, to });
       const seen = srvRec.servers.find((r) => r.server === host && !r.up && r.t >= from && r.t <= to)?.t;
-      if (breach && seen !== undefined) breaches.push({ from: seen, to });
+      if (breach && seen !== undefined) breaches.push({ server: host, from: seen, to });
       else if (breach) notes.push(`${host}: never seen failing /readyz during its outage (${((to - from) / 1000).toFixed(1)} s): no breach required`);
     };
     const targetImage = c.images.find((img) => img.name === `${MIRROR_REPOSITORY}/kube-apiserver:${NEW_VERSION}`);

@@ -7,7 +7,7 @@ import { freePort } from '../cluster/cluster.ts';
 import { createUpgrade, startOperator } from '../support/operator.ts';
 import { startRig, upgradeManifest, type Rig } from '../support/rig.ts';
 import { ReadWriteTraffic } from '../support/rw-traffic.ts';
-import type { DriverOp, ServerRecord, Span } from './history-check.ts';
+import type { BreachWindow, DriverOp, ServerRecord, Span } from './history-check.ts';
 import { HookDoor } from './hook-door.ts';
 import { Replicas } from './replicas.ts';
 import { awaitRest, judge, runFaults, ServerClaims, type UpgradeResult } from './result.ts';
@@ -90,7 +90,7 @@ export async function runUpgrade(s: Schedule, log: (m: string) => void = () => u
   const t0 = Date.now();
   const notes: string[] = [];
   const faultDown: (Span & { server: string })[] = [];
-  const breaches: Span[] = [];
+  const breaches: BreachWindow[] = [];
   let healedAt = 0;
   // Resumes of a resting pause after the heal (liveness runs, Schedule.resumeAfterHeal).
   const resumes: number[] = [];
@@ -135,8 +135,9 @@ export async function runUpgrade(s: Schedule, log: (m: string) => void = () => u
       const flags = srv.config.extraFlags.filter((f) => !f.startsWith('--emulated-version='));
       const from = Date.now();
       await cluster.replace(i, { version, extraFlags: flags });
-      faultDown.push({ server: srv.hostname, from, to: Date.now() });
-      breaches.push({ from, to: Date.now() });
+      const to = Date.now();
+      faultDown.push({ server: srv.hostname, from, to });
+      breaches.push({ server: srv.hostname, from, to });
     };
 
     const inject = async (f: Fault): Promise<void> => {
@@ -156,7 +157,7 @@ export async function runUpgrade(s: Schedule, log: (m: string) => void = () => u
             // heal (seed 5151 #13: killed at +30.2 s, replaced by the operator's Upgrade at +33.5 s).
             const to = recorder.upAgain(host, from) ?? Date.now();
             faultDown.push({ server: host, from, to });
-            breaches.push({ from, to });
+            breaches.push({ server: host, from, to });
           });
         case 'apiserver-stop':
           return claims.with(f, async (i) => {

@@ -207,16 +207,22 @@ test('BreachActedOn: a server down while its call is in flight is the replacemen
   h.spec = { ...h.spec, batchTimeoutMs: 60_000 };
   h.ops = [{ key: 'k-up-cp-1', server: 'cp-1', action: 'Upgrade', start: 10_000, end: 10_000, landed: false }];
   h.faultDown = [{ server: 'cp-1', from: 19_000, to: 55_000 }];
-  h.breaches = [{ from: 19_000, to: 55_000 }];
+  h.breaches = [{ server: 'cp-1', from: 19_000, to: 55_000 }];
   h.statuses = [{ t: 1_000, phase: 'Upgrading' }, { t: 71_000, phase: 'Paused', pauseReason: 'BatchTimeout', pauseMessage: 'Upgrade of cp-1: timed out' }];
   assert.ok(!rules(h).includes('BreachActedOn'), 'down 19-55 s, its call in flight until 70 s: nothing to act on before');
+  // Static Pod mode dates the breach from when /readyz first failed, after the outage began: the server ties them.
+  h.breaches = [{ server: 'cp-1', from: 23_000, to: 55_000 }];
+  assert.ok(!rules(h).includes('BreachActedOn'), 'seen failing at 23 s, its call in flight until 70 s');
+  h.breaches = [{ server: 'cp-2', from: 23_000, to: 55_000 }];
+  assert.ok(rules(h).includes('BreachActedOn'), 'cp-2 had no call in flight: bound 23 + 30 + 10 = 63 s, paused at 71 s');
+  h.breaches = [{ server: 'cp-1', from: 19_000, to: 55_000 }];
   // The driver reported the failure at 10 s: from then on the server's health is the analysis', bound 19 + 30 + 10.
   h.spec.driverReportsFailure = true;
   assert.ok(rules(h).includes('BreachActedOn'));
   h.spec.driverReportsFailure = false;
   // Still down after the call timed out at 70 s: bound 70 + 30 + 10 = 110 s.
   h.faultDown = [{ server: 'cp-1', from: 19_000, to: 150_000 }];
-  h.breaches = [{ from: 19_000, to: 150_000 }];
+  h.breaches = [{ server: 'cp-1', from: 19_000, to: 150_000 }];
   h.statuses = [{ t: 1_000, phase: 'Upgrading' }, { t: 109_000, phase: 'Paused', pauseReason: 'AnalysisBreach', pauseMessage: 'x' }];
   assert.ok(!rules(h).includes('BreachActedOn'));
   h.statuses[1] = { ...h.statuses[1]!, t: 112_000 };
@@ -224,9 +230,9 @@ test('BreachActedOn: a server down while its call is in flight is the replacemen
   // A breach that is not a server down (client errors), and a history without the batch timeout, are judged from their start.
   h.statuses[1] = { ...h.statuses[1]!, t: 60_000 };
   assert.ok(!rules(h).includes('BreachActedOn'));
-  h.breaches = [{ from: 19_000, to: 150_000 }, { from: 19_500, to: 150_000 }];
+  h.breaches = [{ server: 'cp-1', from: 19_000, to: 150_000 }, { from: 19_500, to: 150_000 }];
   assert.ok(rules(h).includes('BreachActedOn'), 'a breach with no server of its own: bound 19.5 + 30 + 10 = 59.5 s');
-  h.breaches = [{ from: 19_000, to: 150_000 }];
+  h.breaches = [{ server: 'cp-1', from: 19_000, to: 150_000 }];
   delete h.spec.batchTimeoutMs;
   assert.ok(rules(h).includes('BreachActedOn'));
 });
