@@ -251,6 +251,30 @@ function inFlightUntil(h: History, b: BreachWindow): number | undefined {
 }
 
 /**
+ * When no server could take a write: each was down by the process records, or taken down by a fault from the fault's
+ * start (a server cut from etcd says ready for 3-4 s more, but stores nothing). No pause can be recorded then, and no
+ * lease renewed (seed 191 #0: cp-1 in its replacement, cp-2 and cp-3 cut from etcd; the leader stepped down).
+ */
+function noServerUp(h: History): Span[] {
+  const faults = h.faultDown ?? [];
+  const names = [...new Set(h.servers.map((r) => r.server))];
+  const times = [...new Set([...h.servers.map((r) => r.t), ...faults.flatMap((f) => [f.from, f.to])])].sort((a, b) => a - b);
+  const spans: Span[] = [];
+  let since: number | undefined;
+  for (const t of times) {
+    const fleet = fleetAt(h, t);
+    const none = names.every((n) => fleet.get(n)?.up === false || faults.some((f) => f.server === n && f.from <= t && t < f.to));
+    if (none && since === undefined) since = t;
+    if (!none && since !== undefined) {
+      spans.push({ from: since, to: t });
+      since = undefined;
+    }
+  }
+  if (since !== undefined) spans.push({ from: since, to: h.endedAt });
+  return spans;
+}
+
+/**
  * A breach lasting longer than failureLimit x interval must pause or roll back within that bound plus one interval
  * of its start (or of when the breached server's call stopped being in flight); the reaction time of each such
  * breach is measured.
@@ -260,6 +284,7 @@ function breachActedOn(h: History): { violations: Violation[]; reactions: number
   const violations: Violation[] = [];
   const reactions: number[] = [];
   const statuses = [...h.statuses].sort((a, b) => a.t - b.t);
+  const blind = [...(h.operatorBlind ?? []), ...noServerUp(h)].sort((a, b) => a.from - b.from);
   for (const b of h.breaches) {
     if (b.to - b.from <= bound) continue;
     // Already stopped when the breach began: nothing to act on.
@@ -269,8 +294,10 @@ function breachActedOn(h: History): { violations: Violation[]; reactions: number
     const acted = statuses.find((s) => s.t >= b.from && (s.phase === PAUSED || s.phase === 'RollingBack' || TERMINAL.has(s.phase)));
     // A server down while its call was in flight: the bound runs from when the operator could stop waiting for it.
     const from = Math.max(b.from, inFlightUntil(h, b) ?? b.from);
-    // A breach seen while no replica led: the bound runs from when one leads again.
-    const blindEnd = Math.max(from, ...(h.operatorBlind ?? []).filter((x) => x.from <= from + bound + h.spec.intervalMs && x.to >= from).map((x) => x.to));
+    // A breach seen while no replica led, or no server could record a decision: the bound runs from when one can
+    // again. Spans that begin before the bound of the last one ran out chain (sorted by start, one pass suffices).
+    let blindEnd = from;
+    for (const x of blind) if (x.from <= blindEnd + bound + h.spec.intervalMs && x.to > blindEnd) blindEnd = x.to;
     if (b.to - blindEnd <= bound) continue;
     const limit = blindEnd + bound + h.spec.intervalMs;
     if (acted && acted.t <= limit) {

@@ -188,6 +188,33 @@ test('BreachActedOn: the bound runs from when a replica leads again; a breach du
   assert.ok(!rules(h).includes('BreachActedOn'), 'preflight waits for a healthy fleet instead');
 });
 
+test('BreachActedOn: no pause can be recorded while no server can write; blind spans that follow within the bound chain', () => {
+  // Seed 191 #0: cp-1 down in its Upgrade, cp-2 cut from etcd at 8.7 s, cp-3 at 15.7 s until 25.2 s: no server could
+  // store the pause; the leader could not renew its lease either, and no replica led from 29.1 s to 41.8 s.
+  const h = clean();
+  h.spec = { ...h.spec, failureLimit: 3, intervalMs: 2_000 };
+  h.ops = [{ key: 'k-up-cp-1', server: 'cp-1', action: 'Upgrade', start: 200, end: 50_000, landed: true }];
+  h.servers = [
+    ...['cp-1', 'cp-2', 'cp-3'].map((s) => ({ t: 0, server: s, up: true, version: OLD })),
+    { t: 3_400, server: 'cp-1', up: false, version: OLD },
+    { t: 10_900, server: 'cp-2', up: false, version: OLD },
+    { t: 20_500, server: 'cp-3', up: false, version: OLD },
+    { t: 25_200, server: 'cp-3', up: true, version: OLD },
+    { t: 36_200, server: 'cp-2', up: true, version: OLD },
+    { t: 45_200, server: 'cp-1', up: true, version: NEW },
+  ];
+  h.faultDown = [{ server: 'cp-2', from: 8_700, to: 36_200 }, { server: 'cp-3', from: 15_700, to: 25_200 }];
+  h.breaches = [{ server: 'cp-2', from: 10_900, to: 36_200 }];
+  h.statuses = [{ t: 0, phase: 'Upgrading' }, { t: 133_900, phase: 'Succeeded' }];
+  assert.ok(rules(h).includes('BreachActedOn'), 'a leader from 25.2 s on: bound 25.2 + 6 + 2 = 33.2 s, the breach lasted to 36.2 s');
+  h.operatorBlind = [{ from: 29_100, to: 41_800 }];
+  assert.ok(!rules(h).includes('BreachActedOn'), 'no leader from 29.1 s, inside the bound that began at 25.2 s: nothing left to act on');
+  // cp-3 up all along: a server could write from 10.9 s on, and the leaderless span began past 10.9 + 8 = 18.9 s.
+  h.faultDown = [{ server: 'cp-2', from: 8_700, to: 36_200 }];
+  h.servers = h.servers.filter((r) => r.server !== 'cp-3' || r.t === 0);
+  assert.ok(rules(h).includes('BreachActedOn'));
+});
+
 test('No404AfterConvergence: judged from the first batch on the target\'s API, until a rollback begins', () => {
   const h = clean();
   // TwoPhase phase one: the emulating servers do not serve the target's API yet.
