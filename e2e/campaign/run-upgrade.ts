@@ -149,15 +149,19 @@ export async function runUpgrade(s: Schedule, log: (m: string) => void = () => u
             const host = cluster.server(i).hostname;
             const from = Date.now();
             await cluster.kill(i);
-            await heal();
-            // Back up unless the hook took it over meanwhile (a replacement starts it itself).
-            for (let n = 0; n < 300 && busy(i); n++) await sleep(200);
-            if (!cluster.server(i).running) await cluster.start(i);
-            // Down until it ran again, whoever started it: a replacement may have brought it back long before the
-            // heal (seed 5151 #13: killed at +30.2 s, replaced by the operator's Upgrade at +33.5 s).
-            const to = recorder.upAgain(host, from) ?? Date.now();
-            faultDown.push({ server: host, from, to });
-            breaches.push({ server: host, from, to });
+            try {
+              await heal();
+              // Back up unless the hook took it over meanwhile (a replacement starts it itself).
+              for (let n = 0; n < 300 && busy(i); n++) await sleep(200);
+              if (!cluster.server(i).running) await cluster.start(i);
+            } finally {
+              // Down until it ran again, whoever started it: a replacement may have brought it back long before the
+              // heal (seed 5151 #13: killed at +30.2 s, replaced by the operator's Upgrade at +33.5 s). Recorded
+              // even when the harness's own start failed: the outage happened (seed 201 #13).
+              const to = recorder.upAgain(host, from) ?? Date.now();
+              faultDown.push({ server: host, from, to });
+              breaches.push({ server: host, from, to });
+            }
           });
         case 'apiserver-stop':
           return claims.with(f, async (i) => {

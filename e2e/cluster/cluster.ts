@@ -304,14 +304,16 @@ export class Cluster {
     slot.proc = new ManagedProcess(cmd, args, slot.info.logPath);
     this.log(`${slot.info.name} starting ${cfg.version} at ${slot.info.address} (proxy gate ${slot.info.proxyGate ? 'on' : 'off'})`);
     const proc = slot.proc;
-    await waitFor(`${slot.info.name} /readyz`, 180_000, async () => {
-      if (proc.exited) throw new Error(`${slot.info.name} exited with ${proc.exitCode ?? proc.signal}; log tail:\n${await this.logTail(i, 30)}`);
+    // An exit ends the wait at once: waitFor retries what its probe throws (a stop by someone else, such as a
+    // hook's replacement, held a restart here for the whole 180 s: process seed 201 #13).
+    const state = await waitFor(`${slot.info.name} /readyz`, 180_000, async () => {
+      if (proc.exited) return 'exited';
       const r = await adminRequest(this.pki, `${slot.info.url}/readyz`, { timeoutMs: 2000 });
-      return r.status === 200 ? true : undefined;
+      return r.status === 200 ? 'ready' : undefined;
     }, 500).catch(async (err: Error) => {
-      if (proc.exited) throw err;
       throw new Error(`${err.message}\nlog tail:\n${await this.logTail(i, 30)}`, { cause: err });
     });
+    if (state === 'exited') throw new Error(`${slot.info.name} exited with ${proc.exitCode ?? proc.signal}; log tail:\n${await this.logTail(i, 30)}`);
     this.log(`${slot.info.name} ready`);
   }
 
