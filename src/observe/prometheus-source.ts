@@ -19,6 +19,7 @@ import { USER_AGENT } from '../runtime/kube-request.ts';
 import { readBody } from '../runtime/https-call.ts';
 import { bigBodySlots, checkJsonContainers, PROMETHEUS_MAX_BYTES, type Slots } from '../runtime/body-limits.ts';
 import { prometheusAddressProblem } from '../plan/prometheus-address.ts';
+import { probeDeadlineMs } from '../plan/probe-deadline.ts';
 import type { ObservedAnalysis, ObservedPeer } from '../plan/observation.ts';
 import type { CounterDelta, HistogramDelta } from './deltas.ts';
 import { hostOf } from './inventory.ts';
@@ -251,18 +252,18 @@ export function nameInstances(
 }
 
 
-/** Runs one instant query and answers the raw response body; throws on transport errors only. */
-export type QueryFn = (settings: PrometheusSettings, query: string, timeSeconds: number) => Promise<string>;
+/** Runs one instant query and answers the raw response body; throws on transport errors only (a deadline passing among them). */
+export type QueryFn = (settings: PrometheusSettings, query: string, timeSeconds: number, timeoutMs?: number) => Promise<string>;
 
 /**
  * GET `<address>/api/v1/query` with node:http(s), verifying https against `caBundle` when given. The address is
  * checked first (prometheusAddressProblem); the answer is read inside one of the process-wide big-body slots, at
  * most `maxBytes` of it (gunzipped as it streams), and its JSON structure is bounded before anyone parses it.
  */
-export function httpQuery(timeoutMs = 10_000, o: { maxBytes?: number; slots?: Slots } = {}): QueryFn {
+export function httpQuery(defaultTimeoutMs = 10_000, o: { maxBytes?: number; slots?: Slots } = {}): QueryFn {
   const maxBytes = o.maxBytes ?? PROMETHEUS_MAX_BYTES;
   const slots = o.slots ?? bigBodySlots;
-  return (settings, query, timeSeconds) => {
+  return (settings, query, timeSeconds, timeoutMs = defaultTimeoutMs) => {
     const problem = prometheusAddressProblem(settings.address);
     if (problem !== undefined) return Promise.reject(new Error(`spec.analysis.prometheus.address: ${problem}`));
     const base = settings.address.replace(/\/+$/, '');
@@ -335,7 +336,12 @@ export class PrometheusAnalysis {
     };
     let analysis: ObservedAnalysis;
     try {
-      const ask = async (n: QueryName) => parseQueryResponse(await this.query(prom, queries[n], now / 1000));
+      // The look waits for Prometheus no longer than for a server's probe: a hung Prometheus held every look for
+      // the query's 10 s, and with it the operator's own count of a server that was down (process seed 231 #12:
+      // two breaching checks, then none for 11 s). Past the deadline the check is Inconclusive, and the planner
+      // still counts a member that is down (src/plan/analysis.ts).
+      const deadline = probeDeadlineMs(settings.intervalMs);
+      const ask = async (n: QueryName) => parseQueryResponse(await this.query(prom, queries[n], now / 1000, deadline));
       const answers = await Promise.all(QUERY_NAMES.map(async (n) => [n, await ask(n)] as const));
       const results: Partial<Record<QueryName, VectorSample[]>> = {};
       for (const [n, samples] of answers) results[n] = samples;

@@ -330,6 +330,27 @@ describe('httpQuery (local HTTP server)', () => {
   });
 });
 
+describe('PrometheusAnalysis and a Prometheus that does not answer', () => {
+  it('gives up within the look\'s deadline (a 2 s interval: 1.5 s): Inconclusive, not a look held for 10 s', async () => {
+    // Process seed 231 #12: Prometheus stopped (SIGSTOP) held each look for the query's 10 s, and the operator
+    // counted no check of a server that was down for 11 s.
+    const server = createServer(() => undefined);
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    try {
+      const port = (server.address() as AddressInfo).port;
+      const pa = new PrometheusAnalysis({ log: silentLogger(), query: httpQuery() });
+      const started = Date.now();
+      const a = await pa.analysis([], { intervalMs: 2_000, prometheus: { address: `http://127.0.0.1:${port}`, selector: '' } }, Date.now());
+      const tookMs = Date.now() - started;
+      assert.equal(a?.verdict, 'Inconclusive');
+      assert.ok(tookMs >= 1_400 && tookMs < 1_900, `the look waited ${tookMs} ms for Prometheus`);
+    } finally {
+      server.closeAllConnections();
+      server.close();
+    }
+  });
+});
+
 describe('FleetObserver analysisSource hook', () => {
   const noServers = async <T>(path: string): Promise<T> => ({ items: [], path }) as T;
   const direct = new DirectClient(async () => ({ headers: {}, rejectUnauthorized: true }));
