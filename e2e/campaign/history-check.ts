@@ -230,24 +230,25 @@ function downWithinBatch(h: History): Violation[] {
 }
 
 /**
- * When the operator could stop counting a breached server as being replaced: a fault that took down a server with a
- * driver call in flight looks, from outside, like the replacement itself (a hook failing a call and the harness
- * killing that server: seed 151 #0), and the analysis leaves such a server to the replacement until the call lands,
- * the driver reports it failed, or the batch times out (src/plan/analysis.ts). Undefined: no call was in flight.
+ * When the breached server was the replacement's business: a fault that took down a server with a driver call in
+ * flight looks, from outside, like the replacement itself (a hook failing a call and the harness killing that server:
+ * seed 151 #0), and the analysis leaves such a server to the replacement until the call lands, the driver reports it
+ * failed, or the batch times out (src/plan/analysis.ts). A call that starts during the breach counts from its start
+ * (nodes seed 251 #7: the operator called cp-1's Upgrade 0.2 s after the harness killed cp-1, 1.9 s before anyone
+ * could see it down). No spans: no call was in flight.
  */
-function inFlightUntil(h: History, b: BreachWindow): number | undefined {
+function inFlightSpans(h: History, b: BreachWindow): Span[] {
   const timeout = h.spec.batchTimeoutMs;
   // Histories written before a breach named its server tie it to the outage with the same span.
   const server = b.server ?? (h.faultDown ?? []).find((f) => f.from === b.from && f.to === b.to)?.server;
-  if (timeout === undefined || server === undefined) return undefined;
+  if (timeout === undefined || server === undefined) return [];
   const until = (o: DriverOp): number => {
     if (o.landed && o.end !== undefined) return o.end;
     if (o.end !== undefined && h.spec.driverReportsFailure) return o.end;
     // The call times out batchTimeout after the operator recorded it, just before the hook accepted it (src/plan/calls.ts).
     return o.start + timeout;
   };
-  const ends = h.ops.filter((o) => o.server === server && o.start <= b.from).map(until).filter((t) => t >= b.from);
-  return ends.length > 0 ? Math.max(...ends) : undefined;
+  return h.ops.filter((o) => o.server === server && o.start <= b.to).map((o) => ({ from: o.start, to: until(o) })).filter((x) => x.to >= b.from);
 }
 
 /**
@@ -292,12 +293,12 @@ function breachActedOn(h: History): { violations: Violation[]; reactions: number
     const before = statuses.filter((s) => s.t <= b.from).at(-1);
     if (!before || !ACTIVE.has(before.phase)) continue;
     const acted = statuses.find((s) => s.t >= b.from && (s.phase === PAUSED || s.phase === 'RollingBack' || TERMINAL.has(s.phase)));
-    // A server down while its call was in flight: the bound runs from when the operator could stop waiting for it.
-    const from = Math.max(b.from, inFlightUntil(h, b) ?? b.from);
-    // A breach seen while no replica led, or no server could record a decision: the bound runs from when one can
-    // again. Spans that begin before the bound of the last one ran out chain (sorted by start, one pass suffices).
-    let blindEnd = from;
-    for (const x of blind) if (x.from <= blindEnd + bound + h.spec.intervalMs && x.to > blindEnd) blindEnd = x.to;
+    // A breach seen while no replica led, no server could record a decision, or the server's own call was in
+    // flight: the bound runs from when that ended. Spans that begin before the bound of the last one ran out chain
+    // (sorted by start, one pass suffices).
+    let blindEnd = b.from;
+    const spans = [...blind, ...inFlightSpans(h, b)].sort((x, y) => x.from - y.from);
+    for (const x of spans) if (x.from <= blindEnd + bound + h.spec.intervalMs && x.to > blindEnd) blindEnd = x.to;
     if (b.to - blindEnd <= bound) continue;
     const limit = blindEnd + bound + h.spec.intervalMs;
     if (acted && acted.t <= limit) {

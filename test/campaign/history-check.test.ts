@@ -243,6 +243,12 @@ test('BreachActedOn: a server down while its call is in flight is the replacemen
   h.breaches = [{ server: 'cp-2', from: 23_000, to: 55_000 }];
   assert.ok(rules(h).includes('BreachActedOn'), 'cp-2 had no call in flight: bound 23 + 30 + 10 = 63 s, paused at 71 s');
   h.breaches = [{ server: 'cp-1', from: 19_000, to: 55_000 }];
+  // Nodes seed 251 #7: the call started during the breach, before its bound ran out: the replacement's from then on.
+  h.ops = [{ key: 'k-up-cp-1', server: 'cp-1', action: 'Upgrade', start: 25_000, end: 25_000, landed: false }];
+  assert.ok(!rules(h).includes('BreachActedOn'), 'down from 19 s, its call from 25 s (bound 59 s) in flight until 85 s');
+  h.ops = [{ key: 'k-up-cp-1', server: 'cp-1', action: 'Upgrade', start: 60_000, end: 60_000, landed: false }];
+  assert.ok(rules(h).includes('BreachActedOn'), 'a call made after the bound of 59 s ran out excuses nothing');
+  h.ops = [{ key: 'k-up-cp-1', server: 'cp-1', action: 'Upgrade', start: 10_000, end: 10_000, landed: false }];
   // The driver reported the failure at 10 s: from then on the server's health is the analysis', bound 19 + 30 + 10.
   h.spec.driverReportsFailure = true;
   assert.ok(rules(h).includes('BreachActedOn'));
