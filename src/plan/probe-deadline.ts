@@ -14,7 +14,7 @@
  */
 export const PROBE_DEADLINE_MIN_MS = 1_000;
 export const PROBE_DEADLINE_MAX_MS = 5_000;
-export const LOOK_HEADROOM_MS = 500;
+const LOOK_HEADROOM_MS = 500;
 
 export function probeDeadlineMs(intervalMs: number): number {
   if (!Number.isFinite(intervalMs) || intervalMs <= 0) return PROBE_DEADLINE_MAX_MS;
