@@ -17,7 +17,7 @@ import { PROMETHEUS_WINDOW_SECONDS, type Fault, type Schedule } from './schedule
 
 const UPGRADES = '/apis/upgrade.apiserver.dev/v1alpha1/apiserverupgrades';
 const NAME = 'campaign';
-/** A hook-failed call is learnt only when it times out (the webhook reports no failure): short, so such upgrades rest soon. */
+/** A hook-failed call is learnt only when it times out (the operator asks a webhook only what settles an ended call): short, so such upgrades rest soon. */
 const BATCH_TIMEOUT_SECONDS = 60;
 
 /** The harness's process table, polled: each server's state whenever it changes. */

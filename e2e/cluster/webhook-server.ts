@@ -62,6 +62,8 @@ export class ReplaceWebhook {
   readonly describes = new Map<string, number>();
   /** Answer Describe with this status and no flags instead (a hook without Describe answers 404). */
   describeStatus: number | undefined;
+  /** Status requests answered (they change nothing and are not logged). */
+  statuses = 0;
   /** Handle each request, then cut the connection instead of answering (a fault campaign's lost answers). */
   loseAnswers = false;
   /** Everything the hook did, in order. */
@@ -125,6 +127,7 @@ export class ReplaceWebhook {
       return { status: 400, body: { error: 'body is not JSON' } };
     }
     if (p.kind === 'DescribeServerRequest' || p.action === 'Describe') return this.describe(cluster, p.server?.hostname);
+    if (p.kind === 'ReplaceStatusRequest' || p.action === 'Status') return this.status(p.idempotencyKey);
     const key = p.idempotencyKey ?? headerKey;
     const hostname = p.server?.hostname;
     const what = { key: typeof key === 'string' ? key : undefined, action: p.action, hostname, targetVersion: p.targetVersion };
@@ -219,6 +222,20 @@ export class ReplaceWebhook {
     this.describes.set(s.hostname, (this.describes.get(s.hostname) ?? 0) + 1);
     this.record({ event: 'described', action: 'Describe', hostname: s.hostname, status: 200 });
     return { status: 200, body: { flags: parseCommandFlags(s.flags) } };
+  }
+
+  /**
+   * Status (docs/drivers.md): what became of the replacement taken under `key`. Running until replace() has
+   * returned — the server is drained, restarted, ready and back in the balancer — so the operator sends no other
+   * call for the server before that. Changes nothing; not in the hook's log (the operator asks on every look).
+   */
+  private status(key: string | undefined): { status: number; body: unknown } {
+    this.statuses++;
+    const call = key === undefined ? undefined : this.calls.get(key);
+    if (!call) return { status: 200, body: { state: 'NotFound', message: `no replacement taken under ${String(key)}` } };
+    if (call.outcome === 'done') return { status: 200, body: { state: 'Succeeded', message: `${call.hostname} on ${call.to?.version ?? call.targetVersion}, back in the balancer` } };
+    if (call.outcome === 'failed') return { status: 200, body: { state: 'Failed', message: call.error ?? 'failed' } };
+    return { status: 200, body: { state: 'Running', message: `${call.action} of ${call.hostname} ${call.outcome}` } };
   }
 
   /**

@@ -59,7 +59,8 @@ export function upgradeManifest(name: string, hook: ReplaceWebhook, spec: { stra
       strategy: { batchSize: 1, soakDuration: '5s', batchTimeout: '3m', ...spec.strategy },
       // The rig's servers run v1.35, where the proxy gate is alpha: the scenarios consent to turning it on (docs/versions.md).
       proxy: { allowAlphaGate: true, ...spec.proxy },
-      driver: { webhook: { url: hook.url, caBundle: hook.caBundle, timeout: '10s' } },
+      // The rig's hook answers status requests (docs/drivers.md "Status"): no call for a server until the hook ended the last.
+      driver: { webhook: { url: hook.url, caBundle: hook.caBundle, timeout: '10s', reportsStatus: true } },
       analysis: { interval: '2s', failureLimit: 3, ...spec.analysis },
     },
   };

@@ -204,7 +204,7 @@ const driverCall: Schema = {
     holderBefore: stringField('The server\'s process when the call was recorded: its identity Lease\'s holderIdentity, followed by @ and the process start time for a server before 1.35 (whose Lease keeps its holder across restarts). A change proves a restart.', 300),
     acceptedAt: timeField('When the driver accepted the call.'),
     completedAt: timeField('When the call reached Done, Rejected, Failed, TimedOut or Abandoned.'),
-    driverSettledAt: timeField('When the driver reported that it runs nothing more for this call (the static Pod agent\'s Job finished or is gone). Until then, and while the driver may still run it, no other call goes to this server: a call is Done when its server is observed back, which can be before the agent exits. Absent for drivers without reports (webhook).'),
+    driverSettledAt: timeField('When the driver reported that it runs nothing more for this call (the static Pod agent\'s Job finished or is gone). Until then, and while the driver may still run it, no other call goes to this server: a call is Done when its server is observed back, which can be before the agent exits. Absent for drivers without reports (a webhook without reportsStatus).'),
     attempts: { type: 'integer', format: 'int32', minimum: 0, description: 'Deliveries tried (the same key each time).' },
     result: {
       tsType: 'DriverCallResult',

@@ -168,6 +168,15 @@ export interface WebhookDriver {
   timeout?: string;
   /** A Secret key holding a bearer token sent with each call. */
   authSecretRef?: SecretKeyRef;
+  /**
+   * The hook answers status requests (kind ReplaceStatusRequest: is the replacement of this key running,
+   * succeeded or failed? docs/drivers.md "Status"). When true, a call is ended only when its server is
+   * observed back at the goal, and no other call goes to that server until the hook says it runs nothing more
+   * for the last one; a status that cannot be read counts as still running. When false, the operator cannot
+   * know when the hook finishes: the next call for a server can reach the hook while it still ends the
+   * previous one (it must then carry out the newest). Default: `false`.
+   */
+  reportsStatus?: boolean;
 }
 
 /** A Secret key holding a bearer token sent with each call. */
@@ -951,7 +960,7 @@ export interface DriverCall {
    * When the driver reported that it runs nothing more for this call (the static Pod agent's Job finished or
    * is gone). Until then, and while the driver may still run it, no other call goes to this server: a call is
    * Done when its server is observed back, which can be before the agent exits. Absent for drivers without
-   * reports (webhook).
+   * reports (a webhook without reportsStatus).
    */
   driverSettledAt?: string;
   /** Deliveries tried (the same key each time). Range: 0 to ∞. */

@@ -33,12 +33,12 @@ export async function readDriverReports(c: ReconcilerConfig, rc: ReconcileContex
     const clog = log.child({ server: call.server, key: call.key, action: call.action });
     try {
       const r = await report({ idempotencyKey: call.key, action: call.action, server: { hostname: call.server } });
-      if (r.kind === 'unknown') clog.debug('driver report unknown: the call is judged from observation alone', { detail: r.message });
+      if (r.kind === 'unknown') clog.debug('driver report unknown: no failure and no settlement read this time (an ended call is taken as still running)', { detail: r.message });
       else reports[call.key] = { kind: r.kind, message: r.message };
       if (r.kind === 'failed') clog.warn('the driver reports the replacement failed', { detail: r.message });
     } catch (err) {
-      // `report` should never reject; if it does, it is no answer — never a failure on a guess.
-      clog.warn('driver report not read: the call is judged from observation alone', { err: err instanceof Error ? err.message : String(err) });
+      // `report` should never reject; if it does, it is no answer — never a failure or a settlement on a guess.
+      clog.warn('driver report not read: no failure and no settlement read this time', { err: err instanceof Error ? err.message : String(err) });
     }
   }));
   return reports;

@@ -4,7 +4,8 @@ import { request as httpsRequest } from 'node:https';
 import type { DriverRequest } from '../plan/actions.ts';
 import { PROXY_GATE } from '../api/constants.ts';
 import type { CallOutcome } from '../plan/call-outcome.ts';
-import type { DescribeOutcome, Driver } from './driver.ts';
+import type { DescribeOutcome, Driver, DriverReport, ReportRequest } from './driver.ts';
+import { reportFromStatusBody, STATUS_DEADLINE_MS, statusPayload } from './webhook-status.ts';
 import { flagsFromDescribe } from '../observe/trust-flags.ts';
 import { USER_AGENT } from '../runtime/kube-request.ts';
 import { safeMessage } from '../plan/redact.ts';
@@ -121,57 +122,84 @@ export class WebhookDriver implements Driver {
    * is not that shape — is `unknown` with what happened: the trust checks report the server's flags as
    * unknown, never as verified and never as an error.
    */
-  describe(server: DriverRequest['server']): Promise<DescribeOutcome> {
-    const { url, timeoutMs, token } = this.cfg;
-    const where = `POST ${url} (Describe ${server.hostname})`;
+  async describe(server: DriverRequest['server']): Promise<DescribeOutcome> {
+    const where = `POST ${this.cfg.url} (Describe ${server.hostname})`;
+    const a = await this.exchange(where, JSON.stringify(describePayload(server)), this.cfg.timeoutMs);
+    if (!a.ok) return { kind: 'unknown', message: a.message };
+    if (a.code < 200 || a.code > 299) return { kind: 'unknown', message: this.shown(`${where}: ${statusText(a.code)}${a.code >= 400 && a.code < 500 ? ' (the hook does not answer Describe)' : ''}`) };
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(a.text);
+    } catch {
+      return { kind: 'unknown', message: this.shown(`${where}: ${statusText(a.code)} with a body that is not JSON`) };
+    }
+    const flags = flagsFromDescribe(parsed);
+    return flags ? { kind: 'flags', flags } : { kind: 'unknown', message: this.shown(`${where}: ${statusText(a.code)} without a "flags" object of strings`) };
+  }
+
+  /**
+   * POSTs a status request for an accepted call (docs/drivers.md "Status"; only when spec.driver.webhook.reportsStatus
+   * is true) and reads the hook's state from a 2xx answer (src/drivers/webhook-status.ts), within STATUS_DEADLINE_MS
+   * (or the call's timeout when shorter): it is asked before a look observes the fleet. Everything else — a 4xx,
+   * a 5xx, a network or TLS error, the deadline, a body not of that shape — is `unknown`: the call is then taken as
+   * still running, never as failed or settled on a guess.
+   */
+  async report(call: ReportRequest): Promise<DriverReport> {
+    const where = `POST ${this.cfg.url} (Status ${call.action} ${call.server.hostname})`;
+    const a = await this.exchange(where, JSON.stringify(statusPayload(call)), Math.min(this.cfg.timeoutMs, STATUS_DEADLINE_MS));
+    if (!a.ok) return { kind: 'unknown', message: a.message };
+    if (a.code < 200 || a.code > 299) return { kind: 'unknown', message: this.shown(`${where}: ${statusText(a.code)}${a.code >= 400 && a.code < 500 ? ' (does the hook answer ReplaceStatusRequest? spec.driver.webhook.reportsStatus says it does)' : ''}`) };
+    const r = reportFromStatusBody(a.text, where);
+    return { kind: r.kind, message: this.shown(r.message) };
+  }
+
+  /** A message from the hook's words: printable, capped, no credential (src/plan/redact.ts). */
+  private shown(message: string): string {
+    return safeMessage(message, { secrets: [this.cfg.token], maxChars: MESSAGE_CHARS });
+  }
+
+  /**
+   * One POST that changes nothing (Describe, Status): the status code and at most RESPONSE_BODY_CAP bytes of the
+   * body, or what failed. `timeoutMs` is a deadline for the whole exchange; redirects are not followed. Never rejects.
+   */
+  private exchange(where: string, body: string, timeoutMs: number): Promise<{ ok: true; code: number; text: string } | { ok: false; message: string }> {
+    const { url, token } = this.cfg;
     const ca = caFromBundle(this.cfg.caBundle);
-    if (ca !== undefined && unparsableCa(ca) !== undefined) return Promise.resolve({ kind: 'unknown', message: `${where}: spec.driver.webhook.caBundle holds no usable PEM certificate` });
-    const body = JSON.stringify(describePayload(server));
-    return new Promise<DescribeOutcome>((resolve) => {
+    if (ca !== undefined && unparsableCa(ca) !== undefined) return Promise.resolve({ ok: false, message: `${where}: spec.driver.webhook.caBundle holds no usable PEM certificate` });
+    type Answer = { ok: true; code: number; text: string } | { ok: false; message: string };
+    return new Promise<Answer>((resolve) => {
       let settled = false;
       let req: ClientRequest | undefined;
-      const settle = (o: DescribeOutcome): void => {
+      const settle = (a: Answer): void => {
         if (settled) return;
         settled = true;
         clearTimeout(deadline);
         req?.destroy();
-        // The hook's words become a status message: printable, capped, no credential (src/plan/redact.ts).
-        resolve(o.kind === 'unknown' ? { kind: 'unknown', message: safeMessage(o.message, { secrets: [token], maxChars: MESSAGE_CHARS }) } : o);
+        resolve(a.ok ? a : { ok: false, message: this.shown(a.message) });
       };
-      const deadline = setTimeout(() => settle({ kind: 'unknown', message: `${where}: no complete answer within ${timeoutMs} ms` }), timeoutMs);
+      const deadline = setTimeout(() => settle({ ok: false, message: `${where}: no complete answer within ${timeoutMs} ms` }), timeoutMs);
       try {
         req = httpsRequest(url, {
           method: 'POST',
           agent: false,
           ...(ca ? { ca } : {}),
-          headers: { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(body), ...(token ? { Authorization: `Bearer ${token}` } : {}) },
+          headers: { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(body), 'User-Agent': USER_AGENT, ...(token ? { Authorization: `Bearer ${token}` } : {}) },
         }, (res) => {
           const chunks: Buffer[] = [];
           let received = 0;
           res.on('data', (c: Buffer) => {
             received += c.length;
-            if (received > RESPONSE_BODY_CAP) settle({ kind: 'unknown', message: `${where}: answer larger than ${RESPONSE_BODY_CAP} bytes` });
+            if (received > RESPONSE_BODY_CAP) settle({ ok: false, message: `${where}: answer larger than ${RESPONSE_BODY_CAP} bytes` });
             else chunks.push(c);
           });
-          res.on('end', () => {
-            const code = res.statusCode ?? 0;
-            if (code < 200 || code > 299) return settle({ kind: 'unknown', message: `${where}: ${statusText(code)}${code >= 400 && code < 500 ? ' (the hook does not answer Describe)' : ''}` });
-            let parsed: unknown;
-            try {
-              parsed = JSON.parse(Buffer.concat(chunks).toString('utf8'));
-            } catch {
-              return settle({ kind: 'unknown', message: `${where}: ${statusText(code)} with a body that is not JSON` });
-            }
-            const flags = flagsFromDescribe(parsed);
-            settle(flags ? { kind: 'flags', flags } : { kind: 'unknown', message: `${where}: ${statusText(code)} without a "flags" object of strings` });
-          });
-          res.on('error', (err) => settle({ kind: 'unknown', message: `${where}: ${err.message}` }));
+          res.on('end', () => settle({ ok: true, code: res.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8') }));
+          res.on('error', (err) => settle({ ok: false, message: `${where}: ${err.message}` }));
         });
       } catch (err) {
-        settle({ kind: 'unknown', message: `${where}: cannot send: ${(err as Error).message}` });
+        settle({ ok: false, message: `${where}: cannot send: ${(err as Error).message}` });
         return;
       }
-      req.on('error', (err) => settle({ kind: 'unknown', message: `${where}: ${classifyNetworkError(errorCode(err), err.message).reason}` }));
+      req.on('error', (err) => settle({ ok: false, message: `${where}: ${classifyNetworkError(errorCode(err), err.message).reason}` }));
       req.end(body);
     });
   }

@@ -1,5 +1,6 @@
 import type { DriverAction, DriverCall } from '../api/types.generated.ts';
 import { IN_FLIGHT_RESULTS, type CallResult } from '../api/vocabulary.ts';
+import type { ResolvedDriver } from '../api/defaults.ts';
 import type { PlanContext } from './context.ts';
 import { isUp } from './peers.ts';
 import { safeMessage } from './redact.ts';
@@ -27,10 +28,20 @@ export const DRIVER_RUN_SLACK_MS = 300_000;
 const MAY_STILL_RUN: ReadonlySet<CallResult> = new Set<CallResult>(['Done', 'Failed', 'TimedOut']);
 
 /**
+ * Whether the driver says when it runs nothing more for a call: the static Pod driver (its Job), and a webhook
+ * whose spec says it answers status requests (spec.driver.webhook.reportsStatus, docs/drivers.md "Status").
+ * Without that, an ended call is judged from observation alone.
+ */
+export function driverReportsSettlement(driver: ResolvedDriver): boolean {
+  return driver.kind === 'staticPod' || driver.webhook.reportsStatus === true;
+}
+
+/**
  * An ended call whose driver has not said it runs nothing more for it, within the time the driver can run it:
- * a call is Done when its server is observed back, which can be seconds before the static Pod agent exits (seen
- * by the fault campaign: a Rollback Job started while the Upgrade's agent still ran on that node). Only drivers
- * that report (not the webhook driver) are read; their reports settle the call (driverSettledAt).
+ * a call is Done when its server is observed back, which can be seconds before the static Pod agent exits or a
+ * hook ends its replacement (both seen by the fault campaign: a Rollback Job started while the Upgrade's agent
+ * still ran on that node; a hook given cp-2's Rollback 0.1 s before it ended cp-2's Upgrade). Only drivers that
+ * report (driverReportsSettlement) are read; their reports settle the call (driverSettledAt).
  */
 export function awaitsSettlement(c: DriverCall, now: Date, batchTimeoutMs: number): boolean {
   if (!MAY_STILL_RUN.has(c.result as CallResult) || c.driverSettledAt !== undefined) return false;
@@ -38,9 +49,15 @@ export function awaitsSettlement(c: DriverCall, now: Date, batchTimeoutMs: numbe
   return !Number.isFinite(since) || now.getTime() < since + batchTimeoutMs + DRIVER_RUN_SLACK_MS;
 }
 
-/** The calls whose driver reports the shell reads: every call Accepted, and the ended calls awaiting settlement. */
-export function callsToReport(calls: readonly DriverCall[], now: Date, batchTimeoutMs: number): DriverCall[] {
-  return calls.filter((c) => c.result === 'Accepted' || awaitsSettlement(c, now, batchTimeoutMs));
+/**
+ * The calls whose driver reports the shell reads: the ended calls awaiting settlement and, for the static Pod
+ * driver, every call Accepted (its Job's failure ends the call Failed). A webhook's report is a request to the hook,
+ * made before the look observes the fleet: it is asked only what settles a call, so a slow hook lengthens looks only
+ * while a call awaits its settlement. A driver without reports: none.
+ */
+export function callsToReport(calls: readonly DriverCall[], now: Date, batchTimeoutMs: number, driver: ResolvedDriver): DriverCall[] {
+  if (!driverReportsSettlement(driver)) return [];
+  return calls.filter((c) => (c.result === 'Accepted' && driver.kind === 'staticPod') || awaitsSettlement(c, now, batchTimeoutMs));
 }
 
 /** The reports that say the driver runs nothing more for a call. */
@@ -60,7 +77,7 @@ export function settleDrivers(ctx: PlanContext): void {
  * its run time): nothing else goes to that server until it settles. Unknown (no report read) is running.
  */
 export function driverStillRunning(ctx: PlanContext, hostname: string): DriverCall | undefined {
-  if (ctx.spec.driver.kind === 'webhook') return undefined;
+  if (!driverReportsSettlement(ctx.spec.driver)) return undefined;
   return (ctx.status.driverCalls ?? []).find((c) => c.server === hostname && awaitsSettlement(c, ctx.now, ctx.spec.strategy.batchTimeoutMs));
 }
 

@@ -64,7 +64,7 @@ export interface ReconcileReads {
     /** `always`: read even without a kubeadm-config (the static Pod driver). */
     kubeadm?: { always: boolean };
   };
-  /** The calls whose driver reports are read (Accepted, or ended and not settled: calls.ts callsToReport); absent: none. */
+  /** The calls whose driver reports are read (calls.ts callsToReport); absent: none. */
   driverReports?: DriverCall[];
 }
 
@@ -85,10 +85,10 @@ export function whatToRead(rc: ReconcileContext, others: readonly ApiServerUpgra
       ...(on.kubeadmFacts ? { kubeadm: { always: spec.driver.kind === 'staticPod' } } : {}),
     };
   }
-  // The webhook driver has no report (docs/drivers.md): building it would read its token Secret for nothing.
-  // A spec outside the policy never gets its driver built.
-  const toReport = spec ? callsToReport(rc.upgrade.status?.driverCalls ?? [], rc.now, spec.strategy.batchTimeoutMs) : [];
-  if (toReport.length > 0 && spec && spec.driver.kind !== 'webhook' && rc.violations.length === 0) reads.driverReports = toReport;
+  // A webhook without reportsStatus has no report (docs/drivers.md): building it would read its token Secret for
+  // nothing. A spec outside the policy never gets its driver built.
+  const toReport = spec ? callsToReport(rc.upgrade.status?.driverCalls ?? [], rc.now, spec.strategy.batchTimeoutMs, spec.driver) : [];
+  if (toReport.length > 0 && rc.violations.length === 0) reads.driverReports = toReport;
   return { kind: 'read', reads };
 }
 

@@ -2,11 +2,9 @@
 // sends, flags from a 200, and "unknown" — never an error, never flags — for everything else.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { createServer, type Server } from 'node:https';
-import type { AddressInfo } from 'node:net';
-import type { IncomingMessage, ServerResponse } from 'node:http';
 import { WebhookDriver } from '../../src/drivers/webhook.ts';
 import { createTestPki, type TestPki } from './support/tls.ts';
+import { httpsHook } from './support/https-hook.ts';
 
 let pki: TestPki;
 before(() => {
@@ -16,32 +14,10 @@ after(() => pki.cleanup());
 
 const SERVER = { identity: 'apiserver-abc', hostname: 'cp-2', address: '10.0.0.12:6443' };
 
-async function hook(handler: (req: IncomingMessage, res: ServerResponse, body: string) => void): Promise<{ url: string; seen: { headers: IncomingMessage['headers']; body: string }[]; close: () => Promise<void> }> {
-  const seen: { headers: IncomingMessage['headers']; body: string }[] = [];
-  const server: Server = createServer({ cert: pki.serving.cert, key: pki.serving.key }, (req, res) => {
-    let body = '';
-    req.setEncoding('utf8');
-    req.on('data', (c: string) => (body += c));
-    req.on('end', () => {
-      seen.push({ headers: req.headers, body });
-      handler(req, res, body);
-    });
-  });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  return {
-    url: `https://127.0.0.1:${(server.address() as AddressInfo).port}/replace`,
-    seen,
-    close: () => new Promise<void>((r) => {
-      server.closeAllConnections();
-      server.close(() => r());
-    }),
-  };
-}
-
 const driver = (url: string, timeoutMs = 5000): WebhookDriver => new WebhookDriver({ url, caBundle: pki.ca.cert, timeoutMs, token: 's3cret' });
 
 test('Describe: the request is a DescribeServerRequest (no key, no target) with the token; a 200 with flags is read', async () => {
-  const h = await hook((_q, res) => res.writeHead(200, { 'Content-Type': 'application/json' }).end(JSON.stringify({ flags: { '--requestheader-allowed-names': '', '--peer-ca-file': '/pki/ca.crt' } })));
+  const h = await httpsHook(pki, (_q, res) => res.writeHead(200, { 'Content-Type': 'application/json' }).end(JSON.stringify({ flags: { '--requestheader-allowed-names': '', '--peer-ca-file': '/pki/ca.crt' } })));
   const out = await driver(h.url).describe(SERVER);
   await h.close();
   assert.deepEqual(out, { kind: 'flags', flags: { '--requestheader-allowed-names': '', '--peer-ca-file': '/pki/ca.crt' } });
@@ -60,7 +36,7 @@ test('Describe: 404, 400, 500, a body without flags, not JSON: unknown with what
     [200, 'not json', /not JSON/],
   ];
   for (const [status, text, want] of cases) {
-    const h = await hook((_q, res) => res.writeHead(status).end(text));
+    const h = await httpsHook(pki, (_q, res) => res.writeHead(status).end(text));
     const out = await driver(h.url).describe(SERVER);
     await h.close();
     assert.equal(out.kind, 'unknown', `${status} ${text}`);
@@ -69,7 +45,7 @@ test('Describe: 404, 400, 500, a body without flags, not JSON: unknown with what
 });
 
 test('Describe: a hook that never answers is unknown at the deadline; a closed port is unknown at once', async () => {
-  const h = await hook(() => undefined);
+  const h = await httpsHook(pki, () => undefined);
   const t0 = performance.now();
   const out = await driver(h.url, 300).describe(SERVER);
   assert.ok(performance.now() - t0 < 2000);

@@ -6,6 +6,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { ApiServerUpgradeSpec, DriverCall } from '../../src/api/types.generated.ts';
 import { callsToReport, DRIVER_RUN_SLACK_MS } from '../../src/plan/calls.ts';
+import { resolveSpec } from '../../src/api/defaults.ts';
 import { PULL_ALLOWANCE_SECONDS } from '../../src/drivers/static-pod.ts';
 import type { ObservedPeer } from '../../src/plan/index.ts';
 import type { ObservedKubeadm } from '../../src/plan/observed-preflight.ts';
@@ -78,7 +79,56 @@ test('a Job gone (deleted) settles the call: nothing runs for it', () => {
   assert.deepEqual(calls(sim, 'cp-1').map((c) => c.action), ['Upgrade', 'Rollback']);
 });
 
-test('the webhook driver has no reports: its calls never wait for one', () => {
+// Fault campaign, process seed 281 #3: the rollback began with cp-2's Upgrade in flight; a look found cp-2 restarted
+// at v1.36.3 and the operator sent cp-2's Rollback at +19.2 s; the hook ended the Upgrade (cp-2 back in its balancer)
+// at +19.3 s. A hook that answers status requests (reportsStatus) holds the Rollback until it says it finished.
+const REPORTING_HOOK = { webhook: { url: 'https://hook.example/replace', reportsStatus: true } };
+
+test('a webhook that reports status: no Rollback for a server until the hook says its landed Upgrade ended', () => {
+  const { sim, upgradeKey } = landedWithAgentRunning(staticPodSpec({ driver: REPORTING_HOOK }));
+  sim.reports.set(upgradeKey, { kind: 'running', message: 'cp-1 is ready; putting it back in the balancer' });
+  for (let i = 0; i < 5; i++) sim.reconcile(2000);
+  assert.deepEqual(calls(sim, 'cp-1').map((c) => c.action), ['Upgrade'], 'no second call while the hook still runs the first');
+  sim.reports.set(upgradeKey, 'throws');
+  for (let i = 0; i < 3; i++) sim.reconcile(2000);
+  assert.deepEqual(calls(sim, 'cp-1').map((c) => c.action), ['Upgrade'], 'a status not read is no settlement');
+  sim.reports.set(upgradeKey, { kind: 'succeeded', message: 'cp-1 on v1.36.3, back in the balancer' });
+  sim.reconcile(2000);
+  sim.reconcile(2000);
+  assert.ok(calls(sim, 'cp-1')[0]!.driverSettledAt, 'settled when the hook said so');
+  assert.deepEqual(calls(sim, 'cp-1').map((c) => c.action), ['Upgrade', 'Rollback']);
+});
+
+test('a webhook that reports status: a rollback begun while the Upgrade is in flight waits for the landing, then for the hook', () => {
+  const sim = new ShellSim(fleet(3), staticPodSpec({ driver: REPORTING_HOOK }));
+  sim.autoLand = false;
+  sim.runUntil((x) => x.held.has('cp-1'), 10, 1000);
+  const upgradeKey = sim.held.get('cp-1')!.idempotencyKey;
+  sim.reports.set(upgradeKey, { kind: 'running', message: 'draining cp-1' });
+  sim.verdict = 'Breach';
+  sim.runUntil((x) => x.status?.phase === 'RollingBack', 10, 1000);
+  assert.equal(calls(sim, 'cp-1')[0]!.result, 'Accepted', 'the rollback began with the Upgrade in flight');
+  sim.land('cp-1');
+  for (let i = 0; i < 3; i++) sim.reconcile(500);
+  assert.equal(calls(sim, 'cp-1')[0]!.result, 'Done', 'landed, by observation');
+  assert.deepEqual(calls(sim, 'cp-1').map((c) => c.action), ['Upgrade'], 'landed is not ended: the hook still runs it');
+  sim.reports.set(upgradeKey, { kind: 'succeeded', message: 'done' });
+  sim.reconcile(500);
+  sim.reconcile(500);
+  assert.deepEqual(calls(sim, 'cp-1').map((c) => c.action), ['Upgrade', 'Rollback']);
+});
+
+test('a webhook that reports status and says its Accepted call failed is not asked until the call ends (only settlement is asked)', () => {
+  const sim = new ShellSim(fleet(3), staticPodSpec({ driver: REPORTING_HOOK }));
+  sim.autoLand = false;
+  sim.runUntil((x) => x.held.has('cp-1'), 10, 1000);
+  const upgradeKey = sim.held.get('cp-1')!.idempotencyKey;
+  sim.reports.set(upgradeKey, { kind: 'failed', message: 'the platform lost the node' });
+  for (let i = 0; i < 3; i++) sim.reconcile(2000);
+  assert.equal(calls(sim, 'cp-1')[0]!.result, 'Accepted', 'a webhook\'s Accepted call ends by observation or batchTimeout, as before');
+});
+
+test('a webhook without reportsStatus has no reports: its calls never wait for one (the gap docs/drivers.md names)', () => {
   const { sim } = landedWithAgentRunning(staticPodSpec({ driver: { webhook: { url: 'https://hook.example/replace' } } }));
   sim.reconcile(2000);
   sim.reconcile(2000);
@@ -90,6 +140,12 @@ test('what the shell reads: calls Accepted, and ended calls not settled within b
   const at = (minAgo: number): string => new Date(now.getTime() - minAgo * 60_000).toISOString();
   const c = (key: string, result: DriverCall['result'], minAgo: number, settled?: boolean): DriverCall => ({ key, server: 'cp-1', action: 'Upgrade', result, time: at(minAgo), ...(settled ? { driverSettledAt: at(0) } : {}) });
   const all = [c('accepted', 'Accepted', 30), c('done', 'Done', 1), c('failed', 'Failed', 2), c('timedout', 'TimedOut', 9), c('settled', 'Done', 1, true), c('old', 'Done', 11), c('rejected', 'Rejected', 1), c('abandoned', 'Abandoned', 1), c('requested', 'Requested', 1)];
-  assert.deepEqual(callsToReport(all, now, 5 * 60_000).map((x) => x.key), ['accepted', 'done', 'failed', 'timedout']);
+  const staticPod = resolveSpec(staticPodSpec()).driver;
+  assert.deepEqual(callsToReport(all, now, 5 * 60_000, staticPod).map((x) => x.key), ['accepted', 'done', 'failed', 'timedout']);
+  // A webhook that reports is asked only what settles a call; one that does not is asked nothing.
+  const reporting = resolveSpec(staticPodSpec({ driver: { webhook: { url: 'https://hook.example/replace', reportsStatus: true } } })).driver;
+  assert.deepEqual(callsToReport(all, now, 5 * 60_000, reporting).map((x) => x.key), ['done', 'failed', 'timedout']);
+  const silent = resolveSpec(staticPodSpec({ driver: { webhook: { url: 'https://hook.example/replace' } } })).driver;
+  assert.deepEqual(callsToReport(all, now, 5 * 60_000, silent).map((x) => x.key), []);
   assert.equal(DRIVER_RUN_SLACK_MS, PULL_ALLOWANCE_SECONDS * 1000, 'the slack is the agent Job\'s pull allowance');
 });

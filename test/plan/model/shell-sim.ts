@@ -5,7 +5,7 @@
 // lease holder) at the call's version and gate. Storage hashes and analysis checks are observed the way
 // the real observer gives them: storage per version of the servers up now, a check per interval. Before each
 // plan it reads the driver's report on every call Accepted in the status, as the reconciler does.
-import type { ApiServerUpgradeSpec } from '../../../src/api/types.generated.ts';
+import type { ApiServerUpgradeSpec, DriverCall } from '../../../src/api/types.generated.ts';
 import { plan, RESUME_ANNOTATION, type Plan, type Observation, type ObservedPeer, type ObservedStorage, type DriverRequest } from '../../../src/plan/index.ts';
 import { recordCallOutcome, type CallOutcome } from '../../../src/plan/call-outcome.ts';
 import type { CallReport } from '../../../src/plan/context.ts';
@@ -100,13 +100,14 @@ export class ShellSim extends Sim {
     // What the shell reads (callsToReport): the calls Accepted — `running` unless set — and the ended calls awaiting
     // settlement, whose agent exited when it landed (`succeeded`) unless set otherwise.
     const driverReports: Record<string, CallReport> = {};
-    let batchTimeoutMs = 0;
+    let toReport: DriverCall[] = [];
     try {
-      batchTimeoutMs = resolveSpec(this.spec).strategy.batchTimeoutMs;
+      const resolved = resolveSpec(this.spec);
+      toReport = callsToReport(this.status?.driverCalls ?? [], this.now, resolved.strategy.batchTimeoutMs, resolved.driver);
     } catch {
       /* a spec the planner refuses makes no call: nothing to report on */
     }
-    for (const c of callsToReport(this.status?.driverCalls ?? [], this.now, batchTimeoutMs)) {
+    for (const c of toReport) {
       const r = this.reports.get(c.key) ?? (c.result === 'Accepted' ? { kind: 'running', message: 'the agent Job runs' } : { kind: 'succeeded', message: 'the agent Job completed' });
       if (r !== 'throws') driverReports[c.key] = r;
     }
