@@ -128,7 +128,7 @@ test('the phases that freeze: EnablingProxy, RollingBack and Paused after prefli
   }
 });
 
-test('the webhook driver: url, caBundle, timeout and the token Secret are frozen under way', async () => {
+test('the webhook driver: url, caBundle, timeout, reportsStatus and the token Secret are frozen under way', async () => {
   const name = 'frozen-webhook';
   await create(name, webhookSpec);
   await setStatus(name, { phase: 'Upgrading' });
@@ -136,6 +136,8 @@ test('the webhook driver: url, caBundle, timeout and the token Secret are frozen
     ['spec.driver.webhook.url', { url: 'https://evil.example.com/replace' }],
     ['spec.driver.webhook.caBundle', { caBundle: Buffer.from('-----BEGIN CERTIFICATE-----\n').toString('base64') }],
     ['spec.driver.webhook.timeout', { timeout: '9m' }],
+    // Turned off under way, calls would stop waiting for the hook to say it finished the last one.
+    ['spec.driver.webhook.reportsStatus', { reportsStatus: true }],
     ['spec.driver.webhook.authSecretRef.name', { authSecretRef: { name: 'other-token' } }],
     ['spec.driver.webhook.authSecretRef.key', { authSecretRef: { key: 'password' } }],
   ];

@@ -14,7 +14,7 @@ test('withDefaults fills what the API server would, from the schema', () => {
     allowPrerelease: false,
     strategy: { batchSize: 1, soakDuration: '2m', batchTimeout: '10m', phases: 'OnePhase', phaseSoakDuration: '5m' },
     proxy: { gate: 'Auto', revertAfter: false, allowAlphaGate: false },
-    driver: { webhook: { url: 'https://h.example/replace', timeout: '30s' } },
+    driver: { webhook: { url: 'https://h.example/replace', timeout: '30s', reportsStatus: false } },
     analysis: {
       interval: '10s',
       failureLimit: 3,

@@ -13,7 +13,7 @@ const root = join(import.meta.dirname, '..', '..');
 test('frozen: every driver setting, the proxy policy and strategy.phases; never paused, batchSize, analysis or the annotations', () => {
   const fields = frozenFieldRules(specSchema).map((r) => r.fieldPath);
   for (const f of [
-    '.spec.driver.webhook.url', '.spec.driver.webhook.caBundle', '.spec.driver.webhook.timeout', '.spec.driver.webhook.authSecretRef.name',
+    '.spec.driver.webhook.url', '.spec.driver.webhook.caBundle', '.spec.driver.webhook.timeout', '.spec.driver.webhook.reportsStatus', '.spec.driver.webhook.authSecretRef.name',
     '.spec.driver.webhook.authSecretRef.namespace', '.spec.driver.webhook.authSecretRef.key', '.spec.driver.staticPod.image', '.spec.driver.staticPod.agentImage',
     '.spec.driver.staticPod.manifestPath', '.spec.driver.staticPod.backupDir', '.spec.driver.staticPod.peerCAFile', '.spec.driver.staticPod.namespace',
     '.spec.driver.staticPod.readyTimeout', '.spec.proxy.gate', '.spec.proxy.revertAfter', '.spec.strategy.phases',

@@ -9,8 +9,7 @@ import { callsToReport, DRIVER_RUN_SLACK_MS } from '../../src/plan/calls.ts';
 import { resolveSpec } from '../../src/api/defaults.ts';
 import { PULL_ALLOWANCE_SECONDS } from '../../src/drivers/static-pod.ts';
 import type { ObservedPeer } from '../../src/plan/index.ts';
-import type { ObservedKubeadm } from '../../src/plan/observed-preflight.ts';
-import { peer, spec, OLD } from './fleet.ts';
+import { kubeadmFacts, peer, spec, OLD } from './fleet.ts';
 import { ShellSim } from './model/shell-sim.ts';
 
 function fleet(n: number): ObservedPeer[] {
@@ -24,17 +23,10 @@ function staticPodSpec(over: Partial<ApiServerUpgradeSpec> = {}): ApiServerUpgra
 
 const calls = (sim: ShellSim, server: string): DriverCall[] => (sim.status?.driverCalls ?? []).filter((c) => c.server === server);
 
-/** What the static Pod driver's preflight reads on a clean kubeadm cluster of 3 control-plane nodes. */
-const KUBEADM: ObservedKubeadm = {
-  configMap: 'present',
-  nodes: [1, 2, 3].map((i) => ({ name: `cp-${i}`, kubeletVersion: OLD, hostnameLabel: `cp-${i}` })),
-  servers: [1, 2, 3].map((i) => ({ hostname: `cp-${i}`, etcd: { status: 200, body: 'ok' }, certificate: { ok: true, dnsNames: ['kubernetes.default.svc'], notAfter: '2027-12-01T00:00:00Z' }, deprecated: [], mirrorPod: { name: `kube-apiserver-cp-${i}`, nodeName: `cp-${i}` } })),
-};
-
 /** cp-1's Upgrade lands while its agent still runs, then a breach asks for the rollback. */
 function landedWithAgentRunning(s: ApiServerUpgradeSpec): { sim: ShellSim; upgradeKey: string } {
   const sim = new ShellSim(fleet(3), s);
-  sim.extra = { ...sim.extra, kubeadm: KUBEADM };
+  sim.extra = { ...sim.extra, kubeadm: kubeadmFacts(3) };
   sim.autoLand = false;
   sim.runUntil((x) => x.held.has('cp-1'), 10, 1000);
   const upgradeKey = sim.held.get('cp-1')!.idempotencyKey;

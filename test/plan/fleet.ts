@@ -1,4 +1,5 @@
 // A simulated fleet for the pure planner's tests: driver calls apply to it when the test says so.
+import type { ObservedKubeadm } from '../../src/plan/observed-preflight.ts';
 import type { ApiServerUpgradeSpec, ApiServerUpgradeStatus } from '../../src/api/types.generated.ts';
 import { leaseHolderSurvivesRestart } from '../../src/plan/version-facts.ts';
 import { plan, recordCallOutcome, type Plan, type Observation, type ObservedPeer, type ObservedStorage, type UpgradeInput } from '../../src/plan/index.ts';
@@ -88,4 +89,14 @@ export class Sim {
   condition(type: string): { status: string; reason: string; message: string } | undefined {
     return this.status?.conditions?.find((c) => c.type === type);
   }
+}
+
+/** What the static Pod driver's preflight reads on a clean kubeadm cluster of `n` control-plane nodes cp-1..cp-n. */
+export function kubeadmFacts(n: number): ObservedKubeadm {
+  const nodes = Array.from({ length: n }, (_, i) => i + 1);
+  return {
+    configMap: 'present',
+    nodes: nodes.map((i) => ({ name: `cp-${i}`, kubeletVersion: OLD, hostnameLabel: `cp-${i}` })),
+    servers: nodes.map((i) => ({ hostname: `cp-${i}`, etcd: { status: 200, body: 'ok' }, certificate: { ok: true, dnsNames: ['kubernetes.default.svc'], notAfter: '2027-12-01T00:00:00Z' }, deprecated: [], mirrorPod: { name: `kube-apiserver-cp-${i}`, nodeName: `cp-${i}` } })),
+  };
 }

@@ -5,7 +5,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { ApiServerUpgradeSpec } from '../../src/api/types.generated.ts';
 import { plan, type ObservedPeer } from '../../src/plan/index.ts';
-import { peer, spec, OLD, NEW } from './fleet.ts';
+import { kubeadmFacts, peer, spec, OLD, NEW } from './fleet.ts';
 import { ShellSim } from './model/shell-sim.ts';
 
 const TERMINAL = ['Succeeded', 'RolledBack', 'Failed'];
@@ -396,11 +396,21 @@ test('defect 20: a no-op upgrade is Complete; lastAnalysis carries discoveryConv
   });
 });
 
+/**
+ * A fleet replaced by a driver that reports an accepted call's failure (the static Pod driver: its Job), with the
+ * kubeadm facts its preflight reads. A webhook is asked only what settles an ended call (src/plan/calls.ts callsToReport).
+ */
+function jobSim(n: number, over: Parameters<typeof specWith>[0] = {}): ShellSim {
+  const sim = new ShellSim(fleet(n), specWith({ ...over, driver: { staticPod: { readyTimeout: '30s' } } }));
+  sim.extra = { ...sim.extra, kubeadm: kubeadmFacts(n) };
+  return sim;
+}
+
 test('driver reports failure after acceptance: the call ends Failed, the upgrade pauses DriverFailed naming the server, nothing else is sent to it; a resume retries under a new key', async (t) => {
   const upgradeCalls = (sim: ShellSim, h: string) => (sim.status?.driverCalls ?? []).filter((c) => c.server === h && c.action === 'Upgrade');
 
   await t.test('the Job cannot pull the image: Failed at once, DriverFailed, then a retry under a new key', () => {
-    const sim = new ShellSim(fleet(3), specWith({ strategy: { batchSize: 1, soakDuration: '0s', batchTimeout: '10m' } }));
+    const sim = jobSim(3, { strategy: { batchSize: 1, soakDuration: '0s', batchTimeout: '10m' } });
     sim.autoLand = false;
     sim.runUntil((s) => s.held.has('cp-1'), 6, 1000);
     sim.reconcile(1000);
@@ -435,7 +445,7 @@ test('driver reports failure after acceptance: the call ends Failed, the upgrade
   });
 
   await t.test('the agent restored the backup: Failed though the server restarted (at the old version)', () => {
-    const sim = new ShellSim(fleet(2), specWith({ strategy: { batchSize: 1, soakDuration: '0s', batchTimeout: '10m' } }));
+    const sim = jobSim(2, { strategy: { batchSize: 1, soakDuration: '0s', batchTimeout: '10m' } });
     sim.autoLand = false;
     sim.runUntil((s) => s.held.has('cp-1'), 6, 1000);
     sim.reconcile(1000);
@@ -447,7 +457,7 @@ test('driver reports failure after acceptance: the call ends Failed, the upgrade
   });
 
   await t.test('the agent restored the backup while the server was still down (its Lease gone): DriverFailed, not MembershipChanged', () => {
-    const sim = new ShellSim(fleet(3), specWith({ strategy: { batchSize: 1, soakDuration: '0s', batchTimeout: '10m' } }));
+    const sim = jobSim(3, { strategy: { batchSize: 1, soakDuration: '0s', batchTimeout: '10m' } });
     sim.autoLand = false;
     sim.runUntil((s) => s.held.has('cp-1'), 6, 1000);
     sim.reconcile(1000);
@@ -463,7 +473,7 @@ test('driver reports failure after acceptance: the call ends Failed, the upgrade
     // Seen on real kubelets: the new static Pod, killed again and again in its soak, never wrote its identity Lease
     // (the old server's graceful stop had deleted it); a MembershipChanged pause left the fleet mixed instead of
     // the rollback the spec asked for.
-    const sim = new ShellSim(fleet(3), specWith({ strategy: { batchSize: 1, soakDuration: '2m', batchTimeout: '10m' }, analysis: { failureLimit: 3, onBreach: 'Rollback' } }));
+    const sim = jobSim(3, { strategy: { batchSize: 1, soakDuration: '2m', batchTimeout: '10m' }, analysis: { failureLimit: 3, onBreach: 'Rollback' } });
     sim.runUntil((s) => s.status?.batch?.current === 2 && s.status.batch.soakUntil !== undefined, 40, 2000);
     const soaking = sim.status!.batch!.servers![0]!;
     assert.equal(sim.peerOf(soaking)?.version, NEW);
@@ -475,7 +485,7 @@ test('driver reports failure after acceptance: the call ends Failed, the upgrade
   });
 
   await t.test('a member outside the batch under way that vanishes is still a fleet change: MembershipChanged', () => {
-    const sim = new ShellSim(fleet(3), specWith({ strategy: { batchSize: 1, soakDuration: '2m', batchTimeout: '10m' }, analysis: { failureLimit: 3, onBreach: 'Rollback' } }));
+    const sim = jobSim(3, { strategy: { batchSize: 1, soakDuration: '2m', batchTimeout: '10m' }, analysis: { failureLimit: 3, onBreach: 'Rollback' } });
     sim.runUntil((s) => s.status?.batch?.current === 2 && s.status.batch.soakUntil !== undefined, 40, 2000);
     const untouched = sim.peers.find((p) => p.version !== NEW)!.hostname; // the last batch's
     sim.peers = sim.peers.filter((p) => p.hostname !== untouched);
@@ -485,7 +495,7 @@ test('driver reports failure after acceptance: the call ends Failed, the upgrade
   });
 
   await t.test('observation wins: a call seen landed is Done whatever the driver reports', () => {
-    const sim = new ShellSim(fleet(2), specWith({ strategy: { batchSize: 1, soakDuration: '0s', batchTimeout: '10m' } }));
+    const sim = jobSim(2, { strategy: { batchSize: 1, soakDuration: '0s', batchTimeout: '10m' } });
     sim.autoLand = false;
     sim.runUntil((s) => s.held.has('cp-1'), 6, 1000);
     sim.reconcile(1000);
@@ -499,7 +509,7 @@ test('driver reports failure after acceptance: the call ends Failed, the upgrade
 
   await t.test('running, succeeded, unknown and unreadable reports change nothing: only the clock or observation ends the call', () => {
     for (const report of [{ kind: 'running', message: 'Job runs' }, { kind: 'succeeded', message: 'Job succeeded' }, { kind: 'unknown', message: 'reading the Job failed: HTTP 503' }, 'throws'] as const) {
-      const sim = new ShellSim(fleet(2), specWith({ strategy: { batchSize: 1, soakDuration: '0s', batchTimeout: '1m' } }));
+      const sim = jobSim(2, { strategy: { batchSize: 1, soakDuration: '0s', batchTimeout: '1m' } });
       sim.autoLand = false;
       sim.runUntil((s) => s.held.has('cp-1'), 6, 1000);
       sim.reconcile(1000);
@@ -516,7 +526,7 @@ test('driver reports failure after acceptance: the call ends Failed, the upgrade
   });
 
   await t.test('a failed report for a call not Accepted is no decision', () => {
-    const sim = new ShellSim(fleet(2));
+    const sim = jobSim(2);
     sim.driverMode = 'lost'; // accepted at the driver, the answer lost: the call stays Requested
     sim.runUntil((s) => s.deliveries('Upgrade').length > 0, 6, 1000);
     const call = (sim.status?.driverCalls ?? []).find((c) => c.action === 'Upgrade')!;
@@ -527,7 +537,7 @@ test('driver reports failure after acceptance: the call ends Failed, the upgrade
   });
 
   await t.test('a failed Rollback call pauses DriverFailed in RollingBack; a resume sends a new Rollback under a new key', () => {
-    const sim = new ShellSim(fleet(2), specWith({ strategy: { batchSize: 1, soakDuration: '0s', batchTimeout: '10m' }, analysis: { failureLimit: 1, onBreach: 'Rollback' } }));
+    const sim = jobSim(2, { strategy: { batchSize: 1, soakDuration: '0s', batchTimeout: '10m' }, analysis: { failureLimit: 1, onBreach: 'Rollback' } });
     sim.runUntil((s) => s.peerOf('cp-1')?.version === NEW && s.status?.driverCalls?.find((c) => c.server === 'cp-1')?.result === 'Done', 20, 2000);
     sim.autoLand = false;
     sim.verdict = 'Breach';
@@ -558,7 +568,7 @@ test('driver reports failure after acceptance: the call ends Failed, the upgrade
   await t.test('with onBreach Rollback, a failed Upgrade rolls back only what it may have moved', () => {
     // cp-1 (batch 1) is upgraded; cp-2's Upgrade (batch 2) is accepted, then reported failed.
     const failedInBatch2 = (how: (sim: ShellSim) => void): ShellSim => {
-      const sim = new ShellSim(fleet(3), specWith({ strategy: { batchSize: 1, soakDuration: '0s', batchTimeout: '10m' }, analysis: { onBreach: 'Rollback' } }));
+      const sim = jobSim(3, { strategy: { batchSize: 1, soakDuration: '0s', batchTimeout: '10m' }, analysis: { onBreach: 'Rollback' } });
       sim.runUntil((s) => s.held.has('cp-2') || s.deliveries('Upgrade').includes('Upgrade:cp-2'), 20, 2000);
       sim.autoLand = false;
       sim.runUntil((s) => s.status?.driverCalls?.find((c) => c.server === 'cp-2')?.result === 'Accepted', 5, 1000);
