@@ -30,8 +30,8 @@ export interface UpgradeResult {
 /**
  * Until the faults healed and the upgrade rests (a terminal phase, or paused 20 s — a minute for a pause that lifts
  * by itself — with no replacement in flight), or the window ends. A loaded machine slows every replacement: while the
- * driver still made progress in the last minute, the window stretches (up to twice its length) rather than calling
- * a slow upgrade stuck (seed 7 #8: 30 s per replacement). With `resume` (liveness runs), a resting pause is resumed
+ * driver still made progress in the last minute or still runs a replacement, the window stretches (up to twice its
+ * length) rather than calling a slow upgrade stuck (seed 7 #8: 30 s per replacement). With `resume` (liveness runs), a resting pause is resumed
  * instead, up to RESUMES_AFTER_HEAL times, each giving the upgrade another window; the times go to `resumes`.
  */
 export async function awaitRest(o: {
@@ -40,7 +40,9 @@ export async function awaitRest(o: {
 }): Promise<void> {
   const resumes = o.resumes ?? [];
   const start = (): number => Math.max(o.createdAt, resumes.at(-1) ?? 0);
-  const end = (): number => start() + (o.lastDriverActivity() > Date.now() - 60_000 ? 2 : 1) * o.windowMs;
+  // A replacement still in flight stretches it too: the operator waits for it until batchTimeout (nodes seed 311 #3:
+  // a static Pod's new server took over two minutes to start at load 20, within its 180 s batchTimeout).
+  const end = (): number => start() + (o.lastDriverActivity() > Date.now() - 60_000 || o.inFlight() ? 2 : 1) * o.windowMs;
   while (Date.now() < end()) {
     await sleep(1000);
     const healedAt = o.healedAt();

@@ -3,7 +3,7 @@ import { KubeAccess } from './kubeconfig.ts';
 import { API_VERSION, GROUP, KIND, PLURAL, VERSION } from '../api/constants.ts';
 import type { ApiServerUpgrade, ApiServerUpgradeStatus } from '../api/types.generated.ts';
 import { KubeApiError, kubeRequest, type KubeRequestOptions, type Verb } from './kube-request.ts';
-import { withRetry, type RetryOptions } from './retry.ts';
+import { isConnectionFailure, withRetry, type RetryOptions } from './retry.ts';
 import type { Logger } from './logger.ts';
 
 export { KubeApiError } from './kube-request.ts';
@@ -83,14 +83,17 @@ export class KubeClient {
 
   /**
    * Any request. Reads (GET) are retried when transient; writes are not: a write whose answer was lost may
-   * have happened, and repeating it here could duplicate a POST. A failed write goes back to the work queue,
+   * have happened, and repeating it here could duplicate a POST — except a `preconditioned` one (a resourceVersion
+   * in its body), tried once more after a connection failure (isConnectionFailure). A failed write goes back to the work queue,
    * the one retry policy for writes, whose next reconcile re-reads and re-plans. `signal` cancels waits. Without its
    * own `timeoutMs`, an attempt gets the escalating deadline (KubeClientOptions.firstTimeoutMs).
    */
-  request<T>(method: Verb, path: string, opts: KubeRequestOptions = {}): Promise<T> {
+  request<T>(method: Verb, path: string, opts: KubeRequestOptions & { preconditioned?: boolean } = {}): Promise<T> {
     return withRetry(() => this.attempt<T>(method, path, opts), {
       ...this.o.retry,
-      ...(method === 'GET' ? {} : { attempts: 1 }),
+      // A write with a resourceVersion precondition is tried once more after a connection failure: had the first
+      // reached the server, the second gets 409 and the reconcile re-reads, so it never lands twice.
+      ...(method === 'GET' ? {} : opts.preconditioned ? { attempts: 2, retryable: isConnectionFailure } : { attempts: 1 }),
       signal: opts.signal,
       onRetry: (err, attempt, delayMs) =>
         this.log.warn('API call failed, retrying', { method, path, attempt, delayMs: Math.round(delayMs), err: err instanceof Error ? err.message : String(err) }),
@@ -139,7 +142,10 @@ export class KubeClient {
   patchUpgradeStatus(name: string, status: Partial<ApiServerUpgradeStatus>, o: { resourceVersion?: string; signal?: AbortSignal } = {}): Promise<ApiServerUpgrade> {
     const body: Record<string, unknown> = { status };
     if (o.resourceVersion !== undefined) body.metadata = { resourceVersion: o.resourceVersion };
-    return this.request<ApiServerUpgrade>('PATCH', `${this.upgradePath(name)}/status`, { body, contentType: MERGE_PATCH, signal: o.signal });
+    // Preconditioned writes are retried once after a connection failure (request): a look's status write that went
+    // to a server killed a moment before would otherwise lose the look's check (fault campaign, process seed 301 #12
+    // and nodes seed 311 #4: 3 s to fail at the balancer, then the look again, acted on 0.4 and 4 s past the bound).
+    return this.request<ApiServerUpgrade>('PATCH', `${this.upgradePath(name)}/status`, { body, contentType: MERGE_PATCH, signal: o.signal, preconditioned: o.resourceVersion !== undefined });
   }
 
   /** JSON merge patch of the object itself (metadata: finalizers, annotations). */

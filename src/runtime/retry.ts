@@ -21,6 +21,18 @@ export function isTransient(err: unknown): boolean {
   return typeof code === 'string' && /^(ECONN|EPIPE|ETIMEDOUT|EHOSTUNREACH|ENETUNREACH|EAI_AGAIN|ERR_SSL|ERR_TLS)/.test(code);
 }
 
+/**
+ * Whether a call failed at the connection, before any answer: refused, reset, or closed before its TLS handshake
+ * ended (a balancer that could not reach the server it chose closes the client's connection: haproxy after its
+ * connect retries, ~3 s, to a server SIGKILLed a moment before). Not a timeout (the request may sit on a server)
+ * and not an answer (an error status is the server's word).
+ */
+export function isConnectionFailure(err: unknown): boolean {
+  if (err instanceof KubeApiError || !(err instanceof Error) || err.name === 'TimeoutError' || err.name === 'AbortError') return false;
+  const code = (err as { code?: unknown }).code ?? (err.cause as { code?: unknown } | undefined)?.code;
+  return typeof code === 'string' && /^(ECONNREFUSED|ECONNRESET|EPIPE|ERR_SSL|ERR_TLS)/.test(code);
+}
+
 export interface RetryOptions {
   /** Total tries including the first; default 8 (about 25 s of waiting with the default backoff). */
   attempts?: number;

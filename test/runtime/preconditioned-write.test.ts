@@ -1,0 +1,94 @@
+// A status write carries a resourceVersion precondition, so it is tried once more after a connection failure: a look's
+// write that went to a server killed a moment before (through a balancer that then closes the connection) would
+// otherwise lose the look's check (fault campaign, process seed 301 #12, nodes seed 311 #4). Other writes are not.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { createServer, type IncomingMessage, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import winston from 'winston';
+import { KubeApiError, KubeClient } from '../../src/runtime/kube.ts';
+import { isConnectionFailure } from '../../src/runtime/retry.ts';
+import { localAccess } from './local-access.ts';
+
+/** `plan` says what each request in turn gets: its connection reset before any answer, a 409, a timeout (held), or 200. */
+async function serve(plan: Array<'reset' | 'resetAfterApplying' | 'ok' | 'hold'>): Promise<{ server: Server; port: number; seen: string[]; applied: number[] }> {
+  const seen: string[] = [];
+  const applied: number[] = [];
+  let version = 7;
+  const server = createServer((req: IncomingMessage, res) => {
+    let body = '';
+    req.on('data', (c: Buffer) => (body += c.toString()));
+    req.on('end', () => {
+      const what = plan[seen.length] ?? 'ok';
+      seen.push(`${req.method} ${what}`);
+      if (what === 'hold') return;
+      const rv = (JSON.parse(body || '{}') as { metadata?: { resourceVersion?: string } }).metadata?.resourceVersion;
+      if (rv !== undefined && rv !== String(version)) {
+        res.writeHead(409, { 'content-type': 'application/json' }).end(JSON.stringify({ kind: 'Status', reason: 'Conflict', message: 'the object has been modified' }));
+        return;
+      }
+      if (what === 'reset') return req.socket.destroy();
+      version++;
+      applied.push(version);
+      if (what === 'resetAfterApplying') return req.socket.destroy();
+      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ metadata: { name: 'u', resourceVersion: String(version) }, status: {} }));
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  return { server, port: (server.address() as AddressInfo).port, seen, applied };
+}
+
+const client = (port: number): KubeClient => new KubeClient(localAccess(port), { logger: winston.createLogger({ silent: true }), timeoutMs: 2_000, firstTimeoutMs: 300 });
+
+test('a status write whose connection is reset before any answer is sent again once, and lands', async () => {
+  const { server, port, seen, applied } = await serve(['reset', 'ok']);
+  try {
+    const got = await client(port).patchUpgradeStatus('u', { phase: 'Upgrading' }, { resourceVersion: '7' });
+    assert.equal(got.metadata?.resourceVersion, '8');
+    assert.deepEqual(seen, ['PATCH reset', 'PATCH ok']);
+    assert.deepEqual(applied, [8], 'written once');
+  } finally {
+    server.closeAllConnections();
+    server.close();
+  }
+});
+
+test('a status write that landed before its connection was cut is not written twice: the second try gets 409', async () => {
+  const { server, port, seen, applied } = await serve(['resetAfterApplying', 'ok']);
+  try {
+    await assert.rejects(client(port).patchUpgradeStatus('u', { phase: 'Upgrading' }, { resourceVersion: '7' }), (err: unknown) => err instanceof KubeApiError && err.statusCode === 409);
+    assert.equal(seen.length, 2);
+    assert.deepEqual(applied, [8], 'the precondition kept the second try from landing');
+  } finally {
+    server.closeAllConnections();
+    server.close();
+  }
+});
+
+test('not retried: a write without a precondition, a second connection failure, a timeout', async () => {
+  const a = await serve(['reset', 'reset', 'ok']);
+  try {
+    await assert.rejects(client(a.port).patchUpgradeStatus('u', { phase: 'Upgrading' }), (err: unknown) => isConnectionFailure(err));
+    await assert.rejects(client(a.port).request('POST', '/apis/batch/v1/namespaces/kube-system/jobs', { body: {} }), (err: unknown) => isConnectionFailure(err));
+    assert.deepEqual(a.seen, ['PATCH reset', 'POST reset'], 'each went once');
+  } finally {
+    a.server.closeAllConnections();
+    a.server.close();
+  }
+  const b = await serve(['reset', 'reset', 'ok']);
+  try {
+    await assert.rejects(client(b.port).patchUpgradeStatus('u', { phase: 'Upgrading' }, { resourceVersion: '7' }), (err: unknown) => isConnectionFailure(err));
+    assert.deepEqual(b.seen, ['PATCH reset', 'PATCH reset'], 'one more try, not more');
+  } finally {
+    b.server.closeAllConnections();
+    b.server.close();
+  }
+  const c = await serve(['hold', 'ok']);
+  try {
+    await assert.rejects(client(c.port).patchUpgradeStatus('u', { phase: 'Upgrading' }, { resourceVersion: '7' }), (err: Error) => err.name === 'TimeoutError');
+    assert.deepEqual(c.seen, ['PATCH hold'], 'a timeout may have reached a server: it goes back to the work queue');
+  } finally {
+    c.server.closeAllConnections();
+    c.server.close();
+  }
+});
