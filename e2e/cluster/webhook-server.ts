@@ -72,6 +72,7 @@ export class ReplaceWebhook {
   private readonly server: Server;
   private chain: Promise<void> = Promise.resolve();
   private readonly holds = new Map<string, number>();
+  private readonly tails = new Map<string, number>();
   private failing = 0;
 
   private constructor(server: Server, url: string, caBundle: string, logPath: string) {
@@ -192,6 +193,13 @@ export class ReplaceWebhook {
         const flags = before.config.extraFlags.filter((f) => !f.startsWith('--emulated-version='));
         if (call.emulatedVersion) flags.push(`--emulated-version=${call.emulatedVersion}`);
         const after = await cluster.replace(index, { version: call.targetVersion, featureGates: call.featureGates, extraFlags: flags });
+        const tail = this.tails.get(hostname);
+        if (tail !== undefined) {
+          // A platform's own steps after the server is ready (a check, a cleanup): the call is not ended yet.
+          this.tails.delete(hostname);
+          this.record({ ...what, event: 'held', detail: `${after.config.version} ready; ${tail} ms more before ending` });
+          await new Promise((r) => setTimeout(r, tail));
+        }
         call.to = { version: after.config.version, proxyGate: after.proxyGate };
         call.outcome = 'done';
         call.doneAt = Date.now();
@@ -244,6 +252,14 @@ export class ReplaceWebhook {
    */
   holdBeforeStart(hostname: string, ms: number): void {
     this.holds.set(hostname, ms);
+  }
+
+  /**
+   * The next replacement of `hostname` ends `ms` after its server is ready and back in the balancer: the server is
+   * at its goal all that time, the call not yet ended (Status answers Running).
+   */
+  holdAfterReady(hostname: string, ms: number): void {
+    this.tails.set(hostname, ms);
   }
 
   /** The next accepted replacement (of any server) is answered 202 and then fails without touching the server. */
