@@ -170,10 +170,10 @@ export interface WebhookDriver {
   authSecretRef?: SecretKeyRef;
   /**
    * The hook answers status requests (kind ReplaceStatusRequest: is the replacement of this key running,
-   * succeeded or failed? docs/drivers.md "Status"). When true, a call is ended only when its server is
-   * observed back at the goal, and no other call goes to that server until the hook says it runs nothing more
-   * for the last one; a status that cannot be read counts as still running. When false, the operator cannot
-   * know when the hook finishes: the next call for a server can reach the hook while it still ends the
+   * succeeded or failed? docs/drivers.md "Status"). When true, no other call goes to a server until the hook
+   * says it runs nothing more for the last one (a call still ends when its server is observed back at the
+   * goal, or at batchTimeout); a status that cannot be read counts as still running. When false, the operator
+   * cannot know when the hook finishes: the next call for a server can reach the hook while it still ends the
    * previous one (it must then carry out the newest). Default: `false`.
    */
   reportsStatus?: boolean;

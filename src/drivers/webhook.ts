@@ -138,8 +138,8 @@ export class WebhookDriver implements Driver {
   }
 
   /**
-   * POSTs a status request for an accepted call (docs/drivers.md "Status"; only when spec.driver.webhook.reportsStatus
-   * is true) and reads the hook's state from a 2xx answer (src/drivers/webhook-status.ts), within STATUS_DEADLINE_MS
+   * POSTs a status request for a call the hook accepted (docs/drivers.md "Status"; the shell asks only about ended
+   * calls not yet settled, and only when spec.driver.webhook.reportsStatus is true) and reads the hook's state from a 2xx answer (src/drivers/webhook-status.ts), within STATUS_DEADLINE_MS
    * (or the call's timeout when shorter): it is asked before a look observes the fleet. Everything else — a 4xx,
    * a 5xx, a network or TLS error, the deadline, a body not of that shape — is `unknown`: the call is then taken as
    * still running, never as failed or settled on a guess.
