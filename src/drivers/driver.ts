@@ -12,7 +12,7 @@ export type DriverOutcome = CallOutcome;
 
 /**
  * What a driver knows, after it accepted a call, about the replacement it runs (the static Pod driver reads
- * its Job and the Job's Pod): `failed` is final — the replacement will not happen (the target image cannot be
+ * its Job and the Job's Pod; a webhook with reportsStatus asks the hook, src/drivers/webhook-status.ts): `failed` is final — the replacement will not happen (the target image cannot be
  * pulled, the agent exited non-zero, the new static Pod never got ready and the agent restored the backup);
  * `running` and `succeeded` are information only (a call is Done only when its server is observed back at the
  * goal) — except that no other call goes to the server while the driver still runs this one; `unknown` means the
