@@ -17,3 +17,25 @@ test('a server that exits while starting fails the start at once, with its exit 
     await c.teardown();
   }
 });
+
+test('a replacement\'s configuration is the server\'s only once the old process is gone: a running server is never reported with the next run\'s flags', async () => {
+  const c = await Cluster.start({ servers: 1 });
+  try {
+    const wrong: string[] = [];
+    let sampling = true;
+    const sampler = (async () => {
+      while (sampling) {
+        const s = c.server(0);
+        if (s.running && !s.config.extraFlags.every((f) => s.flags.includes(f))) wrong.push(`${s.config.extraFlags.join(' ')} reported while the run has ${s.flags.filter((f) => f.startsWith('--v=')).join(' ') || 'no --v'}`);
+        await new Promise((r) => setTimeout(r, 5));
+      }
+    })();
+    await c.replace(0, { extraFlags: ['--v=1'] });
+    sampling = false;
+    await sampler;
+    assert.deepEqual(wrong.slice(0, 3), [], 'the old process was reported with the new configuration');
+    assert.ok(c.server(0).flags.includes('--v=1'), 'the new run has the new flags');
+  } finally {
+    await c.teardown();
+  }
+});

@@ -383,10 +383,13 @@ export class Cluster {
     };
     // Before anything is stopped: the replacement's binary must exist and start (throws, server untouched).
     await this.readyBinary(target.version);
-    slot.info.config = target;
     const drain = next.drain !== false && this.haproxy !== undefined;
     if (drain) await this.drain(i);
     await this.stop(i);
+    // The configuration changes once the old process is gone: while it drains and stops it still runs the old one
+    // (the fault campaign's process table read the new version 6 s early and judged a correct Succeeded wrong,
+    // process seed 331 #21).
+    slot.info.config = target;
     await this.start(i);
     if (drain) await this.undrain(i);
     return this.server(i);
