@@ -142,7 +142,12 @@ test('TwoPhase: a breach in phase two with a MutatingAdmissionPolicy v1 pauses n
   await patchSpec(cluster, name, { analysis: { thresholds: { latencyP99: '1ms' } } });
   // A breach that comes before the operator listed the target-only objects (latency over the default 1 s at load,
   // before the patch above) pauses RollbackSafetyUnknown first; that pause re-checks, and names the orphan once listed.
-  const paused = await until(cluster, name, (u) => u.status?.phase === 'Paused' && u.status.pause?.reason !== 'RollbackSafetyUnknown');
+  // until() returns on any pause: wait past RollbackSafetyUnknown here (at load 10 a latency breach with failureLimit 1
+  // came while cp-1's phase-two Upgrade was in flight, before any server emulating 1.36 had its discovery read).
+  const paused = await waitFor(`${name} paused on a known cause`, 6 * 60_000, async () => {
+    const u = await getUpgrade(cluster, name);
+    return u && (['Failed', 'RolledBack', 'Succeeded'].includes(u.status?.phase ?? '') || (u.status?.phase === 'Paused' && u.status.pause?.reason !== 'RollbackSafetyUnknown')) ? u : undefined;
+  }, 500);
   assert.equal(paused.status?.pause?.reason, 'RollbackOrphans', JSON.stringify(paused.status?.pause));
   assert.match(paused.status?.pause?.message ?? '', /label-configmaps/);
   assert.equal(paused.status?.conditions?.find((c) => c.type === 'RollbackSafe')?.reason, 'WouldOrphanObjects');
