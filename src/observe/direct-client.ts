@@ -34,6 +34,11 @@ export type CredentialSource = () => Promise<Credentials>;
 /** A request's own deadline (body included), instead of the client's `timeoutMs`. */
 export interface Deadline {
   timeoutMs?: number;
+  /**
+   * An end shared by several requests (epoch ms): the request gets what is left of it when it is sent (after
+   * waiting for a slot), never less than `timeoutMs` — a request sent after the end still gets that long.
+   */
+  until?: number;
 }
 
 export interface DirectClientOptions {
@@ -169,7 +174,7 @@ export class DirectClient {
   }
 
   /** Aggregated discovery; answers from the ETag cache on 304. */
-  async discovery(address: string, which: DiscoveryRequest): Promise<APIGroupDiscoveryList> {
+  async discovery(address: string, which: DiscoveryRequest, o: Deadline = {}): Promise<APIGroupDiscoveryList> {
     const path = which.core ? '/api' : '/apis';
     const accept = which.peer ? DISCOVERY_ACCEPT : DISCOVERY_ACCEPT_NOPEER;
     const key = `${address} ${path} ${accept}`;
@@ -179,7 +184,7 @@ export class DirectClient {
     const where = `https://${address}${path}`;
     // Asked, read and parsed inside a slot: at most BIG_BODY_SLOTS documents are in memory at once, process-wide.
     const doc = await this.slots.run(async () => {
-      const res = await this.request(address, path, headers);
+      const res = await this.request(address, path, headers, o);
       let body: string;
       if (res.statusCode === 304 && cached) {
         res.resume();
@@ -263,7 +268,7 @@ export class DirectClient {
 
   /** One GET (httpsCall: sent once more when a kept-alive socket had been closed; GETs only, so repeating is safe). */
   private async request(address: string, path: string, headers: Record<string, string>, o: Deadline = {}): Promise<IncomingMessage> {
-    const timeoutMs = o.timeoutMs ?? this.timeoutMs;
+    const timeoutMs = o.until === undefined ? (o.timeoutMs ?? this.timeoutMs) : Math.max(o.timeoutMs ?? 0, Math.min(this.timeoutMs, o.until - Date.now()));
     const creds = await this.credentials();
     const host = hostOf(address);
     const port = Number(address.slice(address.lastIndexOf(':') + 1));

@@ -9,7 +9,7 @@ import { mapLimitSettled } from './map-limit.ts';
 import { FAMILIES, SIGNAL_FAMILIES, type GateState, type WindowDeltas } from './signals.ts';
 import { processIdentity } from '../plan/process-identity.ts';
 import { leaseHolderSurvivesRestart } from '../plan/version-facts.ts';
-import { probeDeadlineMs } from '../plan/probe-deadline.ts';
+import { probeDeadlineMs, PROBE_DEADLINE_MIN_MS } from '../plan/probe-deadline.ts';
 import { compactScrape, compactWindowDeltas, SeriesPool, type CompactScrape } from './compact-scrape.ts';
 import { resourceSet, unlistableResources, convergence, storageVersionHashes, resourceKinds, mergeHashes, legacyDiscoveryPaths, aggregatedDiscoveryPaths, type APIResourceList, type APIServiceListLike, type ServerDiscovery } from './discovery.ts';
 import { summarizeAnalysis } from './analysis-summary.ts';
@@ -59,6 +59,15 @@ const CONCURRENCY = 4;
 const DISCOVERY_DOCS_PER_SERVER = 4;
 /** The gate's gauge and the process start time: what a scrape made for the gate state alone keeps. */
 const GATE_FAMILIES: ReadonlySet<string> = new Set([FAMILIES.featureEnabled, FAMILIES.processStart]);
+
+/** One server's discovery as read: a side whose fetch failed is undefined, with its error. */
+interface DiscoveryRead {
+  own: Set<string> | undefined;
+  peerAggregated: Set<string> | undefined;
+  /** Resources its own discovery lists without the `list` verb. */
+  unlistable: Set<string>;
+  errors: { peer: boolean; error: unknown }[];
+}
 
 /** The gate state and process start of the last /metrics scrape of an address, and the lease holder and version serving there then. */
 interface GateRead {
@@ -204,8 +213,14 @@ export class FleetObserver {
     // exist at once, not one per server.
     if (forAnalysis) this.seriesPool.rotate();
     const deadline = probeDeadlineMs(settings.intervalMs);
+    const lookEnd = Date.now() + deadline;
+    const discoveries = new Map<string, Promise<DiscoveryRead>>();
     const probed = await mapLimitSettled(addresses, CONCURRENCY, async (a) => {
       const r = await this.direct.probeWithMetrics(a, wanted(a), { timeoutMs: deadline });
+      // A server that answers ready is asked for its discovery at once, while the other probes run: a look with
+      // one held server then waits for it once, not for its probe and then everybody's discovery (nodes seed
+      // 351 #1: looks of 4-8 s at a 3 s interval, a 4 x 3 s limit acted on 10.4 s late).
+      if (r.probe.ready === true && r.probe.version) discoveries.set(a, this.readDiscovery(a, lookEnd));
       return { probe: r.probe, metrics: r.metrics && (forAnalysis ? compactScrape(r.metrics, this.seriesPool) : true), capped: r.capped };
     });
     // Answers over a cap, by address until the inventory names their servers.
@@ -263,7 +278,7 @@ export class FleetObserver {
     const stalePeers = peers.filter((p) => p.stale).length;
     const nameOf = new Map(this.inventory.servers.filter((s) => s.address).map((s) => [s.address!, s.hostname || s.address!]));
     const bodyCaps: ObservedBodyCap[] = cappedAt.map((c) => ({ server: nameOf.get(c.address) ?? c.address, body: c.body, message: c.message }));
-    const discovered = this.discovery(up, bodyCaps);
+    const discovered = this.discovery(up, bodyCaps, (p) => discoveries.get(p.address!) ?? this.readDiscovery(p.address!, lookEnd));
     const stored = this.storage(peers, up, bodyCaps);
     const [discovery, orphans, analysis, storage] = await Promise.all([
       discovered.then((d) => d?.discovery),
@@ -283,23 +298,17 @@ export class FleetObserver {
    * Convergence and each server's own set, plus the resources some server's own discovery lists without the
    * `list` verb (left out of the orphan lists).
    */
-  private async discovery(up: ObservedPeer[], caps: ObservedBodyCap[]): Promise<{ discovery: NonNullable<Observation['discovery']>; unlistable: ReadonlySet<string> } | undefined> {
+  private async discovery(up: ObservedPeer[], caps: ObservedBodyCap[], readOf: (p: ObservedPeer) => Promise<DiscoveryRead>): Promise<{ discovery: NonNullable<Observation['discovery']>; unlistable: ReadonlySet<string> } | undefined> {
     if (up.length === 0) return undefined;
     const unlistable = new Set<string>();
     const servers: ServerDiscovery[] = await Promise.all(up.map(async (p) => {
-      const get = async (peer: boolean): Promise<Set<string> | undefined> => {
-        try {
-          const [apis, api] = await Promise.all([this.direct.discovery(p.address!, { peer, core: false }), this.direct.discovery(p.address!, { peer, core: true })]);
-          if (!peer) for (const k of unlistableResources(apis, api)) unlistable.add(k);
-          return resourceSet(apis, api);
-        } catch (err) {
-          noteCap(caps, p.hostname, 'discovery', err);
-          this.log.debug('discovery fetch failed', { server: p.hostname, peer, error: String(err) });
-          return undefined;
-        }
-      };
-      const [own, peerAggregated] = await Promise.all([get(false), get(true)]);
-      return { server: p.hostname, version: p.version!, ...(p.emulation ? { emulation: p.emulation } : {}), own, peerAggregated };
+      const read = await readOf(p);
+      for (const { peer, error } of read.errors) {
+        noteCap(caps, p.hostname, 'discovery', error);
+        this.log.debug('discovery fetch failed', { server: p.hostname, peer, error: String(error) });
+      }
+      for (const k of read.unlistable) unlistable.add(k);
+      return { server: p.hostname, version: p.version!, ...(p.emulation ? { emulation: p.emulation } : {}), own: read.own, peerAggregated: read.peerAggregated };
     }));
     const c = convergence(servers);
     const message = c.converged
@@ -311,6 +320,29 @@ export class FleetObserver {
       .sort((a, b) => a.server.localeCompare(b.server))
       .map((s) => ({ server: s.server, version: s.version, ...(s.emulation ? { emulation: s.emulation } : {}), resources: [...s.own!].sort() }));
     return { discovery: { converged: c.converged, message, own }, unlistable };
+  }
+
+  /**
+   * One server's own (`profile=nopeer`) and peer-aggregated discovery, each `/apis` with `/api`. Never rejects:
+   * what failed is undefined, its error kept. Each request gets what is left of the look (`until`), at least
+   * PROBE_DEADLINE_MIN_MS: a server slow to answer discovery is unconverged for this look, not a look twice as long.
+   */
+  private async readDiscovery(address: string, until: number): Promise<DiscoveryRead> {
+    const deadline = { until, timeoutMs: PROBE_DEADLINE_MIN_MS };
+    const unlistable = new Set<string>();
+    const errors: DiscoveryRead['errors'] = [];
+    const get = async (peer: boolean): Promise<Set<string> | undefined> => {
+      try {
+        const [apis, api] = await Promise.all([this.direct.discovery(address, { peer, core: false }, deadline), this.direct.discovery(address, { peer, core: true }, deadline)]);
+        if (!peer) for (const k of unlistableResources(apis, api)) unlistable.add(k);
+        return resourceSet(apis, api);
+      } catch (error) {
+        errors.push({ peer, error });
+        return undefined;
+      }
+    };
+    const [own, peerAggregated] = await Promise.all([get(false), get(true)]);
+    return { own, peerAggregated, unlistable, errors };
   }
 
   /**

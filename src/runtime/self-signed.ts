@@ -51,6 +51,19 @@ function ipBytes(ip: string): Buffer {
 }
 
 /**
+ * A serial number from random bytes, as DER wants an INTEGER's content: positive (high bit clear) and minimal (a
+ * first byte of 0x00 before a byte under 0x80 is padding, which OpenSSL refuses: "illegal padding"). The first
+ * byte is kept in 0x40-0x7f; clearing only the high bit made one certificate in 256 unreadable (unit suite,
+ * 2026-12-05).
+ */
+export function certificateSerial(random: Buffer): Buffer {
+  if (random.length === 0 || random.length > 20) throw new RangeError(`a serial number has 1 to 20 bytes, got ${random.length}`);
+  const serial = Buffer.from(random);
+  serial[0] = (serial[0]! & 0x3f) | 0x40;
+  return serial;
+}
+
+/**
  * A certificate for `names` (DNS names and IP literals; the first is the subject's CN), valid from an hour ago
  * (clock skew) for `validDays`.
  */
@@ -59,8 +72,7 @@ export function selfSignedCertificate(names: readonly string[], validDays = 365,
   const { privateKey, publicKey } = generateKeyPairSync('ec', { namedCurve: 'prime256v1' });
   const ecdsaSha256 = seq(oid('1.2.840.10045.4.3.2'));
   const name = seq(der(0x31, seq(oid('2.5.4.3'), der(0x0c, Buffer.from(names[0]!)))));
-  const serial = randomBytes(16);
-  serial[0]! &= 0x7f; // a positive INTEGER
+  const serial = certificateSerial(randomBytes(16));
   const altNames = seq(...names.map((n) => (isIP(n) ? der(0x87, ipBytes(n)) : der(0x82, Buffer.from(n)))));
   const extension = (id: string, critical: boolean, value: Buffer): Buffer => seq(oid(id), ...(critical ? [der(0x01, Buffer.from([0xff]))] : []), der(0x04, value));
   const tbs = seq(

@@ -76,6 +76,8 @@ export interface FixtureServer {
   override: Map<string, string>;
   /** Paths the server takes and never answers (a hung server, or one cut from etcd); change it at will. */
   hold: Set<string>;
+  /** A path -> milliseconds the server waits before it answers (a loaded server); change it at will. */
+  delay: Map<string, number>;
   close(): Promise<void>;
 }
 
@@ -89,12 +91,19 @@ export async function startFixtureServer(version: string, n: number, extra: Secu
   const extraLegacy = new Map<string, APIResourceList>();
   const override = new Map<string, string>();
   const hold = new Set<string>();
+  const delay = new Map<string, number>();
   const server: Server = createServer({ ...tlsMaterial(n), ...extra }, (req, res) => {
     const path = (req.url ?? '/').split('?')[0]!;
     requests.push(path);
+    const wait = delay.get(path) ?? 0;
     const send = (status: number, body: string, type = 'application/json') => {
-      res.writeHead(status, { 'Content-Type': type });
-      res.end(body);
+      const answer = () => {
+        if (res.destroyed) return;
+        res.writeHead(status, { 'Content-Type': type });
+        res.end(body);
+      };
+      if (wait > 0) setTimeout(answer, wait);
+      else answer();
     };
     if (hold.has(path)) return;
     const failed = fail.get(path);
@@ -126,6 +135,7 @@ export async function startFixtureServer(version: string, n: number, extra: Secu
     extra: extraLegacy,
     override,
     hold,
+    delay,
     close: () => new Promise<void>((resolve) => {
       server.closeAllConnections();
       server.close(() => resolve());

@@ -62,3 +62,53 @@ describe('FleetObserver and a server that holds its probes', () => {
     assert.ok(tookMs < 1_800, `the look took ${tookMs} ms of its 2 s interval`);
   });
 });
+
+describe('FleetObserver and discovery within the look', () => {
+  const servers: FixtureServer[] = [];
+  let observer: FleetObserver;
+
+  before(async () => {
+    servers.push(await startFixtureServer('v1.36.3', 1), await startFixtureServer('v1.36.3', 2));
+    const api = new FakeApi();
+    for (const s of servers) api.add(s);
+    observer = new FleetObserver(fixtureDirectClient(), api.list, silentLogger());
+    await observer.observe(settings(3_000), NOW);
+  });
+  after(async () => {
+    observer.close();
+    await Promise.all(servers.map((s) => s.close()));
+  });
+
+  it("reads a ready server's discovery while a held server's probe runs: the look waits once, not twice", async () => {
+    // Nodes seed 351 #1: a server cut from etcd held its probe for the 2.5 s deadline, then the others' discovery
+    // (slow at load 22-25) came after it, so looks took 4-8 s at a 3 s interval.
+    servers[1]!.hold.add('/readyz');
+    servers[0]!.delay.set('/apis', 1_500);
+    try {
+      const started = Date.now();
+      const obs = await observer.observe(settings(3_000), NOW + 3_000);
+      const tookMs = Date.now() - started;
+      assert.deepEqual(obs.peers.map((p) => [p.hostname, p.ready]).sort(), [['cp-1', true], ['cp-2', false]]);
+      assert.deepEqual(obs.discovery?.own?.map((o) => o.server), ['cp-1'], 'the slow discovery was read within the look');
+      assert.ok(tookMs < probeDeadlineMs(3_000) + 400, `the look took ${tookMs} ms: the 2.5 s probe and then 1.5 s of discovery, in turn`);
+    } finally {
+      servers[1]!.hold.delete('/readyz');
+      servers[0]!.delay.delete('/apis');
+    }
+  });
+
+  it("ends a look whose discovery a server holds within the interval, and that server's discovery is unknown", async () => {
+    servers[0]!.hold.add('/apis');
+    try {
+      const started = Date.now();
+      const obs = await observer.observe(settings(3_000), NOW + 6_000);
+      const tookMs = Date.now() - started;
+      assert.deepEqual(obs.peers.map((p) => [p.hostname, p.ready]).sort(), [['cp-1', true], ['cp-2', true]]);
+      assert.equal(obs.discovery?.converged, false);
+      assert.deepEqual(obs.discovery?.own?.map((o) => o.server), ['cp-2'], "cp-1's own discovery is unknown, not guessed");
+      assert.ok(tookMs < 3_000, `the look took ${tookMs} ms: discovery kept the client's 5 s deadline, past the 3 s interval`);
+    } finally {
+      servers[0]!.hold.delete('/apis');
+    }
+  });
+});

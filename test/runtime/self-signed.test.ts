@@ -4,7 +4,8 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { X509Certificate } from 'node:crypto';
 import { request } from 'node:https';
-import { selfSignedCertificate } from '../../src/runtime/self-signed.ts';
+import fc from 'fast-check';
+import { certificateSerial, selfSignedCertificate } from '../../src/runtime/self-signed.ts';
 import { startHealthServer } from '../../src/runtime/health.ts';
 import { Registry } from 'prom-client';
 import { createLogger } from '../../src/runtime/logger.ts';
@@ -49,5 +50,20 @@ describe('selfSignedCertificate', () => {
     } finally {
       await health.close();
     }
+  });
+});
+
+describe('certificateSerial', () => {
+  it('is a positive, minimal DER INTEGER whatever the random bytes (a first byte 0x00 or 0x80 once made a certificate OpenSSL refused)', () => {
+    for (const first of [0x00, 0x80, 0xff, 0x7f]) {
+      const s = certificateSerial(Buffer.from([first, 0x01, ...Array.from({ length: 14 }, () => 0)]));
+      assert.ok(s[0]! >= 0x40 && s[0]! <= 0x7f, `first byte ${first.toString(16)} -> ${s[0]!.toString(16)}`);
+    }
+    fc.assert(fc.property(fc.uint8Array({ minLength: 16, maxLength: 16 }), (bytes) => {
+      const s = certificateSerial(Buffer.from(bytes));
+      return s.length === 16 && (s[0]! & 0x80) === 0 && s[0] !== 0 && s.subarray(1).equals(Buffer.from(bytes).subarray(1));
+    }));
+    assert.throws(() => certificateSerial(Buffer.alloc(0)), RangeError);
+    assert.throws(() => certificateSerial(Buffer.alloc(21)), RangeError);
   });
 });
