@@ -5,7 +5,7 @@
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { OLD_VERSION, waitFor } from './cluster/index.ts';
-import { createUpgrade, getUpgrade } from './support/operator.ts';
+import { createUpgrade, getUpgrade, upgradeAtRest } from './support/operator.ts';
 import { startRig, upgradeManifest } from './support/rig.ts';
 const cleanups: (() => Promise<void>)[] = [];
 after(async () => {
@@ -29,11 +29,7 @@ async function rollbackOnBreach(name: string, source: 'Direct' | 'Prometheus', h
   const killedAt = Date.now();
   await cluster.kill(0);
 
-  const final = await waitFor('the rollback to finish', 3 * 60_000, async () => {
-    const u = await getUpgrade(cluster, name);
-    const p = u?.status?.phase;
-    return p === 'RolledBack' || p === 'Paused' || p === 'Failed' || p === 'Succeeded' ? u : undefined;
-  }, 500);
+  const final = await upgradeAtRest(cluster, name, 'the rollback to finish', 3 * 60_000);
   await hook.idle();
   await traffic.stop();
 

@@ -10,9 +10,8 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { NEW_VERSION, OLD_VERSION, waitFor, type Cluster } from './cluster/index.ts';
-import { createUpgrade, getUpgrade, startOperator } from './support/operator.ts';
+import { createUpgrade, getUpgrade, startOperator, upgradeAtRest } from './support/operator.ts';
 import { startRig, upgradeManifest } from './support/rig.ts';
-import type { ApiServerUpgrade } from '../src/api/types.generated.ts';
 
 const cleanups: (() => Promise<void>)[] = [];
 after(async () => {
@@ -20,17 +19,6 @@ after(async () => {
 });
 
 const UPGRADES = '/apis/upgrade.apiserver.dev/v1alpha1/apiserverupgrades';
-
-async function finished(cluster: Cluster, name: string, within: number): Promise<ApiServerUpgrade> {
-  let last = '';
-  return waitFor(`${name} to finish`, within, async () => {
-    const u = await getUpgrade(cluster, name);
-    const p = u?.status?.phase;
-    const line = `${p} ${u?.status?.batch?.progress ?? ''} ${u?.status?.pause?.message ?? ''}`;
-    if (line !== last) process.stderr.write(`[${name}] ${(last = line)}\n`);
-    return p === 'Succeeded' || p === 'RolledBack' || p === 'Paused' || p === 'Failed' ? u : undefined;
-  }, 500);
-}
 
 async function versions(cluster: Cluster): Promise<string[]> {
   return Promise.all(cluster.servers.map(async (s) => (JSON.parse((await cluster.request(s.index, '/version')).body) as { gitVersion: string }).gitVersion));
@@ -53,7 +41,7 @@ for (const [point, port] of [['before-call', 18090], ['after-call', 18092]] as c
 
     const second = await startOperator(cluster, { healthPort: port + 1, env: { AUO_FAULT: point, AUO_FAULT_ONCE_FILE: once } });
     cleanups.push(() => second.stop());
-    const final = await finished(cluster, name, 5 * 60_000);
+    const final = await upgradeAtRest(cluster, name, `${name} to finish`, 5 * 60_000);
     await hook.idle();
 
     assert.equal(final.status?.phase, 'Succeeded', JSON.stringify(final.status?.pause ?? final.status?.conditions));
@@ -97,7 +85,7 @@ test('onBreach Rollback while a replacement is in flight: the rollback waits for
   assert.equal(r.status, 200, r.body);
   const breachAt = Date.now();
   await waitFor('RollingBack', 60_000, async () => ((await getUpgrade(cluster, name))?.status?.phase === 'RollingBack' ? true : undefined), 200);
-  const final = await finished(cluster, name, 5 * 60_000);
+  const final = await upgradeAtRest(cluster, name, `${name} to finish`, 5 * 60_000);
   await hook.idle();
 
   assert.equal(final.status?.phase, 'RolledBack', JSON.stringify(final.status?.pause ?? final.status?.conditions));

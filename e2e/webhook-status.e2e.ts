@@ -6,7 +6,7 @@
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { OLD_VERSION, waitFor } from './cluster/index.ts';
-import { createUpgrade, getUpgrade } from './support/operator.ts';
+import { createUpgrade, upgradeAtRest } from './support/operator.ts';
 import { startRig, upgradeManifest } from './support/rig.ts';
 import { ABORT_ANNOTATION } from '../src/api/vocabulary.ts';
 
@@ -32,11 +32,7 @@ test('no Rollback for a server until the hook says its landed Upgrade ended', as
   const r = await cluster.request('lb', `${UPGRADES}/${name}`, { method: 'PATCH', headers: { 'Content-Type': 'application/merge-patch+json' }, body: JSON.stringify({ metadata: { annotations: { [ABORT_ANNOTATION]: 'a1' } } }) });
   assert.equal(r.status, 200, r.body);
 
-  const final = await waitFor('the rollback to finish', 4 * 60_000, async () => {
-    const u = await getUpgrade(cluster, name);
-    const p = u?.status?.phase;
-    return p === 'RolledBack' || p === 'Paused' || p === 'Failed' || p === 'Succeeded' ? u : undefined;
-  }, 500);
+  const final = await upgradeAtRest(cluster, name, 'the rollback to finish', 4 * 60_000);
   await hook.idle();
 
   assert.equal(final.status?.phase, 'RolledBack', JSON.stringify(final.status?.pause ?? final.status?.conditions));

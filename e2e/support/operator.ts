@@ -9,6 +9,7 @@ export type ClusterLike = Pick<Cluster, 'request' | 'dir' | 'kubeconfig'> & { se
 import { waitFor } from '../cluster/index.ts';
 import type { ApiServerUpgrade } from '../../src/api/types.generated.ts';
 import { withRetry } from '../../src/runtime/retry.ts';
+import { isTerminal } from '../../src/api/vocabulary.ts';
 
 const root = join(import.meta.dirname, '..', '..');
 export const CRD_PATH = join(root, 'crds', 'apiserverupgrades.upgrade.apiserver.dev.yaml');
@@ -44,6 +45,21 @@ export async function getUpgrade(cluster: ClusterLike, name: string): Promise<Ap
   } catch {
     return undefined; // the balancer may be between servers
   }
+}
+
+/**
+ * The upgrade once it rests — a terminal phase or Paused — for the test to read which. Each new phase, progress or
+ * pause message goes to stderr, so a test that times out shows where the upgrade stood.
+ */
+export async function upgradeAtRest(cluster: ClusterLike, name: string, what: string, withinMs: number): Promise<ApiServerUpgrade> {
+  let last = '';
+  return waitFor(what, withinMs, async () => {
+    const u = await getUpgrade(cluster, name);
+    const p = u?.status?.phase;
+    const line = `${p} ${u?.status?.batch?.progress ?? ''} ${u?.status?.pause?.message ?? ''}`;
+    if (line !== last) process.stderr.write(`[${name}] ${(last = line)}\n`);
+    return isTerminal(p) || p === 'Paused' ? u : undefined;
+  }, 500);
 }
 
 export interface OperatorProcess {
