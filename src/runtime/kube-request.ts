@@ -22,6 +22,8 @@ export interface KubeRequestOptions {
   /** Whole-request deadline, headers and body; default 15 s. */
   timeoutMs?: number;
   signal?: AbortSignal;
+  /** Opens a new connection: the idle kept-alive ones are closed first (they may be kept to a server that holds requests). */
+  freshConnection?: boolean;
 }
 
 /** A response the server answered with a non-2xx status; `status` is the Status object's reason when it sent one. */
@@ -120,6 +122,10 @@ export async function kubeRequest<T>(access: KubeAccess, method: Verb, path: str
   if (opts.body !== undefined) headers['Content-Type'] = opts.contentType ?? 'application/json';
   let res: IncomingMessage;
   let text: string;
+  if (opts.freshConnection) {
+    agents.get(access)?.dropIdle();
+    dropIdleSockets(plainAgent);
+  }
   try {
     res = await openKubeRequest(access, method, path, {
       query: opts.query,
