@@ -38,7 +38,7 @@ export interface KubeClientOptions {
    * API that is only slow still gets its calls through; any answer from a server (an error status too) resets it.
    */
   firstTimeoutMs?: number;
-  /** How long a preconditioned write waits for its answer before a second try goes beside it (hedge.ts); default 1 s. */
+  /** How long a read or a preconditioned write waits for its answer before a second try goes beside it (hedge.ts); default 1 s. */
   hedgeAfterMs?: number;
   retry?: Omit<RetryOptions, 'onRetry' | 'signal'>;
 }
@@ -48,6 +48,8 @@ export interface KubeClientOptions {
  * first is held, and a held one then costs about 1 s of a look instead of the 5 s deadline.
  */
 const HEDGE_AFTER_MS = 1_000;
+/** Less time than this left of a call's deadline: no second try (it would only add a request). */
+const MIN_SECOND_TRY_MS = 300;
 
 export interface EventInput {
   regarding: { apiVersion: string; kind: string; name: string; namespace?: string; uid?: string; resourceVersion?: string };
@@ -95,14 +97,13 @@ export class KubeClient {
    * have happened, and repeating it here could duplicate a POST — except a `preconditioned` one (a resourceVersion
    * in its body), tried once more after a connection failure (isConnectionFailure). A failed write goes back to the work queue,
    * the one retry policy for writes, whose next reconcile re-reads and re-plans. `signal` cancels waits. Without its
-   * own `timeoutMs`, an attempt gets the escalating deadline (KubeClientOptions.firstTimeoutMs).
+   * own `timeoutMs`, an attempt gets the escalating deadline (KubeClientOptions.firstTimeoutMs). A read or a
+   * preconditioned write still unanswered after `hedgeAfterMs` gets a second try beside it (hedgedAttempt).
    */
   request<T>(method: Verb, path: string, opts: KubeRequestOptions & { preconditioned?: boolean } = {}): Promise<T> {
-    // A preconditioned write that sits unanswered gets a second try beside it, on a new connection (hedge.ts): it
-    // cannot land twice, and the balancer sends a new connection where its health checks say.
-    const once = method !== 'GET' && opts.preconditioned
-      ? () => hedged((signal, second) => this.attempt<T>(method, path, { ...opts, signal: opts.signal ? AbortSignal.any([signal, opts.signal]) : signal, ...(second ? { freshConnection: true } : {}) }), this.o.hedgeAfterMs ?? HEDGE_AFTER_MS)
-      : () => this.attempt<T>(method, path, opts);
+    // A read, or a preconditioned write, that sits unanswered gets a second try beside it on a new connection
+    // (hedge.ts): neither can take effect twice, and the balancer sends a new connection where its health checks say.
+    const once = method === 'GET' || opts.preconditioned ? () => this.hedgedAttempt<T>(method, path, opts) : () => this.attempt<T>(method, path, opts);
     return withRetry(once, {
       ...this.o.retry,
       // A write with a resourceVersion precondition is tried once more after a connection failure: had the first
@@ -114,9 +115,35 @@ export class KubeClient {
     });
   }
 
+  /** The deadline of an attempt: the call's own, else the escalating one (KubeClientOptions.firstTimeoutMs). */
+  private deadline(opts: KubeRequestOptions): number {
+    return opts.timeoutMs ?? Math.min(this.o.timeoutMs ?? 15_000, (this.o.firstTimeoutMs ?? 5_000) * 2 ** this.timeoutsInARow);
+  }
+
+  /**
+   * An attempt with a second one beside it once it has waited hedgeAfterMs. The second ends when the first would:
+   * a hedge never makes a call outlast its deadline (a caller that gives one counts on it); with less than
+   * MIN_SECOND_TRY_MS left there is none.
+   */
+  private hedgedAttempt<T>(method: Verb, path: string, opts: KubeRequestOptions): Promise<T> {
+    const timeoutMs = this.deadline(opts);
+    const afterMs = this.o.hedgeAfterMs ?? HEDGE_AFTER_MS;
+    if (timeoutMs - afterMs < MIN_SECOND_TRY_MS) return this.attempt<T>(method, path, { ...opts, timeoutMs });
+    const started = Date.now();
+    return hedged((signal, second) => {
+      const left = timeoutMs - (Date.now() - started);
+      if (second && left < MIN_SECOND_TRY_MS) return Promise.reject(new DOMException(`${method} ${path}: no time left for a second try`, 'TimeoutError'));
+      return this.attempt<T>(method, path, {
+        ...opts,
+        timeoutMs: second ? left : timeoutMs,
+        signal: opts.signal ? AbortSignal.any([signal, opts.signal]) : signal,
+        ...(second ? { freshConnection: true } : {}),
+      });
+    }, afterMs);
+  }
+
   private async attempt<T>(method: Verb, path: string, opts: KubeRequestOptions): Promise<T> {
-    const full = this.o.timeoutMs ?? 15_000;
-    const timeoutMs = opts.timeoutMs ?? Math.min(full, (this.o.firstTimeoutMs ?? 5_000) * 2 ** this.timeoutsInARow);
+    const timeoutMs = this.deadline(opts);
     try {
       const got = await kubeRequest<T>(this.kubeConfig, method, path, { ...opts, timeoutMs });
       this.timeoutsInARow = 0;

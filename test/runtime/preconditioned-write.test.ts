@@ -1,6 +1,7 @@
 // A status write carries a resourceVersion precondition, so it is tried once more after a connection failure: a look's
 // write that went to a server killed a moment before (through a balancer that then closes the connection) would
 // otherwise lose the look's check (fault campaign, process seed 301 #12, nodes seed 311 #4). Other writes are not.
+// Such a write, and a read, that a server holds gets a second try beside it (src/runtime/hedge.ts; below).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
@@ -153,5 +154,31 @@ test('a write without a precondition gets no second try, however long it is held
   } finally {
     server.closeAllConnections();
     server.close();
+  }
+});
+
+test('a read held by its server gets a second try beside it; a caller\'s deadline is never outlasted', async () => {
+  const a = await serve(['hold', 'ok']);
+  try {
+    const got = await hedging(a.port).request<{ metadata?: { resourceVersion?: string } }>('GET', '/apis/batch/v1/namespaces/kube-system/jobs/j');
+    assert.equal(got.metadata?.resourceVersion, '8');
+    assert.deepEqual(a.seen, ['GET hold', 'GET ok']);
+  } finally {
+    a.server.closeAllConnections();
+    a.server.close();
+  }
+  // Job-report reads in nodes seed 381 #6 sat 5 s on a server cut from etcd. Both tries held: the call ends at its own
+  // 800 ms, not 200 ms later.
+  const b = await serve(['hold', 'hold', 'hold', 'hold']);
+  const once = new KubeClient(localAccess(b.port), { logger: winston.createLogger({ silent: true }), timeoutMs: 3_000, hedgeAfterMs: 200, retry: { attempts: 1 } });
+  try {
+    const started = Date.now();
+    await assert.rejects(once.request('GET', '/apis/batch/v1/namespaces/kube-system/jobs/j', { timeoutMs: 800 }), (err: Error) => err.name === 'TimeoutError');
+    const tookMs = Date.now() - started;
+    assert.ok(tookMs >= 750 && tookMs < 950, `took ${tookMs} ms`);
+    assert.deepEqual(b.seen, ['GET hold', 'GET hold']);
+  } finally {
+    b.server.closeAllConnections();
+    b.server.close();
   }
 });
