@@ -24,29 +24,36 @@ describe('probe deadline', () => {
   });
 });
 
-describe('FleetObserver and a server that holds its probes', () => {
+/**
+ * Two v1.36.3 fixture servers and an observer of them, started before the suite's tests and closed after. The
+ * fixture client's own deadline is 5 s: only the look's deadline can end a wait sooner.
+ */
+function twoServers(): { servers: FixtureServer[]; observer: () => FleetObserver } {
   const servers: FixtureServer[] = [];
-  let observer: FleetObserver;
-
+  let observer: FleetObserver | undefined;
   before(async () => {
     servers.push(await startFixtureServer('v1.36.3', 1), await startFixtureServer('v1.36.3', 2));
     const api = new FakeApi();
     for (const s of servers) api.add(s);
-    // The fixture client's own deadline is 5 s: only the look's deadline can end the wait sooner.
     observer = new FleetObserver(fixtureDirectClient(), api.list, silentLogger());
   });
   after(async () => {
-    observer.close();
+    observer?.close();
     await Promise.all(servers.map((s) => s.close()));
   });
+  return { servers, observer: () => observer! };
+}
+
+describe('FleetObserver and a server that holds its probes', () => {
+  const { servers, observer } = twoServers();
 
   it('counts it not ready once a 1 s interval passed, and the look ends soon after', async () => {
-    const before = await observer.observe(settings(1_000), NOW);
+    const before = await observer().observe(settings(1_000), NOW);
     assert.deepEqual(before.peers.map((p) => [p.hostname, p.ready]).sort(), [['cp-1', true], ['cp-2', true]]);
     servers[1]!.hold.add('/readyz');
     servers[1]!.hold.add('/metrics');
     const started = Date.now();
-    const held = await observer.observe(settings(1_000), NOW + 1_000);
+    const held = await observer().observe(settings(1_000), NOW + 1_000);
     const tookMs = Date.now() - started;
     assert.deepEqual(held.peers.map((p) => [p.hostname, p.ready]).sort(), [['cp-1', true], ['cp-2', false]]);
     assert.ok(tookMs >= 900 && tookMs < 2_000, `the look took ${tookMs} ms: it waits the 1 s deadline, not the client's 5 s`);
@@ -56,7 +63,7 @@ describe('FleetObserver and a server that holds its probes', () => {
     // Nodes seed 191 #9: looks that waited the whole 2 s interval on a server cut from etcd overran it by their status
     // write, and the reconciler's gap after an overrunning look put checks 3 s apart: a 3 x 2 s limit acted on late.
     const started = Date.now();
-    const held = await observer.observe(settings(2_000), NOW + 3_000);
+    const held = await observer().observe(settings(2_000), NOW + 3_000);
     const tookMs = Date.now() - started;
     assert.deepEqual(held.peers.map((p) => [p.hostname, p.ready]).sort(), [['cp-1', true], ['cp-2', false]]);
     assert.ok(tookMs < 1_800, `the look took ${tookMs} ms of its 2 s interval`);
@@ -64,20 +71,8 @@ describe('FleetObserver and a server that holds its probes', () => {
 });
 
 describe('FleetObserver and discovery within the look', () => {
-  const servers: FixtureServer[] = [];
-  let observer: FleetObserver;
-
-  before(async () => {
-    servers.push(await startFixtureServer('v1.36.3', 1), await startFixtureServer('v1.36.3', 2));
-    const api = new FakeApi();
-    for (const s of servers) api.add(s);
-    observer = new FleetObserver(fixtureDirectClient(), api.list, silentLogger());
-    await observer.observe(settings(3_000), NOW);
-  });
-  after(async () => {
-    observer.close();
-    await Promise.all(servers.map((s) => s.close()));
-  });
+  const { servers, observer } = twoServers();
+  before(() => observer().observe(settings(3_000), NOW));
 
   it("reads a ready server's discovery while a held server's probe runs: the look waits once, not twice", async () => {
     // Nodes seed 351 #1: a server cut from etcd held its probe for the 2.5 s deadline, then the others' discovery
@@ -86,7 +81,7 @@ describe('FleetObserver and discovery within the look', () => {
     servers[0]!.delay.set('/apis', 1_500);
     try {
       const started = Date.now();
-      const obs = await observer.observe(settings(3_000), NOW + 3_000);
+      const obs = await observer().observe(settings(3_000), NOW + 3_000);
       const tookMs = Date.now() - started;
       assert.deepEqual(obs.peers.map((p) => [p.hostname, p.ready]).sort(), [['cp-1', true], ['cp-2', false]]);
       assert.deepEqual(obs.discovery?.own?.map((o) => o.server), ['cp-1'], 'the slow discovery was read within the look');
@@ -101,7 +96,7 @@ describe('FleetObserver and discovery within the look', () => {
     servers[0]!.hold.add('/apis');
     try {
       const started = Date.now();
-      const obs = await observer.observe(settings(3_000), NOW + 6_000);
+      const obs = await observer().observe(settings(3_000), NOW + 6_000);
       const tookMs = Date.now() - started;
       assert.deepEqual(obs.peers.map((p) => [p.hostname, p.ready]).sort(), [['cp-1', true], ['cp-2', true]]);
       assert.equal(obs.discovery?.converged, false);
