@@ -1,12 +1,12 @@
 /**
  * A second try beside a slow first one (a hedged request, "The Tail at Scale", Dean and Barroso, 2013): when the
  * first attempt has not settled within `afterMs`, a second starts beside it; the first success wins and the other
- * is aborted. Only for requests that cannot take effect twice — a write with a resourceVersion precondition: of two
- * such writes at most one lands, and the other gets 409, even when it reaches its server after the winner.
+ * is aborted. Only for requests that cannot take effect twice: a read, or a write with a resourceVersion precondition —
+ * of two such writes at most one lands, and the other gets 409, even when it reaches its server after the winner.
  *
  * Why: a status write the balancer sent to a server cut from etcd sits there until its deadline (5 s), and the
  * look's check is lost with it; with two servers of three cut, most writes went there (fault campaign, nodes seed
- * 381 #2: a 3 x 2 s limit acted on 7.5 s late). A second connection is balanced anew, most likely to a server that
+ * 381 #2: a 3 x 2 s limit acted on 7.5 s late; 381 #6: a Job read held the same way). A second connection is balanced anew, most likely to a server that
  * answers.
  *
  * The first attempt failing before the second started ends the call with its error: retrying failures is the
