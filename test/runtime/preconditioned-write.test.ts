@@ -55,59 +55,50 @@ async function serve(plan: Array<'reset' | 'resetAfterApplying' | 'ok' | 'hold' 
   return { server, port: (server.address() as AddressInfo).port, seen, applied };
 }
 
+/** Runs `fn` against a server answering by `plan` (serve), then closes it. */
+async function served(plan: Parameters<typeof serve>[0], fn: (s: Awaited<ReturnType<typeof serve>>) => Promise<void>): Promise<void> {
+  const s = await serve(plan);
+  try {
+    await fn(s);
+  } finally {
+    s.server.closeAllConnections();
+    s.server.close();
+  }
+}
+
 const client = (port: number): KubeClient => new KubeClient(localAccess(port), { logger: winston.createLogger({ silent: true }), timeoutMs: 2_000, firstTimeoutMs: 300 });
 
 test('a status write whose connection is reset before any answer is sent again once, and lands', async () => {
-  const { server, port, seen, applied } = await serve(['reset', 'ok']);
-  try {
+  await served(['reset', 'ok'], async ({ port, seen, applied }) => {
     const got = await client(port).patchUpgradeStatus('u', { phase: 'Upgrading' }, { resourceVersion: '7' });
     assert.equal(got.metadata?.resourceVersion, '8');
     assert.deepEqual(seen, ['PATCH reset', 'PATCH ok']);
     assert.deepEqual(applied, [8], 'written once');
-  } finally {
-    server.closeAllConnections();
-    server.close();
-  }
+  });
 });
 
 test('a status write that landed before its connection was cut is not written twice: the second try gets 409', async () => {
-  const { server, port, seen, applied } = await serve(['resetAfterApplying', 'ok']);
-  try {
+  await served(['resetAfterApplying', 'ok'], async ({ port, seen, applied }) => {
     await assert.rejects(client(port).patchUpgradeStatus('u', { phase: 'Upgrading' }, { resourceVersion: '7' }), (err: unknown) => err instanceof KubeApiError && err.statusCode === 409);
     assert.equal(seen.length, 2);
     assert.deepEqual(applied, [8], 'the precondition kept the second try from landing');
-  } finally {
-    server.closeAllConnections();
-    server.close();
-  }
+  });
 });
 
 test('not retried: a write without a precondition, a second connection failure, a timeout', async () => {
-  const a = await serve(['reset', 'reset', 'ok']);
-  try {
+  await served(['reset', 'reset', 'ok'], async (a) => {
     await assert.rejects(client(a.port).patchUpgradeStatus('u', { phase: 'Upgrading' }), (err: unknown) => isConnectionFailure(err));
     await assert.rejects(client(a.port).request('POST', '/apis/batch/v1/namespaces/kube-system/jobs', { body: {} }), (err: unknown) => isConnectionFailure(err));
     assert.deepEqual(a.seen, ['PATCH reset', 'POST reset'], 'each went once');
-  } finally {
-    a.server.closeAllConnections();
-    a.server.close();
-  }
-  const b = await serve(['reset', 'reset', 'ok']);
-  try {
+  });
+  await served(['reset', 'reset', 'ok'], async (b) => {
     await assert.rejects(client(b.port).patchUpgradeStatus('u', { phase: 'Upgrading' }, { resourceVersion: '7' }), (err: unknown) => isConnectionFailure(err));
     assert.deepEqual(b.seen, ['PATCH reset', 'PATCH reset'], 'one more try, not more');
-  } finally {
-    b.server.closeAllConnections();
-    b.server.close();
-  }
-  const c = await serve(['hold', 'ok']);
-  try {
+  });
+  await served(['hold', 'ok'], async (c) => {
     await assert.rejects(client(c.port).patchUpgradeStatus('u', { phase: 'Upgrading' }, { resourceVersion: '7' }), (err: Error) => err.name === 'TimeoutError');
     assert.deepEqual(c.seen, ['PATCH hold'], 'a timeout may have reached a server: it goes back to the work queue');
-  } finally {
-    c.server.closeAllConnections();
-    c.server.close();
-  }
+  });
 });
 
 // Nodes seed 381 #2: with two servers of three cut from etcd, the look's status write sat 5 s on one of them and the
@@ -116,8 +107,7 @@ test('not retried: a write without a precondition, a second connection failure, 
 const hedging = (port: number): KubeClient => new KubeClient(localAccess(port), { logger: winston.createLogger({ silent: true }), timeoutMs: 3_000, firstTimeoutMs: 3_000, hedgeAfterMs: 200 });
 
 test('a status write held by its server gets a second try beside it, which lands, once', async () => {
-  const { server, port, seen, applied } = await serve(['hold', 'ok']);
-  try {
+  await served(['hold', 'ok'], async ({ port, seen, applied }) => {
     const started = Date.now();
     const got = await hedging(port).patchUpgradeStatus('u', { phase: 'Upgrading' }, { resourceVersion: '7' });
     const tookMs = Date.now() - started;
@@ -125,60 +115,41 @@ test('a status write held by its server gets a second try beside it, which lands
     assert.deepEqual(seen, ['PATCH hold', 'PATCH ok']);
     assert.deepEqual(applied, [8]);
     assert.ok(tookMs < 1_500, `the write took ${tookMs} ms: it waited out its 3 s deadline on the held server`);
-  } finally {
-    server.closeAllConnections();
-    server.close();
-  }
+  });
 });
 
 test('of a slow write and its second try, one lands: the other meets the precondition and gets 409', async () => {
-  const { server, port, seen, applied } = await serve(['slow', 'ok']);
-  try {
+  await served(['slow', 'ok'], async ({ port, seen, applied }) => {
     const got = await hedging(port).patchUpgradeStatus('u', { phase: 'Upgrading' }, { resourceVersion: '7' });
     assert.equal(got.metadata?.resourceVersion, '8');
     await new Promise((r) => setTimeout(r, 500)); // the slow one reaches its precondition after the second landed
     assert.deepEqual(seen, ['PATCH slow', 'PATCH ok']);
     assert.deepEqual(applied, [8], 'written once');
-  } finally {
-    server.closeAllConnections();
-    server.close();
-  }
+  });
 });
 
 test('a write without a precondition gets no second try, however long it is held', async () => {
-  const { server, port, seen } = await serve(['hold', 'ok']);
-  const c = new KubeClient(localAccess(port), { logger: winston.createLogger({ silent: true }), timeoutMs: 700, firstTimeoutMs: 700, hedgeAfterMs: 100 });
-  try {
+  await served(['hold', 'ok'], async ({ port, seen }) => {
+    const c = new KubeClient(localAccess(port), { logger: winston.createLogger({ silent: true }), timeoutMs: 700, firstTimeoutMs: 700, hedgeAfterMs: 100 });
     await assert.rejects(c.patchUpgradeStatus('u', { phase: 'Upgrading' }), (err: Error) => err.name === 'TimeoutError');
     assert.deepEqual(seen, ['PATCH hold'], 'it went once: had it reached a server, a second could land too');
-  } finally {
-    server.closeAllConnections();
-    server.close();
-  }
+  });
 });
 
 test('a read held by its server gets a second try beside it; a caller\'s deadline is never outlasted', async () => {
-  const a = await serve(['hold', 'ok']);
-  try {
+  await served(['hold', 'ok'], async (a) => {
     const got = await hedging(a.port).request<{ metadata?: { resourceVersion?: string } }>('GET', '/apis/batch/v1/namespaces/kube-system/jobs/j');
     assert.equal(got.metadata?.resourceVersion, '8');
     assert.deepEqual(a.seen, ['GET hold', 'GET ok']);
-  } finally {
-    a.server.closeAllConnections();
-    a.server.close();
-  }
+  });
   // Job-report reads in nodes seed 381 #6 sat 5 s on a server cut from etcd. Both tries held: the call ends at its own
   // 800 ms, not 200 ms later.
-  const b = await serve(['hold', 'hold', 'hold', 'hold']);
-  const once = new KubeClient(localAccess(b.port), { logger: winston.createLogger({ silent: true }), timeoutMs: 3_000, hedgeAfterMs: 200, retry: { attempts: 1 } });
-  try {
+  await served(['hold', 'hold', 'hold', 'hold'], async (b) => {
+    const once = new KubeClient(localAccess(b.port), { logger: winston.createLogger({ silent: true }), timeoutMs: 3_000, hedgeAfterMs: 200, retry: { attempts: 1 } });
     const started = Date.now();
     await assert.rejects(once.request('GET', '/apis/batch/v1/namespaces/kube-system/jobs/j', { timeoutMs: 800 }), (err: Error) => err.name === 'TimeoutError');
     const tookMs = Date.now() - started;
     assert.ok(tookMs >= 750 && tookMs < 950, `took ${tookMs} ms`);
     assert.deepEqual(b.seen, ['GET hold', 'GET hold']);
-  } finally {
-    b.server.closeAllConnections();
-    b.server.close();
-  }
+  });
 });
