@@ -3,7 +3,8 @@
 // ServiceAccount (impersonated), the agent Job that the driver's agentJob() builds is ADMITTED, and hand-made Jobs —
 // another image, `sh -c`, an extra hostPath, an extra container, privileged, extra environment, paths outside the
 // policy — and a Pod are DENIED by the policy itself (403 naming it, with RBAC widened so that only the policy can
-// be what says no). Requests of other users are not the policy's business.
+// be what says no); the one update it lets through is the driver's stop of its own Job (spec.suspend). Requests of
+// other users are not the policy's business.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { parse, parseAllDocuments, stringify } from 'yaml';
@@ -11,6 +12,7 @@ import { Cluster, OLD_VERSION, NEW_VERSION, waitFor } from './cluster/index.ts';
 import { tool, runOk } from './support/tools.ts';
 import { resolveSpec } from '../src/api/defaults.ts';
 import { agentJob } from '../src/drivers/static-pod.ts';
+import { STOPPED_ANNOTATION } from '../src/drivers/job-report.ts';
 import { idempotencyKey } from '../src/plan/keys.ts';
 import type { DriverRequest } from '../src/plan/actions.ts';
 
@@ -108,6 +110,28 @@ test('the agent Job agentJob() builds is admitted (created for real, as the oper
   // A kube-apiserver from another registry, as the driver uses when the spec names none (the node's own repository).
   const mirror = await create(realJob('cp-2', `mirror.example.com/k8s/kube-apiserver:${NEW_VERSION}`), true);
   assert.equal(mirror.status, 201, mirror.body.slice(0, 800));
+});
+
+/** A merge patch of a Job as the operator's ServiceAccount. */
+function patchJob(name: string, body: unknown): Promise<{ status: number; body: string }> {
+  return cluster.request(0, `${JOBS}/${name}`, { method: 'PATCH', headers: { 'Content-Type': 'application/merge-patch+json', 'Impersonate-User': SA }, body: JSON.stringify(body) });
+}
+
+test('the operator stops its own Job (spec.suspend, as the driver sends it) and changes nothing else of it', async () => {
+  const job = realJob('cp-3');
+  assert.equal((await create(job)).status, 201);
+  const name = job.metadata.name;
+  // Before it is stopped: no other change (an annotation alone), and no change of the Pod template with the stop.
+  // The Job never started (no controller here), so its template's scheduling fields are mutable once suspended:
+  // only the policy says no.
+  assertDenied(await patchJob(name, { metadata: { annotations: { 'e2e/x': 'y' } } }), 'an annotation, not stopped', /changes a Job it created only to stop it/);
+  assertDenied(await patchJob(name, { spec: { suspend: true, template: { spec: { nodeSelector: { 'kubernetes.io/hostname': 'cp-9' } } } } }), 'the stop with another node', /its Pod template unchanged/);
+  // The driver's own stop (src/drivers/static-pod.ts stop): admitted.
+  const stopped = await patchJob(name, { metadata: { annotations: { [STOPPED_ANNOTATION]: 'init container pull-kube-apiserver of Pod x is waiting: ErrImagePull' } }, spec: { suspend: true } });
+  assert.equal(stopped.status, 200, stopped.body.slice(0, 800));
+  assert.equal((JSON.parse(stopped.body) as { spec: { suspend?: boolean } }).spec.suspend, true);
+  // Resumed, it would run: denied.
+  assertDenied(await patchJob(name, { spec: { suspend: false } }), 'the resume', /changes a Job it created only to stop it/);
 });
 
 test('hand-made Jobs from the operator\'s ServiceAccount are denied by the policy, each saying why', async () => {

@@ -31,14 +31,20 @@ const BATCH_TIMEOUT_SECONDS = 180;
 const JOBS = '/apis/batch/v1/namespaces/kube-system/jobs?labelSelector=app.kubernetes.io%2Fmanaged-by%3Dapiserver-upgrade-operator';
 const ACTIONS: Record<string, DriverOp['action']> = { upgrade: 'Upgrade', rollback: 'Rollback', enableproxy: 'EnableProxy', revertproxy: 'RevertProxy' };
 
+const AGENT_PODS = '/api/v1/namespaces/kube-system/pods?labelSelector=app.kubernetes.io%2Fmanaged-by%3Dapiserver-upgrade-operator';
+
 interface JobList {
-  items: { metadata: { name: string; labels?: Record<string, string>; annotations?: Record<string, string> }; status?: { succeeded?: number; failed?: number } }[];
+  items: { metadata: { name: string; labels?: Record<string, string>; annotations?: Record<string, string> }; spec?: { suspend?: boolean }; status?: { succeeded?: number; failed?: number } }[];
 }
+
+interface PodList { items: { metadata: { labels?: Record<string, string> }; status?: { phase?: string } }[] }
 
 /**
  * The agent Jobs as driver operations, polled: an operation starts when its Job is first seen and ends when it is
- * first seen finished (succeeded: the agent saw the new server ready; failed: it reverted or never touched it). One
- * clock for both ends, so a Job created right after the last one finished is not taken for an overlap.
+ * first seen finished (succeeded: the agent saw the new server ready; failed: it reverted or never touched it), or
+ * suspended (stopped by the driver) with no Pod of it left that may run — read after the Jobs, so a Pod seen gone
+ * was gone after the Job was seen suspended. One clock for both ends, so a Job created right after the last one
+ * finished is not taken for an overlap.
  */
 class JobRecorder {
   readonly ops = new Map<string, DriverOp>();
@@ -55,8 +61,22 @@ class JobRecorder {
   private async poll(): Promise<void> {
     const r = await this.c.request('lb', JOBS, { timeoutMs: 3000 }).catch(() => undefined);
     if (r?.status !== 200) return;
+    const jobs = (JSON.parse(r.body) as JobList).items;
+    const live = new Set<string>();
+    let podsRead = false;
+    if (jobs.some((j) => j.spec?.suspend === true)) {
+      const p = await this.c.request('lb', AGENT_PODS, { timeoutMs: 3000 }).catch(() => undefined);
+      if (p?.status === 200) {
+        podsRead = true;
+        for (const pod of (JSON.parse(p.body) as PodList).items) {
+          const phase = pod.status?.phase;
+          const job = pod.metadata.labels?.['batch.kubernetes.io/job-name'];
+          if (job && phase !== 'Succeeded' && phase !== 'Failed') live.add(job);
+        }
+      }
+    }
     const now = Date.now();
-    for (const j of (JSON.parse(r.body) as JobList).items) {
+    for (const j of jobs) {
       const key = j.metadata.annotations?.[KEY_ANNOTATION];
       const server = j.metadata.annotations?.['upgrade.apiserver.dev/server'];
       const action = ACTIONS[j.metadata.labels?.['upgrade.apiserver.dev/action'] ?? ''];
@@ -70,6 +90,9 @@ class JobRecorder {
       if (op.end === undefined && ((j.status?.succeeded ?? 0) > 0 || (j.status?.failed ?? 0) > 0)) {
         op.end = now;
         op.landed = (j.status?.succeeded ?? 0) > 0;
+        this.lastChange = now;
+      } else if (op.end === undefined && j.spec?.suspend === true && podsRead && !live.has(j.metadata.name)) {
+        op.end = now;
         this.lastChange = now;
       }
     }

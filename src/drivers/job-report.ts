@@ -3,24 +3,32 @@ import type { DriverReport } from './driver.ts';
 /**
  * What the static Pod driver's agent Job says about its call, read from a batch/v1 Job and its Pods. Pure.
  *
- * `failed` only on evidence that the replacement will not happen: the Job's Failed (or FailureTarget)
- * condition, or a container of its Pod waiting for good before it ran (its image cannot be pulled, its
- * config cannot be made). The message carries what the node said: the agent's termination message (e.g.
+ * `failed` only when the replacement will not happen and nothing of the Job runs any more: its Failed (or
+ * FailureTarget) condition, or its suspension by the operator, and no Pod of it left that may still run a
+ * container. A Pod that is being stopped keeps the call `running`: the agent stopped by the Job's deadline
+ * restores the manifest in its grace period, and an agent whose pull came through as its Job was stopped may be
+ * running — a call ended while either runs would let the next call for the server (its Rollback) run beside it
+ * (fault campaign, nodes seed 421 #3). The message carries what the node said: the agent's termination message (e.g.
  * "reverted: the new kube-apiserver static Pod was not ready within 180s; restored …"), the container's
  * reason and exit code, or the Job's own reason (BackoffLimitExceeded, DeadlineExceeded).
- * `succeeded` on the Complete condition; `running` while the Job has neither. A missing or malformed Job is
- * `unknown`, never `failed`: a guess must not end a call.
+ * `stop` when a container of its Pod waits for good before the agent ran (its image cannot be pulled, its config
+ * cannot be made): the kubelet keeps trying, and the agent would run once the image is there, so the driver stops
+ * the Job (spec.suspend) and the call fails once its Pod is gone.
+ * `succeeded` on the Complete condition; `running` otherwise. A missing or malformed Job is `unknown`, never
+ * `failed`: a guess must not end a call.
  */
 
 /** The fields of a batch/v1 Job this reads; everything optional, as a partial object may lack any of them. */
 export interface JobObject {
-  metadata?: { name?: string; namespace?: string; uid?: string };
+  metadata?: { name?: string; namespace?: string; uid?: string; annotations?: Record<string, string> };
+  spec?: { suspend?: boolean };
   status?: {
     conditions?: readonly { type?: string; status?: string; reason?: string; message?: string }[];
     active?: number;
     ready?: number;
     succeeded?: number;
     failed?: number;
+    terminating?: number;
   };
 }
 
@@ -62,6 +70,15 @@ export const STUCK_WAITING_REASONS: ReadonlySet<string> = new Set([
   'ErrImageNeverPull',
   'CreateContainerConfigError',
 ]);
+
+/**
+ * The annotation the driver sets on a Job it stopped (with spec.suspend), holding why: the Pod that said so is
+ * deleted by the stop, and the call's failure is reported from here once it is gone.
+ */
+export const STOPPED_ANNOTATION = 'upgrade.apiserver.dev/stopped-because';
+
+/** A report, or the driver's cue to stop the Job first (a container stuck for good before the agent ran). */
+export type JobVerdict = DriverReport | { kind: 'stop'; reason: string; message: string };
 
 /** The label the Job controller puts on its Pods (the older `job-name` is set too). */
 export const JOB_NAME_LABEL = 'batch.kubernetes.io/job-name';
@@ -149,11 +166,22 @@ function terminations(pods: readonly PodObject[]): string[] {
   return out;
 }
 
+/** Pods that may still run a container: not Succeeded or Failed (a Pod being deleted counts until it is gone). */
+function live(pods: readonly PodObject[]): PodObject[] {
+  return pods.filter((p) => { const phase = text(p.status?.phase); return phase !== 'Succeeded' && phase !== 'Failed'; });
+}
+
+const count = (x: unknown): number => (typeof x === 'number' && Number.isFinite(x) ? x : 0);
+const describePods = (pods: readonly PodObject[]): string =>
+  pods.map((p) => `${text(p.metadata?.name) ?? '(unnamed)'} ${text(p.status?.phase) ?? 'Unknown'}`).join(', ');
+
 /**
  * The report of an agent Job from the Job and its Pods. `pods` undefined: they could not be read, so only the
- * Job's own conditions decide (a stuck pull cannot be seen: `unknown` instead of `running`).
+ * Job's own status decides (a stuck pull cannot be seen: `unknown` instead of `running`; a failure is final only
+ * with the Failed condition, which Kubernetes 1.31+ sets once every Pod ended, and no Pod counted active or
+ * terminating).
  */
-export function jobReport(job: unknown, pods: readonly unknown[] | undefined): DriverReport {
+export function jobReport(job: unknown, pods: readonly unknown[] | undefined): JobVerdict {
   if (!isObject(job) || !isObject(job.metadata) || text(job.metadata.name) === undefined) {
     return { kind: 'unknown', message: 'the agent Job could not be read (no object, or no name)' };
   }
@@ -161,22 +189,40 @@ export function jobReport(job: unknown, pods: readonly unknown[] | undefined): D
   const ns = text(j.metadata?.namespace);
   const name = `Job ${ns ? `${ns}/` : ''}${text(j.metadata?.name)}`;
   const own = pods === undefined ? [] : podsOf(j, pods);
+  const running = live(own);
+  const countedRunning = count(j.status?.active) + count(j.status?.terminating) > 0;
   const failedCond = condition(j, 'Failed') ?? condition(j, 'FailureTarget');
   if (failedCond !== undefined) {
+    const jobSaid = [failedCond.reason, failedCond.message].filter((x) => x !== undefined).join(': ');
+    const failing = `${name} failed${jobSaid ? ` (${jobSaid})` : ''}`;
+    if (pods === undefined && (condition(j, 'Failed') === undefined || countedRunning)) {
+      return { kind: 'unknown', message: `${failing}, and its Pods could not be read: whether its agent still runs (restoring the manifest) is not known` };
+    }
+    if (running.length > 0) {
+      return { kind: 'running', message: `${failing}, but its Pod is still stopping (${describePods(running)}): its agent may be restoring the manifest` };
+    }
     const said = terminations(own);
     const stuckNow = stuck(own);
-    const job = [failedCond.reason, failedCond.message].filter((x) => x !== undefined).join(': ');
     const details = [...said, ...(stuckNow ? [stuckNow] : [])];
-    return { kind: 'failed', message: `${name} failed${job ? ` (${job})` : ''}${details.length > 0 ? `: ${details.join('; ')}` : ''}` };
+    return { kind: 'failed', message: `${failing}${details.length > 0 ? `: ${details.join('; ')}` : ''}` };
   }
   if (condition(j, 'Complete') !== undefined) {
     return { kind: 'succeeded', message: `${name} completed` };
+  }
+  if (j.spec?.suspend === true) {
+    const because = text(j.metadata?.annotations?.[STOPPED_ANNOTATION]);
+    if (because === undefined) {
+      return { kind: 'running', message: `${name} is suspended, not by the operator: its agent runs when someone resumes it` };
+    }
+    if (pods === undefined) return { kind: 'unknown', message: `${name} was stopped (${because}), and its Pods could not be read: whether its agent still runs is not known` };
+    if (running.length > 0) return { kind: 'running', message: `${name} is being stopped (${because}); its Pod is still there (${describePods(running)})` };
+    const said = terminations(own);
+    return { kind: 'failed', message: `${name} was stopped by the operator (suspended) because its ${because}${said.length > 0 ? `; ${said.join('; ')}` : ''}; no Pod of it runs now` };
   }
   if (pods === undefined) {
     return { kind: 'unknown', message: `${name} has not finished, and its Pods could not be read` };
   }
   const stuckNow = stuck(own);
-  if (stuckNow !== undefined) return { kind: 'failed', message: `${name}: ${stuckNow}; the manifest was not touched` };
-  const phases = own.map((p) => `${text(p.metadata?.name) ?? '(unnamed)'} ${text(p.status?.phase) ?? 'Unknown'}`);
-  return { kind: 'running', message: `${name} is running (${phases.length === 0 ? 'no Pod yet' : `Pod ${phases.join(', ')}`})` };
+  if (stuckNow !== undefined) return { kind: 'stop', reason: stuckNow, message: `${name}: ${stuckNow}` };
+  return { kind: 'running', message: `${name} is running (${own.length === 0 ? 'no Pod yet' : `Pod ${describePods(own)}`})` };
 }

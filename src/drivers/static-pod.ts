@@ -6,9 +6,9 @@ import { PROXY_GATE } from '../api/constants.ts';
 import { parseImageRef } from '../plan/policy.ts';
 import { parseIpPort } from '../api/ip-port.ts';
 import { shownValue } from '../api/shown.ts';
-import { KubeApiError, isTransient, type KubeClient } from '../runtime/kube.ts';
+import { KubeApiError, MERGE_PATCH, isTransient, type KubeClient } from '../runtime/kube.ts';
 import type { Driver, DriverOutcome, DriverReport, ReportRequest } from './driver.ts';
-import { JOB_NAME_LABEL, jobReport } from './job-report.ts';
+import { JOB_NAME_LABEL, STOPPED_ANNOTATION, jobReport } from './job-report.ts';
 import { agentInputProblem, badImage } from './static-pod-input.ts';
 
 /** The annotation that names the idempotency key a Job was created for; a 409 is ours only when it matches. */
@@ -368,11 +368,15 @@ export class StaticPodDriver implements Driver {
    * What the call's Job says (jobReport). A Job that is not there is `gone`, not failed: it may have been
    * deleted by its TTL after success, or by a person; no agent runs for the call then. A Job made for another
    * key, or a failed read, is `unknown`. When its Pods cannot be read, the Job's own conditions still decide.
+   * A Job whose Pod waits for good before its agent ran (an image that cannot be pulled) is stopped here: the
+   * kubelet keeps pulling, and the agent would replace the server once the image is there, beside whatever the
+   * planner does next with the call it saw fail (fault campaign, nodes seed 421 #3: the Upgrade ran beside its
+   * Rollback). The call stays `running` until the Job's Pod is gone, then `failed`.
    */
   async report(call: ReportRequest): Promise<DriverReport> {
     const name = jobName(call.idempotencyKey, call.action, call.server.hostname);
     const where = `Job ${this.spec.namespace}/${name}`;
-    let job: { metadata?: { annotations?: Record<string, string> } };
+    let job: { metadata?: { annotations?: Record<string, string>; resourceVersion?: string } };
     try {
       job = await this.kube.request('GET', `${this.jobsPath()}/${encodeURIComponent(name)}`);
     } catch (err) {
@@ -393,6 +397,27 @@ export class StaticPodDriver implements Driver {
       // Without its Pods, the Job's conditions still tell failed and succeeded apart (jobReport).
       pods = undefined;
     }
-    return jobReport(job, pods);
+    const verdict = jobReport(job, pods);
+    return verdict.kind === 'stop' ? this.stop(name, job.metadata?.resourceVersion, verdict) : verdict;
+  }
+
+  /**
+   * Suspends a Job whose Pod cannot start, with why in STOPPED_ANNOTATION: the Job controller deletes its Pod,
+   * and the agent, if its pull came through meanwhile, gets SIGTERM and restores the manifest. Preconditioned on
+   * the Job read, so a Job that finished meanwhile is not touched (409: read again at the next report).
+   */
+  private async stop(name: string, resourceVersion: string | undefined, verdict: { reason: string; message: string }): Promise<DriverReport> {
+    const where = `Job ${this.spec.namespace}/${name}`;
+    const path = `${this.jobsPath()}/${encodeURIComponent(name)}`;
+    const body = {
+      metadata: { annotations: { [STOPPED_ANNOTATION]: verdict.reason }, ...(resourceVersion ? { resourceVersion } : {}) },
+      spec: { suspend: true },
+    };
+    try {
+      await this.kube.request('PATCH', path, { body, contentType: MERGE_PATCH, preconditioned: resourceVersion !== undefined });
+    } catch (err) {
+      return { kind: 'unknown', message: `${verdict.message}; stopping ${where} (spec.suspend) failed: ${err instanceof Error ? err.message : String(err)}` };
+    }
+    return { kind: 'running', message: `${verdict.message}; ${where} is stopped (spec.suspend) so that its agent never runs: the call fails once its Pod is gone` };
   }
 }

@@ -1,8 +1,8 @@
 // jobReport on batch/v1 Jobs and v1 Pods shaped as the API server returns them for the agent Job.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { jobReport } from '../../src/drivers/job-report.ts';
-import type { DriverReport } from '../../src/drivers/driver.ts';
+import fc from 'fast-check';
+import { STOPPED_ANNOTATION, jobReport, type JobVerdict } from '../../src/drivers/job-report.ts';
 
 const NAME = 'auo-upgrade-cp-1-5d41402abc4b2a76';
 const UID = '8a1c2f0e-4b7d-4c39-9f51-0d6c3e2b9a17';
@@ -10,15 +10,22 @@ const TARGET = 'registry.example.internal/k8s/kube-apiserver:v1.36.3';
 const T0 = '2026-03-02T10:00:00Z';
 const T1 = '2026-03-02T10:03:41Z';
 
-function job(status: Record<string, unknown>): Record<string, unknown> {
+function job(status: Record<string, unknown>, stopped?: { because?: string }): Record<string, unknown> {
   return {
     apiVersion: 'batch/v1',
     kind: 'Job',
-    metadata: { name: NAME, namespace: 'kube-system', uid: UID, labels: { 'app.kubernetes.io/managed-by': 'apiserver-upgrade-operator' } },
-    spec: { backoffLimit: 0, activeDeadlineSeconds: 480, completions: 1, parallelism: 1 },
+    metadata: {
+      name: NAME, namespace: 'kube-system', uid: UID, labels: { 'app.kubernetes.io/managed-by': 'apiserver-upgrade-operator' },
+      ...(stopped?.because ? { annotations: { [STOPPED_ANNOTATION]: stopped.because } } : {}),
+    },
+    spec: { backoffLimit: 0, activeDeadlineSeconds: 480, completions: 1, parallelism: 1, ...(stopped ? { suspend: true } : {}) },
     status,
   };
 }
+
+/** A Pod the Job controller is deleting: the kubelet has not stopped it yet. */
+const deleting = (p: Record<string, unknown>): Record<string, unknown> => ({ ...p, metadata: { ...(p.metadata as object), deletionTimestamp: T1, deletionGracePeriodSeconds: 30 } });
+const STUCK_PULL = `init container pull-kube-apiserver of Pod ${NAME}-x7k2p is waiting: ErrImagePull for image ${TARGET}: not found`;
 
 const cond = (type: string, reason: string, message: string): Record<string, unknown> => ({ type, status: 'True', reason, message, lastProbeTime: T1, lastTransitionTime: T1 });
 
@@ -53,40 +60,40 @@ function pod(phase: string, init: Record<string, unknown>, agent: Record<string,
 const initing = { state: { waiting: { reason: 'PodInitializing' } } };
 const initDone = { state: { terminated: { exitCode: 0, reason: 'Completed', startedAt: T0, finishedAt: T0, containerID: 'containerd://a1' } }, ready: true };
 
-const cases: { name: string; job: unknown; pods: unknown[] | undefined; kind: DriverReport['kind']; message?: RegExp }[] = [
+const cases: { name: string; job: unknown; pods: unknown[] | undefined; kind: JobVerdict['kind']; message?: RegExp }[] = [
   {
     name: 'the target image cannot be pulled (ErrImagePull in the init container)',
     job: job({ active: 1, ready: 0, startTime: T0, uncountedTerminatedPods: {} }),
     pods: [pod('Pending', { state: { waiting: { reason: 'ErrImagePull', message: `failed to pull and unpack image "${TARGET}": failed to resolve reference "${TARGET}": ${TARGET}: not found` } } }, initing)],
-    kind: 'failed',
-    message: new RegExp(`^Job kube-system/${NAME}: init container pull-kube-apiserver of Pod ${NAME}-x7k2p is waiting: ErrImagePull for image registry\\.example\\.internal/k8s/kube-apiserver:v1\\.36\\.3: failed to pull and unpack image .*not found; the manifest was not touched$`),
+    kind: 'stop',
+    message: new RegExp(`^Job kube-system/${NAME}: init container pull-kube-apiserver of Pod ${NAME}-x7k2p is waiting: ErrImagePull for image registry\\.example\\.internal/k8s/kube-apiserver:v1\\.36\\.3: failed to pull and unpack image .*not found$`),
   },
   {
     name: 'ImagePullBackOff after the first failure',
     job: job({ active: 1, ready: 0, startTime: T0 }),
     pods: [pod('Pending', { state: { waiting: { reason: 'ImagePullBackOff', message: `Back-off pulling image "${TARGET}"` } } }, initing)],
-    kind: 'failed',
+    kind: 'stop',
     message: /ImagePullBackOff for image registry\.example\.internal\/k8s\/kube-apiserver:v1\.36\.3: Back-off pulling image/,
   },
   {
     name: 'the agent image cannot be pulled',
     job: job({ active: 1, ready: 0, startTime: T0 }),
     pods: [pod('Pending', initDone, { state: { waiting: { reason: 'ErrImagePull', message: 'failed to pull and unpack image "docker.io/library/busybox:1.36": 429 Too Many Requests' } } })],
-    kind: 'failed',
+    kind: 'stop',
     message: /container agent of Pod .* is waiting: ErrImagePull for image busybox:1\.36: .*429 Too Many Requests/,
   },
   {
     name: 'InvalidImageName',
     job: job({ active: 1, ready: 0 }),
     pods: [pod('Pending', { state: { waiting: { reason: 'InvalidImageName', message: 'Failed to apply default image tag "x::y": couldn\'t parse image name' } } }, initing)],
-    kind: 'failed',
+    kind: 'stop',
     message: /InvalidImageName/,
   },
   {
     name: 'CreateContainerConfigError in the agent',
     job: job({ active: 1, ready: 0 }),
     pods: [pod('Pending', initDone, { state: { waiting: { reason: 'CreateContainerConfigError', message: 'container has runAsNonRoot and image will run as root' } } })],
-    kind: 'failed',
+    kind: 'stop',
     message: /CreateContainerConfigError for image busybox:1\.36: container has runAsNonRoot/,
   },
   {
@@ -116,6 +123,53 @@ const cases: { name: string; job: unknown; pods: unknown[] | undefined; kind: Dr
     pods: [],
     kind: 'failed',
     message: /DeadlineExceeded/,
+  },
+  {
+    name: 'FailureTarget (the deadline) while its Pod is being deleted: the agent may be restoring the manifest',
+    job: job({ terminating: 1, conditions: [cond('FailureTarget', 'DeadlineExceeded', 'Job was active longer than specified deadline')] }),
+    pods: [deleting(pod('Running', initDone, { state: { running: { startedAt: T0 } }, started: true }))],
+    kind: 'running',
+    message: new RegExp(`^Job kube-system/${NAME} failed \\(DeadlineExceeded: .*\\), but its Pod is still stopping \\(${NAME}-x7k2p Running\\)`),
+  },
+  {
+    name: 'FailureTarget whose Pods could not be read',
+    job: job({ terminating: 1, conditions: [cond('FailureTarget', 'DeadlineExceeded', 'Job was active longer than specified deadline')] }),
+    pods: undefined,
+    kind: 'unknown',
+    message: /whether its agent still runs .* is not known/,
+  },
+  {
+    name: 'a Failed condition with a Pod counted terminating, whose Pods could not be read',
+    job: job({ failed: 1, terminating: 1, conditions: backoffLimit }),
+    pods: undefined,
+    kind: 'unknown',
+  },
+  {
+    name: 'stopped by the operator, its Pod still being deleted',
+    job: job({ active: 0, terminating: 1, conditions: [cond('Suspended', 'JobSuspended', 'Job suspended')] }, { because: STUCK_PULL }),
+    pods: [deleting(pod('Pending', { state: { waiting: { reason: 'ErrImagePull' } } }, initing))],
+    kind: 'running',
+    message: /is being stopped \(init container pull-kube-apiserver .*ErrImagePull.*\); its Pod is still there/,
+  },
+  {
+    name: 'stopped by the operator, its Pod gone',
+    job: job({ active: 0, conditions: [cond('Suspended', 'JobSuspended', 'Job suspended')] }, { because: STUCK_PULL }),
+    pods: [],
+    kind: 'failed',
+    message: new RegExp(`^Job kube-system/${NAME} was stopped by the operator \\(suspended\\) because its init container pull-kube-apiserver .* ErrImagePull .*not found; no Pod of it runs now$`),
+  },
+  {
+    name: 'stopped by the operator, its Pods could not be read',
+    job: job({ active: 0, conditions: [cond('Suspended', 'JobSuspended', 'Job suspended')] }, { because: STUCK_PULL }),
+    pods: undefined,
+    kind: 'unknown',
+  },
+  {
+    name: 'suspended by someone else: runs again when resumed',
+    job: job({ active: 0, conditions: [cond('Suspended', 'JobSuspended', 'Job suspended')] }, {}),
+    pods: [],
+    kind: 'running',
+    message: /suspended, not by the operator/,
   },
   {
     name: 'a Failed condition whose Pods could not be read',
@@ -167,7 +221,7 @@ const cases: { name: string; job: unknown; pods: unknown[] | undefined; kind: Dr
     name: 'a stuck Pod found by the job-name label when the uid is not known',
     job: { metadata: { name: NAME }, status: { active: 1 } },
     pods: [{ ...pod('Pending', { state: { waiting: { reason: 'ErrImagePull' } } }, initing), metadata: { name: 'p', labels: { 'job-name': NAME } } }],
-    kind: 'failed',
+    kind: 'stop',
     message: /ErrImagePull for image registry\.example\.internal/,
   },
   {
@@ -204,4 +258,27 @@ test('jobReport: a long termination message (a log tail) is kept to its end, on 
   assert.match(r.message, /restored \/b\/x\.yaml$/);
   assert.doesNotMatch(r.message, /\n/);
   assert.ok(r.message.length < 900, `${r.message.length}`);
+});
+
+test('jobReport: never failed while a Pod of the Job may still run a container, whatever the Job says', () => {
+  const conditionArb = fc.constantFrom('Failed', 'FailureTarget', 'Complete', 'Suspended', 'SuccessCriteriaMet').chain((type) =>
+    fc.record({ type: fc.constant(type), status: fc.constantFrom('True', 'False'), reason: fc.constantFrom('BackoffLimitExceeded', 'DeadlineExceeded', 'JobSuspended') }));
+  const jobArb = fc.record({
+    status: fc.record({ active: fc.nat(2), terminating: fc.nat(2), failed: fc.nat(1), conditions: fc.array(conditionArb, { maxLength: 3 }) }, { requiredKeys: [] }),
+    stopped: fc.option(fc.record({ because: fc.option(fc.string({ maxLength: 40 }), { nil: undefined }) }, { requiredKeys: [] }), { nil: undefined }),
+  });
+  const waiting = fc.constantFrom('ErrImagePull', 'ImagePullBackOff', 'PodInitializing', 'ContainerCreating', 'CreateContainerConfigError');
+  const livePod = fc.record({ phase: fc.constantFrom('Pending', 'Running', 'Unknown', undefined), reason: waiting, deleting: fc.boolean() })
+    .map(({ phase, reason, deleting: d }) => {
+      const p = pod(phase ?? '', { state: { waiting: { reason } } }, initing);
+      if (phase === undefined) delete (p.status as Record<string, unknown>).phase;
+      return d ? deleting(p) : p;
+    });
+  const endedPod = fc.constantFrom(pod('Failed', initDone, { state: { terminated: { exitCode: 3, reason: 'Error' } } }), pod('Succeeded', initDone, { state: { terminated: { exitCode: 0 } } }));
+  fc.assert(fc.property(jobArb, livePod, fc.array(endedPod, { maxLength: 2 }), fc.nat(3), ({ status, stopped }, alive, ended, at) => {
+    const pods = [...ended];
+    pods.splice(Math.min(at, pods.length), 0, alive);
+    const r = jobReport(job(status, stopped), pods);
+    assert.notEqual(r.kind, 'failed', r.message);
+  }), { numRuns: 3000 });
 });

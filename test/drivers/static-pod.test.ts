@@ -5,7 +5,8 @@ import fc from 'fast-check';
 import { KEY_ANNOTATION, StaticPodDriver, agentJob, jobName, targetImage, type JobClient } from '../../src/drivers/static-pod.ts';
 import type { DriverOutcome, ReportRequest } from '../../src/drivers/driver.ts';
 import { SpecError, resolveSpec } from '../../src/api/defaults.ts';
-import { KubeApiError } from '../../src/runtime/kube.ts';
+import { KubeApiError, MERGE_PATCH } from '../../src/runtime/kube.ts';
+import { STOPPED_ANNOTATION } from '../../src/drivers/job-report.ts';
 import { idempotencyKey } from '../../src/plan/keys.ts';
 import type { DriverRequest } from '../../src/plan/actions.ts';
 import type { ResolvedStaticPod } from '../../src/api/defaults.ts';
@@ -342,6 +343,72 @@ test('static Pod driver report: reads the call\'s Job and its Pods; a missing Jo
   const byJob = await new StaticPodDriver(SPEC, f.kube, 'to-v1-36').report(reportCall(r));
   assert.equal(byJob.kind, 'failed');
   assert.match(byJob.message, /BackoffLimitExceeded/);
+});
+
+test('static Pod driver report: a Job whose pull is stuck is stopped (suspended), and its call fails only once its Pod is gone', async () => {
+  const r = request();
+  const name = jobName(r.idempotencyKey, r.action, r.server.hostname);
+  const jobPath = `/apis/batch/v1/namespaces/kube-system/jobs/${name}`;
+  // The cluster as the driver sees it: the Job, and its Pod stuck pulling the target image.
+  const job: { metadata: { name: string; namespace: string; uid: string; resourceVersion: string; annotations: Record<string, string> }; spec: { suspend?: boolean }; status: Record<string, unknown> } = {
+    metadata: { name, namespace: 'kube-system', uid: 'u1', resourceVersion: '41', annotations: { [KEY_ANNOTATION]: r.idempotencyKey } },
+    spec: {},
+    status: { active: 1 },
+  };
+  const stuck = { reason: 'ErrImagePull', message: 'failed to pull and unpack image "registry.auo.test/k8s/kube-apiserver:v1.36.3": not found' };
+  let pods: Record<string, unknown>[] = [{
+    metadata: { name: `${name}-x7k2p`, ownerReferences: [{ uid: 'u1', kind: 'Job' }] },
+    spec: { initContainers: [{ name: 'pull-kube-apiserver', image: 'registry.auo.test/k8s/kube-apiserver:v1.36.3' }] },
+    status: { phase: 'Pending', initContainerStatuses: [{ name: 'pull-kube-apiserver', state: { waiting: stuck } }] },
+  }];
+  const writes: { method: string; path: string; body?: unknown; contentType?: string; preconditioned?: boolean }[] = [];
+  let refuse: KubeApiError | undefined;
+  const kube = {
+    request: <T>(method: string, path: string, opts: { body?: unknown; contentType?: string; preconditioned?: boolean } = {}): Promise<T> => {
+      if (method === 'GET') return Promise.resolve((path === jobPath ? structuredClone(job) : { items: structuredClone(pods) }) as T);
+      writes.push({ method, path, ...opts });
+      if (refuse) return Promise.reject(refuse);
+      const b = opts.body as { metadata: { annotations: Record<string, string> }; spec: { suspend: boolean } };
+      Object.assign(job.metadata.annotations, b.metadata.annotations);
+      job.spec.suspend = b.spec.suspend;
+      job.metadata.resourceVersion = '42';
+      return Promise.resolve(job as T);
+    },
+  } as JobClient;
+  const driver = new StaticPodDriver(SPEC, kube, 'to-v1-36');
+
+  // A refused stop is not a failure: nothing is known to have stopped.
+  refuse = new KubeApiError('PATCH', jobPath, 409, 'the object has been modified', undefined);
+  const refused = await driver.report(reportCall(r));
+  assert.equal(refused.kind, 'unknown', refused.message);
+  assert.match(refused.message, /stopping Job kube-system\/auo-upgrade-cp-1-[0-9a-f]{16} \(spec\.suspend\) failed: /);
+  refuse = undefined;
+
+  const first = await driver.report(reportCall(r));
+  assert.equal(first.kind, 'running', first.message);
+  assert.match(first.message, /ErrImagePull .* is stopped \(spec\.suspend\) so that its agent never runs/);
+  assert.equal(writes.length, 2);
+  const patch = writes[1]!;
+  assert.equal(patch.method, 'PATCH');
+  assert.equal(patch.path, jobPath);
+  assert.equal(patch.contentType, MERGE_PATCH);
+  assert.equal(patch.preconditioned, true);
+  const body = patch.body as { metadata: { resourceVersion: string; annotations: Record<string, string> }; spec: Record<string, unknown> };
+  assert.deepEqual(body.spec, { suspend: true });
+  assert.equal(body.metadata.resourceVersion, '41');
+  assert.match(body.metadata.annotations[STOPPED_ANNOTATION]!, /^init container pull-kube-apiserver of Pod .* is waiting: ErrImagePull for image registry\.auo\.test\/k8s\/kube-apiserver:v1\.36\.3: failed to pull/);
+
+  // The Job controller deletes the Pod; until the kubelet has stopped it, the call runs.
+  (pods[0]!.metadata as Record<string, unknown>).deletionTimestamp = '2026-12-05T05:00:00Z';
+  const stopping = await driver.report(reportCall(r));
+  assert.equal(stopping.kind, 'running', stopping.message);
+  assert.match(stopping.message, /is being stopped/);
+  assert.equal(writes.length, 2, 'a stopped Job is not patched again');
+
+  pods = [];
+  const done = await driver.report(reportCall(r));
+  assert.equal(done.kind, 'failed', done.message);
+  assert.match(done.message, /was stopped by the operator \(suspended\) because its init container pull-kube-apiserver .* ErrImagePull/);
 });
 
 test('resolveSpec: staticPod.image has no default (keep the running repository), readyTimeout defaults to 3m and must be below batchTimeout', () => {
