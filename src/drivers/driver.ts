@@ -12,8 +12,10 @@ export type DriverOutcome = CallOutcome;
 
 /**
  * What a driver knows, after it accepted a call, about the replacement it runs (the static Pod driver reads
- * its Job and the Job's Pod; a webhook with reportsStatus asks the hook, src/drivers/webhook-status.ts): `failed` is final — the replacement will not happen (the target image cannot be
- * pulled, the agent exited non-zero, the new static Pod never got ready and the agent restored the backup);
+ * its Job and the Job's Pod; a webhook with reportsStatus asks the hook, src/drivers/webhook-status.ts): `failed` is
+ * final — the replacement will not happen and nothing the driver started for it runs any more (the target image
+ * could not be pulled and the Job was stopped, its Pod gone; the agent exited non-zero; the new static Pod never got
+ * ready and the agent restored the backup): the next call for the server may go out at once;
  * `running` and `succeeded` are information only (a call is Done only when its server is observed back at the
  * goal) — except that no other call goes to the server while the driver still runs this one; `unknown` means the
  * driver could not tell (its read failed): never a failure; `gone`: the driver keeps nothing for the call any more.
