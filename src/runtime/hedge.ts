@@ -6,13 +6,15 @@
  *
  * Why: a status write the balancer sent to a server cut from etcd sits there until its deadline (5 s), and the
  * look's check is lost with it; with two servers of three cut, most writes went there (fault campaign, nodes seed
- * 381 #2: a 3 x 2 s limit acted on 7.5 s late; 381 #6: a Job read held the same way). A second connection is balanced anew, most likely to a server that
- * answers.
+ * 381 #2: a 3 x 2 s limit acted on 7.5 s late; 381 #6: a Job read held the same way). A second connection is
+ * balanced anew, most likely to a server that answers.
  *
  * The first attempt failing before the second started ends the call with its error: retrying failures is the
- * caller's policy, not this one's. Both failing: the first failure's error, once both settled.
+ * caller's policy, not this one's. Both failing: the first failure's error, once both settled. `wantSecond`, asked
+ * when the second is due, may decline it (too little time left): the first attempt alone decides then, so a
+ * declined try never stands in for the first's own answer (a 409 stays a 409).
  */
-export function hedged<T>(attempt: (signal: AbortSignal, second: boolean) => Promise<T>, afterMs: number): Promise<T> {
+export function hedged<T>(attempt: (signal: AbortSignal, second: boolean) => Promise<T>, afterMs: number, wantSecond: () => boolean = () => true): Promise<T> {
   const controllers = [new AbortController(), new AbortController()] as const;
   return new Promise<T>((resolve, reject) => {
     let settled = false;
@@ -43,7 +45,7 @@ export function hedged<T>(attempt: (signal: AbortSignal, second: boolean) => Pro
       );
     };
     const timer = setTimeout(() => {
-      if (settled) return;
+      if (settled || !wantSecond()) return;
       secondStarted = true;
       start(1);
     }, afterMs);

@@ -130,16 +130,14 @@ export class KubeClient {
     const afterMs = this.o.hedgeAfterMs ?? HEDGE_AFTER_MS;
     if (timeoutMs - afterMs < MIN_SECOND_TRY_MS) return this.attempt<T>(method, path, { ...opts, timeoutMs });
     const started = Date.now();
-    return hedged((signal, second) => {
-      const left = timeoutMs - (Date.now() - started);
-      if (second && left < MIN_SECOND_TRY_MS) return Promise.reject(new DOMException(`${method} ${path}: no time left for a second try`, 'TimeoutError'));
-      return this.attempt<T>(method, path, {
-        ...opts,
-        timeoutMs: second ? left : timeoutMs,
-        signal: opts.signal ? AbortSignal.any([signal, opts.signal]) : signal,
-        ...(second ? { freshConnection: true } : {}),
-      });
-    }, afterMs);
+    const left = (): number => timeoutMs - (Date.now() - started);
+    // A timer that fires late (an event loop at load) may leave too little for a second try: then there is none.
+    return hedged((signal, second) => this.attempt<T>(method, path, {
+      ...opts,
+      timeoutMs: second ? left() : timeoutMs,
+      signal: opts.signal ? AbortSignal.any([signal, opts.signal]) : signal,
+      ...(second ? { freshConnection: true } : {}),
+    }), afterMs, () => left() >= MIN_SECOND_TRY_MS);
   }
 
   private async attempt<T>(method: Verb, path: string, opts: KubeRequestOptions): Promise<T> {

@@ -39,3 +39,12 @@ test('one failing after the second started waits for the other; both failing giv
   assert.equal(await hedged((signal, second) => (second ? after(5, 'second failed', signal, true) : after(100, 'first', signal)), 50), 'first');
   await assert.rejects(hedged((signal, second) => (second ? after(100, 'second failed', signal, true) : after(80, 'first failed', signal, true)), 50), /first failed/);
 });
+
+test('a second try declined when it is due: the first alone decides, its own error included', async () => {
+  const started: boolean[] = [];
+  const attempt = (ok: boolean) => (signal: AbortSignal, second: boolean): Promise<string> =>
+    (started.push(second), second ? after(5, 'the second try', signal, true) : after(80, ok ? 'first' : 'first: 409 Conflict', signal, !ok));
+  await assert.rejects(hedged(attempt(false), 20, () => false), /^Error: first: 409 Conflict$/);
+  assert.equal(await hedged(attempt(true), 20, () => false), 'first');
+  assert.deepEqual(started, [false, false], 'no second try was started');
+});
