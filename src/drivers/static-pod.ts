@@ -376,9 +376,10 @@ export class StaticPodDriver implements Driver {
   async report(call: ReportRequest): Promise<DriverReport> {
     const name = jobName(call.idempotencyKey, call.action, call.server.hostname);
     const where = `Job ${this.spec.namespace}/${name}`;
+    const path = `${this.jobsPath()}/${encodeURIComponent(name)}`;
     let job: { metadata?: { annotations?: Record<string, string>; resourceVersion?: string } };
     try {
-      job = await this.kube.request('GET', `${this.jobsPath()}/${encodeURIComponent(name)}`);
+      job = await this.kube.request('GET', path);
     } catch (err) {
       if (err instanceof KubeApiError && err.statusCode === 404) {
         return { kind: 'gone', message: `${where} is not there (deleted after it finished — ttlSecondsAfterFinished is a day — or by someone): no agent runs for this call; the server's own state decides` };
@@ -398,7 +399,7 @@ export class StaticPodDriver implements Driver {
       pods = undefined;
     }
     const verdict = jobReport(job, pods);
-    return verdict.kind === 'stop' ? this.stop(name, job.metadata?.resourceVersion, verdict) : verdict;
+    return verdict.kind === 'stop' ? this.stop({ where, path }, job.metadata?.resourceVersion, verdict) : verdict;
   }
 
   /**
@@ -406,9 +407,7 @@ export class StaticPodDriver implements Driver {
    * and the agent, if its pull came through meanwhile, gets SIGTERM and restores the manifest. Preconditioned on
    * the Job read, so a Job that finished meanwhile is not touched (409: read again at the next report).
    */
-  private async stop(name: string, resourceVersion: string | undefined, verdict: { reason: string; message: string }): Promise<DriverReport> {
-    const where = `Job ${this.spec.namespace}/${name}`;
-    const path = `${this.jobsPath()}/${encodeURIComponent(name)}`;
+  private async stop({ where, path }: { where: string; path: string }, resourceVersion: string | undefined, verdict: { reason: string; message: string }): Promise<DriverReport> {
     const body = {
       metadata: { annotations: { [STOPPED_ANNOTATION]: verdict.reason }, ...(resourceVersion ? { resourceVersion } : {}) },
       spec: { suspend: true },
