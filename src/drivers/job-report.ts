@@ -47,7 +47,7 @@ interface ContainerStatus {
 
 /** The fields of a v1 Pod this reads. */
 export interface PodObject {
-  metadata?: { name?: string; labels?: Record<string, string>; ownerReferences?: readonly { uid?: string; kind?: string }[] };
+  metadata?: { name?: string; labels?: Record<string, string>; ownerReferences?: readonly { uid?: string; kind?: string; controller?: boolean }[] };
   spec?: { initContainers?: readonly { name?: string; image?: string }[]; containers?: readonly { name?: string; image?: string }[] };
   status?: {
     phase?: string;
@@ -101,16 +101,17 @@ function condition(job: JobObject, type: string): { reason?: string; message?: s
     .map((c) => ({ ...(text(c.reason) ? { reason: text(c.reason) } : {}), ...(text(c.message) ? { message: text(c.message) } : {}) }))[0];
 }
 
-/** The Job's own Pods: owned by its uid when both are known, else labelled with its name. */
-function podsOf(job: JobObject, pods: readonly unknown[]): PodObject[] {
+/**
+ * The Job's own Pods: those whose controller reference is the Job (kind Job, the Job's uid), as the Job controller
+ * sets it. Labels are only how they are listed: anyone who may create Pods in the namespace can copy the Job's
+ * labels onto a Pod of theirs, and a Pod counted on its labels could make the driver stop a Job whose agent runs.
+ * undefined when the Job's uid is not known: no Pod can then be told to be its, as when they could not be read.
+ */
+function podsOf(job: JobObject, pods: readonly unknown[]): PodObject[] | undefined {
   const uid = text(job.metadata?.uid);
-  const name = text(job.metadata?.name);
-  return list<PodObject>(pods).filter((p) => {
-    const owners = list<{ uid?: unknown }>(p.metadata?.ownerReferences);
-    if (uid !== undefined && owners.length > 0) return owners.some((o) => o.uid === uid);
-    const labels = isObject(p.metadata?.labels) ? p.metadata.labels : {};
-    return name !== undefined && (labels[JOB_NAME_LABEL] === name || labels['job-name'] === name);
-  });
+  if (uid === undefined) return undefined;
+  return list<PodObject>(pods).filter((p) =>
+    list<{ uid?: unknown; kind?: unknown; controller?: unknown }>(p.metadata?.ownerReferences).some((o) => o.controller === true && o.kind === 'Job' && o.uid === uid));
 }
 
 interface Named { pod: string; container: string; kind: 'init container' | 'container'; image: string; status: ContainerStatus }
@@ -176,10 +177,10 @@ const describePods = (pods: readonly PodObject[]): string =>
   pods.map((p) => `${text(p.metadata?.name) ?? '(unnamed)'} ${text(p.status?.phase) ?? 'Unknown'}`).join(', ');
 
 /**
- * The report of an agent Job from the Job and its Pods. `pods` undefined: they could not be read, so only the
- * Job's own status decides (a stuck pull cannot be seen: `unknown` instead of `running`; a failure is final only
- * with the Failed condition, which Kubernetes 1.31+ sets once every Pod ended, and no Pod counted active or
- * terminating).
+ * The report of an agent Job from the Job and its Pods. `pods` undefined: they could not be read (a Job without a
+ * uid is read the same: no Pod can be told to be its), so only the Job's own status decides (a stuck pull cannot
+ * be seen: `unknown` instead of `running`; a failure is final only with the Failed condition, which Kubernetes
+ * 1.31+ sets once every Pod ended, and no Pod counted active or terminating).
  */
 export function jobReport(job: unknown, pods: readonly unknown[] | undefined): JobVerdict {
   if (!isObject(job) || !isObject(job.metadata) || text(job.metadata.name) === undefined) {
@@ -188,14 +189,16 @@ export function jobReport(job: unknown, pods: readonly unknown[] | undefined): J
   const j = job as JobObject;
   const ns = text(j.metadata?.namespace);
   const name = `Job ${ns ? `${ns}/` : ''}${text(j.metadata?.name)}`;
-  const own = pods === undefined ? [] : podsOf(j, pods);
+  // undefined: the Pods could not be read, or cannot be told to be the Job's.
+  const owned = pods === undefined ? undefined : podsOf(j, pods);
+  const own = owned ?? [];
   const running = live(own);
   const countedRunning = count(j.status?.active) + count(j.status?.terminating) > 0;
   const failedCond = condition(j, 'Failed') ?? condition(j, 'FailureTarget');
   if (failedCond !== undefined) {
     const jobSaid = [failedCond.reason, failedCond.message].filter((x) => x !== undefined).join(': ');
     const failing = `${name} failed${jobSaid ? ` (${jobSaid})` : ''}`;
-    if (pods === undefined && (condition(j, 'Failed') === undefined || countedRunning)) {
+    if (owned === undefined && (condition(j, 'Failed') === undefined || countedRunning)) {
       return { kind: 'unknown', message: `${failing}, and its Pods could not be read: whether its agent still runs (restoring the manifest) is not known` };
     }
     if (running.length > 0) {
@@ -214,12 +217,12 @@ export function jobReport(job: unknown, pods: readonly unknown[] | undefined): J
     if (because === undefined) {
       return { kind: 'running', message: `${name} is suspended, not by the operator: its agent runs when someone resumes it` };
     }
-    if (pods === undefined) return { kind: 'unknown', message: `${name} was stopped (${because}), and its Pods could not be read: whether its agent still runs is not known` };
+    if (owned === undefined) return { kind: 'unknown', message: `${name} was stopped (${because}), and its Pods could not be read: whether its agent still runs is not known` };
     if (running.length > 0) return { kind: 'running', message: `${name} is being stopped (${because}); its Pod is still there (${describePods(running)})` };
     const said = terminations(own);
     return { kind: 'failed', message: `${name} was stopped by the operator (suspended) because its ${because}${said.length > 0 ? `; ${said.join('; ')}` : ''}; no Pod of it runs now` };
   }
-  if (pods === undefined) {
+  if (owned === undefined) {
     return { kind: 'unknown', message: `${name} has not finished, and its Pods could not be read` };
   }
   const stuckNow = stuck(own);

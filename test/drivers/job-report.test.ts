@@ -57,6 +57,16 @@ function pod(phase: string, init: Record<string, unknown>, agent: Record<string,
   };
 }
 
+/** The same Pod made by someone else: the Job's labels, no owner. */
+const unowned = (p: Record<string, unknown>): Record<string, unknown> => {
+  const { ownerReferences: _, ...metadata } = p.metadata as Record<string, unknown>;
+  return { ...p, metadata: { ...metadata, name: `fake-${String(metadata.name)}` } };
+};
+/** The same Pod with these owner references in place of the Job's controller reference. */
+const ownedBy = (...owners: Record<string, unknown>[]) => (p: Record<string, unknown>): Record<string, unknown> => ({
+  ...p, metadata: { ...(p.metadata as object), name: `fake-${String((p.metadata as { name: string }).name)}`, ownerReferences: owners.map((o) => ({ apiVersion: 'batch/v1', name: NAME, ...o })) },
+});
+
 const initing = { state: { waiting: { reason: 'PodInitializing' } } };
 const initDone = { state: { terminated: { exitCode: 0, reason: 'Completed', startedAt: T0, finishedAt: T0, containerID: 'containerd://a1' } }, ready: true };
 
@@ -200,7 +210,7 @@ const cases: { name: string; job: unknown; pods: unknown[] | undefined; kind: Jo
   },
   {
     name: 'just created, no status, no Pod',
-    job: { metadata: { name: NAME, namespace: 'kube-system' } },
+    job: { metadata: { name: NAME, namespace: 'kube-system', uid: UID } },
     pods: [],
     kind: 'running',
     message: /no Pod yet/,
@@ -218,11 +228,36 @@ const cases: { name: string; job: unknown; pods: unknown[] | undefined; kind: Jo
     kind: 'running',
   },
   {
-    name: 'a stuck Pod found by the job-name label when the uid is not known',
+    name: 'a stuck Pod with the Job\'s labels but no owner is not the Job\'s: the Job is not stopped for it',
+    job: job({ active: 1 }),
+    pods: [unowned(pod('Pending', { state: { waiting: { reason: 'ErrImagePull' } } }, initing)), pod('Running', initDone, { state: { running: { startedAt: T0 } }, started: true })],
+    kind: 'running',
+    message: new RegExp(`Pod ${NAME}-x7k2p Running\\)$`),
+  },
+  {
+    name: 'a stuck Pod naming the Job\'s uid, but not as its controller, or not as a Job, is not the Job\'s',
+    job: job({ active: 1 }),
+    pods: [
+      ownedBy({ kind: 'Job', uid: UID })(pod('Pending', { state: { waiting: { reason: 'ErrImagePull' } } }, initing)),
+      ownedBy({ kind: 'Job', uid: UID, controller: false })(pod('Pending', { state: { waiting: { reason: 'ImagePullBackOff' } } }, initing)),
+      ownedBy({ kind: 'ReplicaSet', uid: UID, controller: true })(pod('Pending', { state: { waiting: { reason: 'InvalidImageName' } } }, initing)),
+    ],
+    kind: 'running',
+    message: /no Pod yet/,
+  },
+  {
+    name: 'a live Pod with the Job\'s labels but no owner does not hold a failed Job\'s call open',
+    job: job({ failed: 1, conditions: backoffLimit }),
+    pods: [unowned(pod('Running', initDone, { state: { running: { startedAt: T0 } }, started: true }))],
+    kind: 'failed',
+    message: new RegExp(`^Job kube-system/${NAME} failed \\(BackoffLimitExceeded: [^)]*\\)$`),
+  },
+  {
+    name: 'a Job without a uid: no Pod can be told to be its, as if they could not be read',
     job: { metadata: { name: NAME }, status: { active: 1 } },
     pods: [{ ...pod('Pending', { state: { waiting: { reason: 'ErrImagePull' } } }, initing), metadata: { name: 'p', labels: { 'job-name': NAME } } }],
-    kind: 'stop',
-    message: /ErrImagePull for image registry\.example\.internal/,
+    kind: 'unknown',
+    message: /its Pods could not be read/,
   },
   {
     name: 'not finished and its Pods could not be read',
@@ -236,7 +271,7 @@ const cases: { name: string; job: unknown; pods: unknown[] | undefined; kind: Jo
   { name: 'no name', job: { metadata: {}, status: { conditions: backoffLimit } }, pods: [], kind: 'unknown' },
   {
     name: 'junk in status and in the Pod list',
-    job: { metadata: { name: NAME }, status: { conditions: 'Failed', active: 'x' } },
+    job: { metadata: { name: NAME, uid: UID }, status: { conditions: 'Failed', active: 'x' } },
     pods: [null, 'pod', 7, { status: { initContainerStatuses: 'no', containerStatuses: [null, { state: 'waiting' }] } }],
     kind: 'running',
   },
@@ -260,7 +295,7 @@ test('jobReport: a long termination message (a log tail) is kept to its end, on 
   assert.ok(r.message.length < 900, `${r.message.length}`);
 });
 
-test('jobReport: never failed while a Pod of the Job may still run a container, whatever the Job says', () => {
+test('jobReport: never failed while a Pod of the Job may still run a container, whatever the Job says; Pods not the Job\'s change nothing', () => {
   const conditionArb = fc.constantFrom('Failed', 'FailureTarget', 'Complete', 'Suspended', 'SuccessCriteriaMet').chain((type) =>
     fc.record({ type: fc.constant(type), status: fc.constantFrom('True', 'False'), reason: fc.constantFrom('BackoffLimitExceeded', 'DeadlineExceeded', 'JobSuspended') }));
   const jobArb = fc.record({
@@ -275,10 +310,30 @@ test('jobReport: never failed while a Pod of the Job may still run a container, 
       return d ? deleting(p) : p;
     });
   const endedPod = fc.constantFrom(pod('Failed', initDone, { state: { terminated: { exitCode: 3, reason: 'Error' } } }), pod('Succeeded', initDone, { state: { terminated: { exitCode: 0 } } }));
-  fc.assert(fc.property(jobArb, livePod, fc.array(endedPod, { maxLength: 2 }), fc.nat(3), ({ status, stopped }, alive, ended, at) => {
+  // Pods that are not the Job's, in any state: its labels copied without an owner, or owner references that are not
+  // the Job's controller reference (another uid, not the controller, another kind).
+  const disguise = fc.constantFrom(
+    unowned,
+    (p: Record<string, unknown>) => ({ ...unowned(p), metadata: { ...(unowned(p).metadata as object), ownerReferences: [] } }),
+    ownedBy({ kind: 'Job', uid: 'another-uid', controller: true }),
+    ownedBy({ kind: 'Job', uid: UID }),
+    ownedBy({ kind: 'Job', uid: UID, controller: false }),
+    ownedBy({ kind: 'Job', uid: UID, controller: 'true' }),
+    ownedBy({ kind: 'ReplicaSet', uid: UID, controller: true }),
+    ownedBy({ kind: 'job', uid: UID, controller: true }),
+    ownedBy({ kind: 'Node', uid: 'n' }, { kind: 'Job', uid: UID }),
+  );
+  const foreignPod = fc.tuple(fc.oneof(livePod, endedPod), disguise).map(([p, d]) => d(p));
+  fc.assert(fc.property(jobArb, livePod, fc.array(endedPod, { maxLength: 2 }), fc.array(foreignPod, { maxLength: 3 }), fc.nat(3), ({ status, stopped }, alive, ended, foreign, at) => {
     const pods = [...ended];
     pods.splice(Math.min(at, pods.length), 0, alive);
-    const r = jobReport(job(status, stopped), pods);
+    const r = jobReport(job(status, stopped), [...foreign, ...pods]);
     assert.notEqual(r.kind, 'failed', r.message);
+  }), { numRuns: 3000 });
+  // Pods that are not the Job's change nothing: the verdict is the one without them, whatever they say.
+  fc.assert(fc.property(jobArb, fc.array(fc.oneof(livePod, endedPod), { maxLength: 2 }), fc.array(foreignPod, { minLength: 1, maxLength: 3 }), fc.nat(3), ({ status, stopped }, own, foreign, at) => {
+    const mixed = [...own];
+    mixed.splice(Math.min(at, mixed.length), 0, ...foreign);
+    assert.deepEqual(jobReport(job(status, stopped), mixed), jobReport(job(status, stopped), own));
   }), { numRuns: 3000 });
 });
