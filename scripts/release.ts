@@ -1,6 +1,7 @@
 // A release, end to end, with no Docker engine:
-//   npm run release -- --version 0.2.0 --registry ghcr.io/apiserver-upgrade-operator [--out DIR]
+//   npm run release -- --registry ghcr.io/apiserver-upgrade-operator [--version X.Y.Z] [--out DIR]
 //        [--plain-http] [--mirror-of HOST/PATH] [--download-base https://.../releases/download] [--docs-base https://.../blob]
+// The version is package.json's (--version, if given, must be the same: the workflow passes its tag's).
 // 1. checks its inputs against strict patterns, and finds helm, skopeo and syft (helm and syft are built from the
 //    Go module proxy into the binary cache when missing, as scripts/setup.ts builds the rest);
 // 2. builds the operator image as an OCI tar (e2e/cluster/operator-image.ts: what the Dockerfile builds; the node
@@ -28,7 +29,7 @@ import { skopeoPush } from '../e2e/cluster/registry.ts';
 import { requireCommands } from '../e2e/cluster/requirements.ts';
 import { buildArchive } from '../src/cli/krew-archive.ts';
 import { renderReadme, type Schema } from './chart-readme.ts';
-import { CHART_NAME, checkDownloadBase, checkVersion, DEFAULT_DOCS_BASE, DEFAULT_DOWNLOAD_BASE, defaultImages, parseRegistry, releaseChartYaml, releaseKrewManifest, releaseNames, releaseValues, type ReleaseInput, type ReleaseNames } from './release/plan.ts';
+import { CHART_NAME, checkDownloadBase, DEFAULT_DOCS_BASE, DEFAULT_DOWNLOAD_BASE, defaultImages, parseRegistry, releaseChartYaml, releaseKrewManifest, releaseNames, releaseValues, releaseVersion, type ReleaseInput, type ReleaseNames } from './release/plan.ts';
 
 export interface ReleaseOptions extends ReleaseInput {
   out: string;
@@ -150,8 +151,8 @@ export function parseReleaseArgs(argv: string[]): ReleaseOptions {
       'docs-base': { type: 'string', default: DEFAULT_DOCS_BASE },
     },
   });
-  if (values.version === undefined || values.registry === undefined) throw new Error('--version and --registry are required');
-  const version = checkVersion(values.version);
+  if (values.registry === undefined) throw new Error('--registry is required');
+  const version = releaseVersion(values.version, (JSON.parse(readFileSync(join(REPO_ROOT, 'package.json'), 'utf8')) as { version: string }).version);
   return {
     version,
     registry: parseRegistry(values.registry),
@@ -168,7 +169,7 @@ if (import.meta.main) {
   try {
     opts = parseReleaseArgs(process.argv.slice(2));
   } catch (err) {
-    process.stderr.write(`${(err as Error).message}\nusage: npm run release -- --version X.Y.Z --registry HOST[:PORT]/PATH [--out DIR] [--plain-http] [--mirror-of HOST/PATH] [--download-base URL] [--docs-base URL]\n`);
+    process.stderr.write(`${(err as Error).message}\nusage: npm run release -- --registry HOST[:PORT]/PATH [--version X.Y.Z, package.json's] [--out DIR] [--plain-http] [--mirror-of HOST/PATH] [--download-base URL] [--docs-base URL]\n`);
     process.exit(2);
   }
   try {

@@ -27,6 +27,18 @@ export function checkVersion(v: string): string {
   return v;
 }
 
+/**
+ * The release's version: the operator's, `version` in package.json, which every page, the chart and the krew manifest
+ * name too (test/release/version.test.ts). `--version`, when given (the release workflow passes its tag's), must be
+ * that one: a tag that package.json does not say would publish a chart whose docs name another version.
+ */
+export function releaseVersion(given: string | undefined, packageVersion: string): string {
+  const own = checkVersion(packageVersion);
+  if (given === undefined) return own;
+  if (checkVersion(given) !== own) throw new Error(`--version ${given} is not package.json's ${own}: set the version in package.json first (and the chart, the krew manifest and the docs: test/release/version.test.ts names every place), or leave --version out`);
+  return own;
+}
+
 const HOST = /^(?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)*)$/;
 const PATH_COMPONENT = /^[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*$/;
 
