@@ -64,6 +64,10 @@ const OPTIONS = {
   // a spec names no spec.driver.staticPod.agentImage. The chart sets it to image.repository:tag. Empty: such a
   // spec's calls are refused, naming this flag.
   'agent-image': { type: 'string', default: process.env.AGENT_IMAGE ?? '' },
+  // Write kube-system/kubeadm-config once an upgrade ended (true), or only read it and report in status what to set
+  // by hand (false, the default): a token that may update it could rewrite ClusterConfiguration, which kubeadm applies
+  // at the next join or upgrade (docs/security.md). The chart's kubeadmConfig.write sets it, with the RBAC to match.
+  'kubeadm-config-write': { type: 'string', default: 'false' },
   // Prints the options and exits 0: every module (and production dependency) was loaded by then, so an image
   // that runs `--help` runs the operator's code (e2e/images.e2e.ts).
   help: { type: 'boolean', short: 'h', default: false },
@@ -85,6 +89,11 @@ if (!policyFile) {
 const agentImageProblem = values['agent-image'] ? badImage(values['agent-image']) : undefined;
 if (agentImageProblem) {
   log.error(`--agent-image ${JSON.stringify(values['agent-image'])} ${agentImageProblem}`);
+  process.exit(2);
+}
+const kubeadmConfigWrite = values['kubeadm-config-write'];
+if (kubeadmConfigWrite !== 'true' && kubeadmConfigWrite !== 'false') {
+  log.error(`--kubeadm-config-write ${JSON.stringify(kubeadmConfigWrite)} is neither true nor false`);
   process.exit(2);
 }
 const kc = loadKubeConfig(values['in-cluster'] ? { inCluster: true } : values.kubeconfig ? { file: values.kubeconfig } : {});
@@ -150,6 +159,7 @@ const reconciler = new UpgradeReconciler({
     always,
   }),
   keepKubeadmConfig: true,
+  writeKubeadmConfig: kubeadmConfigWrite === 'true',
   events: { controller: `${GROUP}/operator`, get instance() { return leaderIdentityHolder.id; } },
 });
 

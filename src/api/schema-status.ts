@@ -416,9 +416,9 @@ const kubeadmConfig: Schema = {
   required: ['phase', 'result'],
   properties: {
     phase: phaseSchema,
-    result: { tsType: 'KubeadmConfigResult', type: 'string', description: 'Pending (the upgrade just ended; the operator is about to read kubeadm-config), Updated, Unchanged (already consistent), NotFound (not a kubeadm cluster) or Refused (left as it was; the KubeadmConfigUpdated condition says why).', enum: KUBEADM_CONFIG_RESULTS },
+    result: { tsType: 'KubeadmConfigResult', type: 'string', description: 'Pending (the upgrade just ended; the operator is about to read kubeadm-config), Updated, Unchanged (already consistent), NotFound (not a kubeadm cluster), Refused (left as it was; the KubeadmConfigUpdated condition says why) or NotWritten (the operator\'s write is off, the default: changes lists what to set by hand).', enum: KUBEADM_CONFIG_RESULTS },
     kubernetesVersion: stringField('The kubernetesVersion kubeadm-config should say.', 64),
-    changes: { type: 'array', description: 'The edits made.', maxItems: 16, 'x-kubernetes-list-type': 'atomic', items: stringField('One edit.', 512) },
+    changes: { type: 'array', description: 'The edits made (NotWritten: the edits to make by hand).', maxItems: 16, 'x-kubernetes-list-type': 'atomic', items: stringField('One edit.', 512) },
     resourceVersion: stringField('The ConfigMap\'s resourceVersion the edit was made against.', 64),
     time: timeField('When it was done.'),
     message: stringField('What was done, or why not.', 1024),

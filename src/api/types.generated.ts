@@ -691,7 +691,7 @@ export interface KubeadmFinding {
 }
 
 /** What was checked (docs/kubeadm-runbook.md). */
-export type KubeadmCheckName = 'KubeadmConfig' | 'KubeletSkew' | 'EtcdHealth' | 'ServingCertificate' | 'DeprecatedAPI' | 'NodeName';
+export type KubeadmCheckName = 'KubeadmConfig' | 'KubeletSkew' | 'EtcdHealth' | 'ServingCertificate' | 'DeprecatedAPI' | 'NodeName' | 'ApiserverImage';
 
 /** Block (preflight waits until it is fixed; an input that could not be read blocks too) or Warn. */
 export type KubeadmSeverity = 'Block' | 'Warn';
@@ -706,13 +706,14 @@ export interface KubeadmConfigStatus {
   phase: UpgradePhase;
   /**
    * Pending (the upgrade just ended; the operator is about to read kubeadm-config), Updated, Unchanged
-   * (already consistent), NotFound (not a kubeadm cluster) or Refused (left as it was; the
-   * KubeadmConfigUpdated condition says why).
+   * (already consistent), NotFound (not a kubeadm cluster), Refused (left as it was; the KubeadmConfigUpdated
+   * condition says why) or NotWritten (the operator's write is off, the default: changes lists what to set by
+   * hand).
    */
   result: KubeadmConfigResult;
   /** The kubernetesVersion kubeadm-config should say. */
   kubernetesVersion?: string;
-  /** The edits made. */
+  /** The edits made (NotWritten: the edits to make by hand). */
   changes?: string[];
   /** The ConfigMap's resourceVersion the edit was made against. */
   resourceVersion?: string;
@@ -724,10 +725,10 @@ export interface KubeadmConfigStatus {
 
 /**
  * Pending (the upgrade just ended; the operator is about to read kubeadm-config), Updated, Unchanged (already
- * consistent), NotFound (not a kubeadm cluster) or Refused (left as it was; the KubeadmConfigUpdated
- * condition says why).
+ * consistent), NotFound (not a kubeadm cluster), Refused (left as it was; the KubeadmConfigUpdated condition
+ * says why) or NotWritten (the operator's write is off, the default: changes lists what to set by hand).
  */
-export type KubeadmConfigResult = 'Pending' | 'Updated' | 'Unchanged' | 'NotFound' | 'Refused';
+export type KubeadmConfigResult = 'Pending' | 'Updated' | 'Unchanged' | 'NotFound' | 'Refused' | 'NotWritten';
 
 /**
  * What the Mixed Version Proxy covers during this upgrade, fixed at preflight like status.plan

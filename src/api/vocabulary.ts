@@ -65,11 +65,14 @@ export const COVERAGE_KINDS = ['BuiltInAdded', 'BuiltInRemoved', 'Aggregated', '
 export type CoverageKind = (typeof COVERAGE_KINDS)[number];
 
 /** The preflight checks for kubeadm clusters (status.kubeadmPreflight, docs/kubeadm-runbook.md), and a finding's weight. */
-export const KUBEADM_CHECKS = ['KubeadmConfig', 'KubeletSkew', 'EtcdHealth', 'ServingCertificate', 'DeprecatedAPI', 'NodeName'] as const;
+export const KUBEADM_CHECKS = ['KubeadmConfig', 'KubeletSkew', 'EtcdHealth', 'ServingCertificate', 'DeprecatedAPI', 'NodeName', 'ApiserverImage'] as const;
 export type KubeadmCheckName = (typeof KUBEADM_CHECKS)[number];
 export const KUBEADM_SEVERITIES = ['Block', 'Warn'] as const;
 export type KubeadmSeverity = (typeof KUBEADM_SEVERITIES)[number];
 
-/** What became of kube-system/kubeadm-config once an upgrade ended (status.kubeadmConfig.result); Pending: the ending is recorded, the edit not yet made. */
-export const KUBEADM_CONFIG_RESULTS = ['Pending', 'Updated', 'Unchanged', 'NotFound', 'Refused'] as const;
+/**
+ * What became of kube-system/kubeadm-config once an upgrade ended (status.kubeadmConfig.result); Pending: the ending is
+ * recorded, the edit not yet made; NotWritten: the operator's write is off (the default), the edit is the admin's.
+ */
+export const KUBEADM_CONFIG_RESULTS = ['Pending', 'Updated', 'Unchanged', 'NotFound', 'Refused', 'NotWritten'] as const;
 export type KubeadmConfigResult = (typeof KUBEADM_CONFIG_RESULTS)[number];

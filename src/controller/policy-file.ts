@@ -90,6 +90,7 @@ export class PolicyFile {
       policyFile: this.path, sha256: digest(this.lastText),
       apiserverImages: p.apiserverImages.length, agentImages: p.agentImages.length, webhooks: p.webhooks.length, webhookTokens: p.webhookTokens.length,
       manifestPaths: p.manifestPaths.length, backupDirs: p.backupDirs.length, peerCAFiles: p.peerCAFiles.length, prometheusAddresses: p.prometheusAddresses.length,
+      anyKubeApiserverRepository: p.anyKubeApiserverRepository,
     });
   }
 }

@@ -43,6 +43,11 @@ export interface ReconcilerDeps {
    * docs/kubeadm-runbook.md). main.ts turns it on; absent: never read nor written.
    */
   keepKubeadmConfig?: boolean;
+  /**
+   * With keepKubeadmConfig: write the edit (the chart's kubeadmConfig.write, --kubeadm-config-write). Absent or false:
+   * kubeadm-config is read, never written, and what to set by hand is reported (docs/security.md).
+   */
+  writeKubeadmConfig?: boolean;
 }
 
 /** The wiring with every optional part decided (kubeadmFacts stays optional: absent means not read). */
@@ -57,5 +62,6 @@ export function configureReconciler(d: ReconcilerDeps): ReconcilerConfig {
     preflightFacts: d.preflightFacts ?? false,
     list: d.list ?? (<T>(path: string): Promise<T> => d.kube.request<T>('GET', path)),
     keepKubeadmConfig: d.keepKubeadmConfig ?? false,
+    writeKubeadmConfig: d.writeKubeadmConfig ?? false,
   };
 }

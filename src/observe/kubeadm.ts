@@ -1,7 +1,8 @@
 /**
  * The shell of the preflight checks for kubeadm clusters (docs/kubeadm-runbook.md): reads kube-system/kubeadm-config's
  * existence, the Nodes' kubelet versions and hostname labels, and for each server its /readyz/etcd, its serving
- * certificate (a TLS handshake), its apiserver_requested_deprecated_apis gauge and its kube-apiserver mirror Pod.
+ * certificate (a TLS handshake), its apiserver_requested_deprecated_apis gauge and its kube-apiserver mirror Pod (its
+ * node and the image it runs).
  * The decisions are src/plan/kubeadm-preflight.ts's. Read only while preflight runs. Never rejects: a failed
  * read is that fact's `error`, which the planner counts as blocking (fail closed).
  */
@@ -65,7 +66,8 @@ export async function observeKubeadm(peers: readonly ObservedPeer[], deps: Kubea
   const handshake = deps.handshake ?? ((a: string) => peerHandshake(a));
   const results = await mapLimitSettled([...peers], 4, async (p): Promise<ObservedKubeadmServer> => {
     const pod = pods ? mirrorPodFor(pods, p.hostname) : undefined;
-    const mirrorPod = pod?.metadata?.name && pod.spec?.nodeName ? { name: pod.metadata.name, nodeName: pod.spec.nodeName } : undefined;
+    const image = pod ? apiserverImageOf(pod) : undefined;
+    const mirrorPod = pod?.metadata?.name && pod.spec?.nodeName ? { name: pod.metadata.name, nodeName: pod.spec.nodeName, ...(image ? { image } : {}) } : undefined;
     if (!p.address) {
       const error = 'the server has no known address';
       return { hostname: p.hostname, etcd: { error }, deprecated: { error }, ...(mirrorPod ? { mirrorPod } : {}) };
@@ -80,6 +82,17 @@ export async function observeKubeadm(peers: readonly ObservedPeer[], deps: Kubea
   });
   const servers = results.map((r, i): ObservedKubeadmServer => (r.status === 'fulfilled' ? r.value : { hostname: peers[i]!.hostname, etcd: { error: text(r.reason) }, deprecated: { error: text(r.reason) } }));
   return { configMap, nodes, servers };
+}
+
+/**
+ * The image of a mirror Pod's kube-apiserver container: the container of that name, or the only one — the one whose
+ * repository the static Pod driver keeps (src/drivers/static-pod.ts reads it so at call time). Undefined: none.
+ */
+export function apiserverImageOf(pod: V1Pod): string | undefined {
+  const containers = pod.spec?.containers ?? [];
+  const c = containers.find((x) => x.name === 'kube-apiserver') ?? (containers.length === 1 ? containers[0] : undefined);
+  const image = c?.image?.trim();
+  return image ? image : undefined;
 }
 
 async function listNodes(deps: KubeadmObserverDeps): Promise<ObservedNode[] | { error: string }> {

@@ -58,6 +58,7 @@ export const KUBEADM_CONFIG_REASONS = {
   unknownVersion: { reason: 'KubeadmConfigUnknownAPIVersion' },
   ambiguous: { reason: 'KubeadmConfigAmbiguous' },
   forbidden: { reason: 'KubeadmConfigForbidden' },
+  notWritten: { reason: 'KubeadmConfigNotWritten' },
 } as const;
 
 /**
@@ -161,11 +162,14 @@ export function editClusterConfiguration(text: string, intent: KubeadmIntent): K
       doc.set('apiServer', apiServer);
     }
     if (!isMap(apiServer)) return refuse(KUBEADM_CONFIG_REASONS.unparseable.reason, 'apiServer is not a mapping');
+    // kubeadm writes an empty `apiServer: {}`: what is added to it is written in block style, one line per entry.
+    blockIfEmpty(apiServer);
     let args: unknown = apiServer.get('extraArgs', true);
     if (args === undefined || args === null || (isScalar(args) && args.value === null)) {
       args = v1beta4 ? new YAMLSeq() : new YAMLMap();
       apiServer.set('extraArgs', args);
     }
+    if (isMap(args) || isSeq(args)) blockIfEmpty(args);
     if (v1beta4) {
       if (!isSeq(args)) return refuse(KUBEADM_CONFIG_REASONS.unparseable.reason, 'apiServer.extraArgs is not a list of {name, value} (kubeadm.k8s.io/v1beta4)');
       for (const [name, value] of wanted) {
@@ -198,6 +202,11 @@ export function editClusterConfiguration(text: string, intent: KubeadmIntent): K
   return { kind: 'updated', text: doc.toString({ indentSeq: indentsSequences(text) }), changes };
 }
 
+/** An empty flow collection (`{}`, `[]`) turned to block style, so that entries added to it get a line each. */
+function blockIfEmpty(node: YAMLMap | YAMLSeq): void {
+  if (node.items.length === 0) node.flow = false;
+}
+
 /**
  * Whether the text indents a list under its key (`key:\n  - a`) or not (`key:\n- a`, what kubeadm writes): the
  * output keeps the text's own style, so only the edited lines change.
@@ -207,12 +216,19 @@ function indentsSequences(text: string): boolean {
   return m !== null && m[2]!.length > m[1]!.length;
 }
 
-/** What the shell found and did with the ConfigMap. */
+/**
+ * What the shell found and did with the ConfigMap. `notWritten`: the edit the operator would make, not made because
+ * its write is off (the chart's kubeadmConfig.write, --kubeadm-config-write; docs/security.md): the admin's to make.
+ */
 export type KubeadmConfigOutcome =
   | { kind: 'absent' }
   | { kind: 'forbidden'; message: string }
   | { kind: 'noKey' }
-  | { kind: 'edited'; edit: KubeadmEdit; resourceVersion?: string };
+  | { kind: 'edited'; edit: KubeadmEdit; resourceVersion?: string }
+  | { kind: 'notWritten'; edit: Extract<KubeadmEdit, { kind: 'updated' }>; resourceVersion?: string };
+
+/** The setting that turns the operator's write of kubeadm-config on, as messages name it. */
+export const KUBEADM_CONFIG_WRITE_SETTING = 'the chart value kubeadmConfig.write (--kubeadm-config-write)';
 
 /**
  * The status record, the KubeadmConfigUpdated condition and the event of one outcome. Pure: returns a new
@@ -240,6 +256,15 @@ export function recordKubeadmConfig(statusIn: ApiServerUpgradeStatus, intent: Ku
     case 'noKey':
       result = 'Refused';
       c = { type: 'KubeadmConfigUpdated', status: 'False', reason: 'KubeadmConfigUnparseable', message: `${where} has no ${KUBEADM_CONFIG_KEY} key; set by hand: ${wantedText}` };
+      break;
+    case 'notWritten':
+      result = 'NotWritten';
+      if (outcome.resourceVersion !== undefined) resourceVersion = outcome.resourceVersion;
+      changes = outcome.edit.changes;
+      c = {
+        type: 'KubeadmConfigUpdated', status: 'False', reason: 'KubeadmConfigNotWritten',
+        message: `${where} not written: the operator does not write it unless ${KUBEADM_CONFIG_WRITE_SETTING} is on; set by hand in ${KUBEADM_CONFIG_KEY}: ${outcome.edit.changes.join('; ')}${notes}`,
+      };
       break;
     case 'edited': {
       const e = outcome.edit;

@@ -14,6 +14,7 @@
  * | ServingCertificate | expired, or expiring within 7 days; not read                            | expiring within 30 days                 |
  * | DeprecatedAPI    | requested, and removed in a release <= the target's minor; /metrics not read | requested, removed later or never     |
  * | NodeName         | (static Pod driver) no mirror Pod, or its Node's name or kubernetes.io/hostname is not the server's hostname | - |
+ * | ApiserverImage   | (static Pod driver, spec.driver.staticPod.image empty, with a policy) the image the node's agent Job would pull — the repository its mirror Pod runs, at the target tag — is not allowed by the policy (policy.ts nodeImageVerdict), or is unknown | - |
  */
 import type { KubeadmFinding, KubeadmPreflightReport } from '../api/types.generated.ts';
 import type { ConditionInput } from '../api/conditions.ts';
@@ -21,6 +22,8 @@ import type { KubeadmCheckName } from '../api/vocabulary.ts';
 import { parseVersion } from './version.ts';
 import type { PlanContext } from './context.ts';
 import type { ObservedDeprecatedApi, ObservedKubeadm, ObservedKubeadmServer } from './observed-preflight.ts';
+import { nodeImageVerdict, shownApiserverImages, type Policy } from './policy.ts';
+import { shownValue } from '../api/shown.ts';
 
 export type { ObservedDeprecatedApi, ObservedKubeadm, ObservedKubeadmServer, ObservedNode } from './observed-preflight.ts';
 
@@ -49,6 +52,8 @@ export const KUBEADM_PREFLIGHT_REASONS = {
   nodeName: { reason: 'NodeNameNotHostname' },
   noMirrorPod: { reason: 'MirrorPodNotFound' },
   configUnknown: { reason: 'KubeadmConfigUnreadable' },
+  imageNotAllowed: { reason: 'ApiserverImageNotAllowed' },
+  imageUnknown: { reason: 'ApiserverImageUnknown' },
 } as const;
 
 interface Finding {
@@ -67,6 +72,12 @@ export interface KubeadmPreflightInput {
   targetVersion: string;
   staticPod: boolean;
   now: Date;
+  /**
+   * The operator's policy on the kube-apiserver image, for the ApiserverImage check: set for the static Pod driver when
+   * the spec names no image (each node keeps the repository it runs) and the operator has a policy. Absent: not checked
+   * (a spec that names the image has it judged as a field of the spec: src/plan/policy.ts checkSpec).
+   */
+  apiserverImages?: Pick<Policy, 'apiserverImages' | 'anyKubeApiserverRepository'>;
 }
 
 /** Whether the kubeadm checks apply: a kubeadm cluster, or the static Pod driver; an unreadable kubeadm-config counts (fail closed). */
@@ -164,6 +175,33 @@ export function nodeNameFindings(s: ObservedKubeadmServer, nodes: ObservedKubead
   return [];
 }
 
+/** What a message says to change when the image a node keeps is not allowed. */
+const IMAGE_FIX = "list its repository in the chart's policy.apiserverImages (the policy file's apiserverImages), or set spec.driver.staticPod.image to a repository listed there; admissionPolicy.anyKubeApiserverRepository: true would allow any <registry>/<path>/kube-apiserver";
+
+/**
+ * The static Pod driver without spec.driver.staticPod.image keeps each node's repository (read from its mirror Pod at
+ * call time) and pulls it at the target tag: preflight refuses, naming the node, the image and what to change, what
+ * the operator's policy — and so the chart's admission policy, which cannot see the fleet — would not let the agent
+ * Job pull, so that no run starts that a Job refused halfway would stop. No mirror Pod: the NodeName check blocks.
+ */
+export function apiserverImageFindings(s: ObservedKubeadmServer, policy: Pick<Policy, 'apiserverImages' | 'anyKubeApiserverRepository'>, targetVersion: string): Finding[] {
+  if (!s.mirrorPod) return [];
+  const obj = `Pod kube-system/${s.mirrorPod.name}`;
+  const node = `node ${s.mirrorPod.nodeName}`;
+  if (s.mirrorPod.image === undefined) {
+    return [block('ApiserverImage', KUBEADM_PREFLIGHT_REASONS.imageUnknown.reason, obj, `${node}: the mirror Pod has no kube-apiserver container with an image, so the image its agent Job would pull is unknown; set spec.driver.staticPod.image to a repository listed in the chart's policy.apiserverImages`)];
+  }
+  const running = shownValue(s.mirrorPod.image);
+  const v = nodeImageVerdict(policy, s.mirrorPod.image, targetVersion);
+  if (v.allowed) return [];
+  if (v.why === 'Unparseable') {
+    return [block('ApiserverImage', KUBEADM_PREFLIGHT_REASONS.imageUnknown.reason, obj, `${node} runs ${running}: its agent Job would pull ${shownValue(v.image)}, which the policy cannot judge (${v.message}); set spec.driver.staticPod.image to a repository listed in the chart's policy.apiserverImages`)];
+  }
+  const opt = policy.anyKubeApiserverRepository ? '; anyKubeApiserverRepository is on but allows only <registry>/<path>/kube-apiserver at a version tag' : '';
+  return [block('ApiserverImage', KUBEADM_PREFLIGHT_REASONS.imageNotAllowed.reason, obj,
+    `${node} runs ${running}: its agent Job would pull ${v.image}, whose repository ${v.repository} the operator's policy does not allow (apiserverImages: ${shownApiserverImages(policy)}${opt}), nor would the chart's admission policy: ${IMAGE_FIX}`)];
+}
+
 /** Every finding, then the report: blocking findings first in the bounded list. */
 export function kubeadmPreflightReport(input: KubeadmPreflightInput): KubeadmPreflightReport {
   const o = input.observed;
@@ -175,6 +213,7 @@ export function kubeadmPreflightReport(input: KubeadmPreflightInput): KubeadmPre
   for (const s of servers) {
     findings.push(...etcdFindings(s), ...certificateFindings(s, input.now), ...deprecatedFindings(s, target));
     if (input.staticPod) findings.push(...nodeNameFindings(s, o.nodes));
+    if (input.staticPod && input.apiserverImages) findings.push(...apiserverImageFindings(s, input.apiserverImages, input.targetVersion));
   }
   const blocking = findings.filter((f) => f.severity === 'Block').length;
   const shown = [...findings].sort((a, b) => (a.severity === b.severity ? 0 : a.severity === 'Block' ? -1 : 1)).slice(0, KUBEADM_FINDINGS_LIMIT);
@@ -208,7 +247,10 @@ export function reportKubeadmPreflight(ctx: PlanContext): { report: KubeadmPrefl
   const observed = ctx.obs.kubeadm;
   const staticPod = ctx.spec.driver.kind === 'staticPod';
   if (!observed || !kubeadmChecksApply(observed, staticPod)) return undefined;
-  const report = kubeadmPreflightReport({ observed, targetVersion: ctx.spec.targetVersion, staticPod, now: ctx.now });
+  // Without spec.driver.staticPod.image each node keeps its own repository: the policy judges it here, per node.
+  const keepsRepository = ctx.spec.driver.kind === 'staticPod' && ctx.spec.driver.staticPod.image === '';
+  const apiserverImages = keepsRepository && ctx.policy ? ctx.policy : undefined;
+  const report = kubeadmPreflightReport({ observed, targetVersion: ctx.spec.targetVersion, staticPod, now: ctx.now, ...(apiserverImages ? { apiserverImages } : {}) });
   const before = ctx.status.conditions?.find((c) => c.type === 'KubeadmPreflightPassed');
   ctx.status.kubeadmPreflight = report;
   const condition = kubeadmCondition(report);

@@ -67,8 +67,11 @@ export interface ObservedKubeadmServer {
   /** The serving certificate of the server's own address (a TLS handshake from the operator); absent: no address. */
   certificate?: ObservedHandshake;
   deprecated: ObservedDeprecatedApi[] | { error: string };
-  /** The server's kube-apiserver mirror Pod (namespace/name and spec.nodeName); undefined: none found (or ambiguous). */
-  mirrorPod?: { name: string; nodeName: string };
+  /**
+   * The server's kube-apiserver mirror Pod (namespace/name and spec.nodeName) and the image its kube-apiserver container
+   * runs (the container of that name, or the only one; absent: none); undefined: no mirror Pod found (or ambiguous).
+   */
+  mirrorPod?: { name: string; nodeName: string; image?: string };
 }
 
 export interface ObservedNode {

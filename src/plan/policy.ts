@@ -260,15 +260,22 @@ export interface Policy {
   peerCAFiles: PathRule[];
   /** spec.analysis.prometheus.address: where the operator sends its queries (and whose answers it reports). */
   prometheusAddresses: UrlRule[];
+  /**
+   * The explicit opt-in (the chart's admissionPolicy.anyKubeApiserverRepository): the kube-apiserver image a node
+   * runs may keep its repository, whatever it is, as long as it is a `<registry>/<path>/kube-apiserver` (what the
+   * chart's admission policy then admits). False (the default): that repository must be listed in apiserverImages.
+   * Never widens spec.driver.staticPod.image, which the spec's author chooses.
+   */
+  anyKubeApiserverRepository: boolean;
 }
 
 export const POLICY_KIND = 'OperatorPolicy';
 export const POLICY_API_VERSION = 'upgrade.apiserver.dev/v1alpha1';
-const TOP_KEYS = ['apiVersion', 'kind', 'apiserverImages', 'agentImages', 'webhooks', 'webhookTokens', 'manifestPaths', 'backupDirs', 'peerCAFiles', 'prometheusAddresses'];
+const TOP_KEYS = ['apiVersion', 'kind', 'apiserverImages', 'agentImages', 'webhooks', 'webhookTokens', 'manifestPaths', 'backupDirs', 'peerCAFiles', 'prometheusAddresses', 'anyKubeApiserverRepository'];
 
 /** A policy that refuses everything, saying why: an unreadable or invalid policy file must not allow more. */
 export function brokenPolicy(source: string, error: string): Policy {
-  return { source, error, apiserverImages: [], agentImages: [], webhooks: [], webhookTokens: [], manifestPaths: [], backupDirs: [], peerCAFiles: [], prometheusAddresses: [] };
+  return { source, error, apiserverImages: [], agentImages: [], webhooks: [], webhookTokens: [], manifestPaths: [], backupDirs: [], peerCAFiles: [], prometheusAddresses: [], anyKubeApiserverRepository: false };
 }
 
 function isObject(x: unknown): x is Record<string, unknown> {
@@ -339,6 +346,8 @@ export function parsePolicy(doc: unknown, source: string): Policy {
     return compileUrlRule(kind as 'url' | 'prefix', text, `${what}[${i}].${kind}`, schemes);
   });
   const pathRules = (key: string): PathRule[] => list(doc, key).map((x, i) => compilePathRule(x, `${key}[${i}]`));
+  const anyRepository = doc.anyKubeApiserverRepository ?? false;
+  if (typeof anyRepository !== 'boolean') throw new PolicyError('anyKubeApiserverRepository: must be true or false');
   return {
     source,
     apiserverImages: list(doc, 'apiserverImages').map((x, i) => compileImageRule(x, `apiserverImages[${i}]`, ['repository', 'repositoryPrefix'])),
@@ -355,6 +364,7 @@ export function parsePolicy(doc: unknown, source: string): Policy {
     backupDirs: pathRules('backupDirs'),
     peerCAFiles: pathRules('peerCAFiles'),
     prometheusAddresses: urlRules(list(doc, 'prometheusAddresses'), 'prometheusAddresses', 'http or https'),
+    anyKubeApiserverRepository: anyRepository,
   };
 }
 
@@ -484,6 +494,58 @@ export function checkSpec(policy: Policy, spec: ResolvedSpec): PolicyViolation[]
     out.push({ field, value: w.url, rule: 'webhookTokens', message: `${field} ${shownValue(w.url)} (${u.href}) is not a URL the Secret ${secret} may be sent to (webhookTokens: ${shown(urls)})` });
   }
   return out;
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// The kube-apiserver image a node keeps
+
+/** A kube-apiserver version tag: what the chart's admission policy asks of an image it admits only by the opt-in. */
+const VERSION_TAG = /^v[0-9]+\.[0-9]+\.[0-9]+(?:-[0-9A-Za-z.-]+)?$/;
+
+/** The repository of an image reference as written: without its digest and tag (src/drivers/static-pod.ts splitImage). */
+function repositoryAsWritten(ref: string): string {
+  let rest = ref.trim();
+  const at = rest.indexOf('@');
+  if (at >= 0) rest = rest.slice(0, at);
+  const colon = rest.lastIndexOf(':');
+  if (colon > rest.lastIndexOf('/')) rest = rest.slice(0, colon);
+  return rest;
+}
+
+/** The verdict on the image a node's agent Job would pull when the spec names none. */
+export type NodeImageVerdict =
+  | { allowed: true; image: string; repository: string; by: 'apiserverImages' | 'anyKubeApiserverRepository' }
+  | { allowed: false; image: string; repository: string; why: 'NotListed' }
+  | { allowed: false; image: string; why: 'Unparseable'; message: string };
+
+/**
+ * The image the static Pod driver pulls on a node when spec.driver.staticPod.image is empty: the repository the node
+ * runs (its mirror Pod's image), as written, at `version` — what src/drivers/static-pod.ts targetImage builds — judged
+ * as the chart's admission policy judges the agent Job's pull, so that preflight refuses what the apiserver would deny
+ * at call time. Allowed when an apiserverImages entry covers its repository (compared parsed: registry host case and
+ * index.docker.io normalised, whole path components), or, only with anyKubeApiserverRepository, when it is a
+ * `<registry>/<path>/kube-apiserver` at a version tag. A reference the policy cannot parse is refused: unknown is unsafe.
+ */
+export function nodeImageVerdict(policy: Pick<Policy, 'apiserverImages' | 'anyKubeApiserverRepository'>, running: string, version: string): NodeImageVerdict {
+  const image = `${repositoryAsWritten(running)}:${version}`;
+  let ref: ImageRef;
+  try {
+    ref = parseImageRef(image, 'the target image');
+  } catch (err) {
+    return { allowed: false, image, why: 'Unparseable', message: (err as Error).message };
+  }
+  const repository = repositoryOf(ref);
+  if (ref.digest === undefined && policy.apiserverImages.some((r) => matchesImage(r, ref))) return { allowed: true, image, repository, by: 'apiserverImages' };
+  const namedKubeApiserver = ref.path === 'kube-apiserver' || ref.path.endsWith('/kube-apiserver');
+  if (policy.anyKubeApiserverRepository && namedKubeApiserver && ref.digest === undefined && VERSION_TAG.test(ref.tag ?? '')) {
+    return { allowed: true, image, repository, by: 'anyKubeApiserverRepository' };
+  }
+  return { allowed: false, image, repository, why: 'NotListed' };
+}
+
+/** The policy's apiserverImages as a message shows them. */
+export function shownApiserverImages(policy: Pick<Policy, 'apiserverImages'>): string {
+  return shown(policy.apiserverImages);
 }
 
 /** All violations in one line, for a condition message, an event or an error. */

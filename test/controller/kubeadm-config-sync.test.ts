@@ -1,6 +1,7 @@
 // The reconciler's kubeadm-config step (src/controller/kubeadm-config-write.ts syncKubeadmConfig): an ended upgrade marked
-// Pending gets kube-system/kubeadm-config read, edited and written back with the resourceVersion read; the outcome
-// recorded once (a restart finds it done); 404, 403 and 409 each handled; an upgrade without the mark untouched.
+// Pending gets kube-system/kubeadm-config read and edited; written back with the resourceVersion read only when the
+// operator's write is on (kubeadmConfig.write), else never written and what to set by hand reported (NotWritten); the
+// outcome recorded once (a restart finds it done); 404, 403, 422 and 409 each handled; an upgrade without the mark untouched.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Registry } from 'prom-client';
@@ -52,13 +53,14 @@ function fake(status: ApiServerUpgradeStatus, cm: (method: string) => unknown): 
   return { kube: kube as unknown as KubeClient, requests, events, get: () => u };
 }
 
-function reconciler(kube: KubeClient, keep = true): UpgradeReconciler {
+function reconciler(kube: KubeClient, keep = true, write = true): UpgradeReconciler {
   return new UpgradeReconciler({
     kube, observer: { observe: async () => { throw new Error('a finished upgrade is not observed'); } } as unknown as FleetObserver,
     metrics: new OperatorMetrics(new Registry()), log: silentLogger(),
     events: { controller: 'upgrade.apiserver.dev/operator', instance: 'test' },
     driverFor: async () => { throw new Error('no driver for a finished upgrade'); },
     keepKubeadmConfig: keep,
+    writeKubeadmConfig: write,
     now: () => new Date('2026-01-01T01:00:00Z'),
   });
 }
@@ -133,4 +135,50 @@ test('an upgrade that ended without the mark (before this feature), or the step 
   const g = fake(ENDED, () => { throw new Error('must not be read'); });
   await reconciler(g.kube, false).reconcile('to-v1-36');
   assert.deepEqual([...f.requests, ...g.requests], []);
+});
+
+test('the write off (the default): read, never written; NotWritten, False KubeadmConfigNotWritten naming the setting and each edit to make by hand; done once', async () => {
+  const V1BETA4 = '# kubeadm init\napiVersion: kubeadm.k8s.io/v1beta4\nkind: ClusterConfiguration\nkubernetesVersion: v1.35.4\napiServer:\n  extraArgs:\n  - name: feature-gates\n    value: SomeOtherGate=false\n';
+  const f = fake(ENDED, (method) => {
+    if (method !== 'GET') throw new Error(`the write is off: no ${method}`);
+    return { metadata: { name: 'kubeadm-config', namespace: 'kube-system', resourceVersion: '700' }, data: { ClusterConfiguration: V1BETA4 } };
+  });
+  await reconciler(f.kube, true, false).reconcile('to-v1-36');
+  assert.deepEqual(f.requests.map((r) => r.method), ['GET'], 'read, not written');
+  const s = f.get().status!;
+  assert.equal(s.kubeadmConfig?.result, 'NotWritten');
+  assert.equal(s.kubeadmConfig?.resourceVersion, '700', 'the version the report was made against');
+  assert.deepEqual(s.kubeadmConfig?.changes, ['kubernetesVersion v1.35.4 -> v1.36.3', 'apiServer.extraArgs feature-gates SomeOtherGate=false -> SomeOtherGate=false,UnknownVersionInteroperabilityProxy=true']);
+  const c = s.conditions?.find((x) => x.type === 'KubeadmConfigUpdated');
+  assert.deepEqual([c?.status, c?.reason], ['False', 'KubeadmConfigNotWritten']);
+  assert.match(c!.message, /not written: the operator does not write it unless the chart value kubeadmConfig\.write \(--kubeadm-config-write\) is on; set by hand in ClusterConfiguration: kubernetesVersion v1\.35\.4 -> v1\.36\.3; apiServer\.extraArgs feature-gates SomeOtherGate=false -> SomeOtherGate=false,UnknownVersionInteroperabilityProxy=true/);
+  assert.deepEqual(f.events, ['KubeadmConfigNotWritten']);
+  await reconciler(f.kube, true, false).reconcile('to-v1-36');
+  assert.equal(f.requests.length, 1, 'reported once');
+});
+
+test('the write off, kubeadm-config already consistent: True KubeadmConfigConsistent, nothing written', async () => {
+  const done = 'apiVersion: kubeadm.k8s.io/v1beta3\nkind: ClusterConfiguration\nkubernetesVersion: v1.36.3\napiServer:\n  extraArgs:\n    feature-gates: UnknownVersionInteroperabilityProxy=true\n';
+  const f = fake(ENDED, (method) => {
+    if (method !== 'GET') throw new Error(`the write is off: no ${method}`);
+    return { metadata: { resourceVersion: '5' }, data: { ClusterConfiguration: done } };
+  });
+  await reconciler(f.kube, true, false).reconcile('to-v1-36');
+  assert.equal(f.get().status?.kubeadmConfig?.result, 'Unchanged');
+  assert.equal(f.get().status?.conditions?.find((x) => x.type === 'KubeadmConfigUpdated')?.reason, 'KubeadmConfigConsistent');
+});
+
+test('the write on, the PUT denied by the chart\'s admission policy (403 Forbidden, or 422 Invalid): Refused with what to set by hand, not retried', async () => {
+  for (const status of [403, 422]) {
+    const f = fake(ENDED, (method) => {
+      if (method === 'GET') return { metadata: { resourceVersion: '10' }, data: { ClusterConfiguration: TEXT } };
+      throw new KubeApiError('PUT', CM, status, '{"message":"configmaps \\"kubeadm-config\\" is forbidden: ValidatingAdmissionPolicy denied request"}', undefined);
+    });
+    await reconciler(f.kube).reconcile('to-v1-36');
+    assert.deepEqual(f.requests.map((r) => r.method), ['GET', 'PUT'], String(status));
+    assert.equal(f.get().status?.kubeadmConfig?.result, 'Refused', String(status));
+    const c = f.get().status?.conditions?.find((x) => x.type === 'KubeadmConfigUpdated');
+    assert.deepEqual([c?.status, c?.reason], ['False', 'KubeadmConfigForbidden'], String(status));
+    assert.match(c!.message, /set by hand: kubernetesVersion: v1\.36\.3/);
+  }
 });

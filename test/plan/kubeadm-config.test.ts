@@ -190,6 +190,19 @@ test('no apiServer or no extraArgs yet: created in the shape of the API version'
   assert.deepEqual(e, { kind: 'unchanged' });
 });
 
+test('kubeadm\'s own empty `apiServer: {}` (and an empty extraArgs): what is added is written in block style, one line per entry; no other line changes', () => {
+  const kubeadmDefault = ['apiServer: {}', 'apiVersion: kubeadm.k8s.io/v1beta4', 'certificatesDir: /etc/kubernetes/pki', 'controllerManager: {}', 'etcd:', '  local:', '    dataDir: /var/lib/etcd',
+    'imageRepository: registry.k8s.io', 'kind: ClusterConfiguration', 'kubernetesVersion: v1.35.4', 'scheduler: {}', ''].join('\n');
+  const e = editClusterConfiguration(kubeadmDefault, INTENT);
+  assert.equal(e.kind, 'updated');
+  if (e.kind !== 'updated') return;
+  assert.equal(e.text, kubeadmDefault
+    .replace('apiServer: {}\n', 'apiServer:\n  extraArgs:\n  - name: feature-gates\n    value: UnknownVersionInteroperabilityProxy=true\n  - name: peer-ca-file\n    value: /etc/kubernetes/pki/ca.crt\n')
+    .replace('kubernetesVersion: v1.35.4', 'kubernetesVersion: v1.36.3'));
+  const v1beta3 = editClusterConfiguration('apiVersion: kubeadm.k8s.io/v1beta3\nkind: ClusterConfiguration\nkubernetesVersion: v1.35.4\napiServer:\n  extraArgs: {}\n', INTENT);
+  assert.equal(v1beta3.kind === 'updated' && v1beta3.text, 'apiVersion: kubeadm.k8s.io/v1beta3\nkind: ClusterConfiguration\nkubernetesVersion: v1.36.3\napiServer:\n  extraArgs:\n    feature-gates: UnknownVersionInteroperabilityProxy=true\n    peer-ca-file: /etc/kubernetes/pki/ca.crt\n');
+});
+
 test('a value that must stay a string (a gate list, a version) is written as one', () => {
   const e = editClusterConfiguration('apiVersion: kubeadm.k8s.io/v1beta3\nkind: ClusterConfiguration\nkubernetesVersion: v1.35.4\napiServer:\n  extraArgs:\n    feature-gates: ""\n', { ...INTENT, extraArgs: { 'peer-ca-file': 'true' } });
   assert.equal(e.kind, 'updated');
@@ -247,6 +260,15 @@ test('recordKubeadmConfig: the status record, the condition and the event of eac
   assert.equal(forbidden.status.conditions?.[0]?.reason, 'KubeadmConfigForbidden');
   const noKey = recordKubeadmConfig(base, INTENT, { kind: 'noKey' }, now, 3);
   assert.match(noKey.status.conditions![0]!.message, /has no ClusterConfiguration key/);
+  // The operator's write off: the edit is reported as the admin's to make, each change with its exact value.
+  const notWritten = recordKubeadmConfig(base, INTENT, { kind: 'notWritten', edit: { kind: 'updated', text: 'x', changes: ['kubernetesVersion v1.35.4 -> v1.36.3', 'apiServer.extraArgs peer-ca-file=/etc/kubernetes/pki/ca.crt (added)'] }, resourceVersion: '41' }, now, 3);
+  assert.equal(notWritten.status.kubeadmConfig?.result, 'NotWritten');
+  assert.deepEqual(notWritten.status.kubeadmConfig?.changes, ['kubernetesVersion v1.35.4 -> v1.36.3', 'apiServer.extraArgs peer-ca-file=/etc/kubernetes/pki/ca.crt (added)']);
+  assert.equal(notWritten.status.kubeadmConfig?.resourceVersion, '41');
+  const nw = notWritten.status.conditions?.[0];
+  assert.deepEqual([nw?.status, nw?.reason], ['False', 'KubeadmConfigNotWritten']);
+  assert.match(nw!.message, /kubeadmConfig\.write .*set by hand in ClusterConfiguration: kubernetesVersion v1\.35\.4 -> v1\.36\.3; apiServer\.extraArgs peer-ca-file=\/etc\/kubernetes\/pki\/ca\.crt \(added\)/);
+  assert.equal(notWritten.events[0]?.type, 'Warning');
   const same = recordKubeadmConfig(base, INTENT, { kind: 'edited', edit: { kind: 'unchanged' } }, now, 3);
   assert.equal(same.status.kubeadmConfig?.result, 'Unchanged');
   assert.equal(same.status.conditions?.[0]?.reason, 'KubeadmConfigConsistent');
