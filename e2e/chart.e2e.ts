@@ -87,8 +87,8 @@ async function render(set: string[] = [], includeCrds = false): Promise<K8sObjec
 const MONITORING_ON = ['serviceMonitor.enabled=true', 'prometheusRule.enabled=true'];
 const WITH_HOOK_SECRET = [`rbac.webhookAuthSecrets[0].namespace=${NS}`, `rbac.webhookAuthSecrets[0].name=${HOOK_SECRET}`];
 const WITH_READER = ['metrics.reader.subjects[0].kind=ServiceAccount', `metrics.reader.subjects[0].namespace=${NS}`, `metrics.reader.subjects[0].name=${READER_SA}`];
-/** Every optional object on. */
-const EVERYTHING_ON = [...MONITORING_ON, ...WITH_HOOK_SECRET, ...WITH_READER, 'networkPolicy.enabled=true', 'metrics.tls.secretName=metrics-tls'];
+/** Every optional object on (kubeadmConfig.write adds the admission policy on kube-system/kubeadm-config). */
+const EVERYTHING_ON = [...MONITORING_ON, ...WITH_HOOK_SECRET, ...WITH_READER, 'networkPolicy.enabled=true', 'metrics.tls.secretName=metrics-tls', 'kubeadmConfig.write=true'];
 
 const id = (o: K8sObject): string => `${o.kind}/${o.metadata.namespace ? `${o.metadata.namespace}/` : ''}${o.metadata.name}`;
 const find = (objs: K8sObject[], kind: string, name?: string): K8sObject[] => objs.filter((o) => o.kind === kind && (name === undefined || o.metadata.name === name));
@@ -195,8 +195,8 @@ test('helm template with the default values: the objects a Deployment of the ope
     for (const rule of (o as unknown as { rules: { resources?: string[]; verbs: string[]; resourceNames?: string[] }[] }).rules) {
       assert.ok(!rule.verbs.includes('*') && !(rule.resources ?? []).includes('*'), `${id(o)} has a wildcard rule`);
       assert.ok(!(rule.resources ?? []).includes('secrets'), `${id(o)} grants secrets with the default values`);
-      // ConfigMaps: only kubeadm-config, by name (docs/kubeadm-runbook.md).
-      if ((rule.resources ?? []).includes('configmaps')) assert.deepEqual([rule.resourceNames, rule.verbs], [['kubeadm-config'], ['get', 'update']], `${id(o)}: configmaps`);
+      // ConfigMaps: only kubeadm-config, by name, read only unless kubeadmConfig.write (docs/kubeadm-runbook.md, docs/security.md).
+      if ((rule.resources ?? []).includes('configmaps')) assert.deepEqual([rule.resourceNames, rule.verbs], [['kubeadm-config'], ['get']], `${id(o)}: configmaps`);
     }
   }
 });
@@ -256,6 +256,8 @@ test('every rendered object passes a server-side dry run on the real apiserver (
   assert.deepEqual(monitoring.map((o) => o.kind).sort(), ['PrometheusRule', 'ServiceMonitor']);
   const rest = objs.filter((o) => o.apiVersion !== MONITORING);
   for (const kind of ['NetworkPolicy', 'ClusterRole', 'ClusterRoleBinding']) assert.ok(rest.some((o) => o.kind === kind), `no ${kind} in the dry run`);
+  // Both admission policies: their CEL compiled by the real apiserver.
+  assert.deepEqual(rest.filter((o) => o.kind === 'ValidatingAdmissionPolicy').map((o) => o.metadata.name).sort(), [`${RELEASE}-agent-jobs`, `${RELEASE}-kubeadm-config`]);
   const out = await k(['apply', '--server-side', '--field-manager=helm-e2e', '--dry-run=server', '-o', 'name', '-f', '-'], rest.map((o) => `---\n${stringify(o)}`).join(''));
   const names = out.trim().split('\n').filter(Boolean);
   assert.equal(names.length, rest.length, `dry run answered for ${names.length} of ${rest.length} objects:\n${out}`);
@@ -585,8 +587,8 @@ test('the chart\'s RBAC, created for real, grants each call the operator makes a
     // The /metrics guard: who a scrape's token is, and whether it may GET /metrics.
     ['create', 'tokenreviews.authentication.k8s.io'], ['create', 'subjectaccessreviews.authorization.k8s.io'],
     ...['/version', '/readyz', '/metrics', '/api', '/api/v1', '/apis', '/apis/apps/v1'].map((p): [string, string] => ['get', p]),
-    // kubeadm clusters (docs/kubeadm-runbook.md): kubeadm-config by name, the Nodes' kubelet versions, etcd health.
-    ['get', 'configmaps/kubeadm-config', { ns: 'kube-system' }], ['update', 'configmaps/kubeadm-config', { ns: 'kube-system' }],
+    // kubeadm clusters (docs/kubeadm-runbook.md): kubeadm-config by name (read only by default), the Nodes' kubelet versions, etcd health.
+    ['get', 'configmaps/kubeadm-config', { ns: 'kube-system' }],
     ['list', 'nodes'], ['get', '/readyz/etcd'],
   ];
   const denied: [string, string, { ns?: string; sub?: string }?][] = [
@@ -600,6 +602,8 @@ test('the chart\'s RBAC, created for real, grants each call the operator makes a
     ['get', '/debug/pprof/'], ['get', '/logs/'],
     ['get', 'configmaps/kube-proxy', { ns: 'kube-system' }], ['update', 'configmaps/coredns', { ns: 'kube-system' }], ['list', 'configmaps', { ns: 'kube-system' }],
     ['delete', 'configmaps/kubeadm-config', { ns: 'kube-system' }], ['patch', 'configmaps/kubeadm-config', { ns: 'kube-system' }], ['get', 'configmaps/kubeadm-config', { ns: NS }],
+    // Without kubeadmConfig.write: a token of the operator cannot rewrite ClusterConfiguration (docs/security.md).
+    ['update', 'configmaps/kubeadm-config', { ns: 'kube-system' }],
     ['get', 'nodes'], ['update', 'nodes'], ['patch', 'nodes', { sub: 'status' }], ['get', '/readyz/log'], ['get', '/livez/etcd'],
     ['create', 'serviceaccounts', { ns: NS, sub: 'token' }],
   ];

@@ -4,7 +4,8 @@
 // the `kubernetes` Service as in-cluster config does. An ApiServerUpgrade applied with kubectl runs to Succeeded
 // with the static Pod driver; the leader Pod is deleted mid-upgrade and another replica (the standby or the Pod
 // that replaces the deleted one) finishes; no Job is created twice; `kubectl auth can-i` as the ServiceAccount shows what it may and may not do; the cluster's
-// kube-system/kubeadm-config (as `kubeadm init` writes it) is brought in line by the operator Pod once it Succeeded.
+// kube-system/kubeadm-config (as `kubeadm init` writes it) is brought in line by the operator Pod once it Succeeded, the
+// write turned on (kubeadmConfig.write, off by default) and passing the chart's admission policy on that ConfigMap.
 // The install, the paused upgrade, its review and the resume are docs/quickstart.md's Path A blocks, run as written
 // (only the chart and images of the checkout, the durations and helm's --wait put in), so the page cannot drift from what ran.
 import { test, after } from 'node:test';
@@ -12,7 +13,7 @@ import assert from 'node:assert/strict';
 import { writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { parse, stringify } from 'yaml';
-import { NodesCluster } from './cluster/nodes/nodes-cluster.ts';
+import { MIRROR_REPOSITORY, NodesCluster } from './cluster/nodes/nodes-cluster.ts';
 import { NEW_VERSION, OLD_VERSION, PROXY_GATE, waitFor } from './cluster/index.ts';
 import { importImages } from './cluster/images.ts';
 import { operatorImage, OPERATOR_IMAGE } from './cluster/operator-image.ts';
@@ -107,7 +108,9 @@ test('helm install on real kubelets: 2 operator Pods carry a static Pod upgrade 
   // checkout's chart and the image this test built take its place.
   await runDocBlock(c, 'helm-install.sh', REPO, [
     ['oci://ghcr.io/apiserver-upgrade-operator/charts/apiserver-upgrade-operator --version 0.2.0', `charts/apiserver-upgrade-operator --set image.repository=${OPERATOR_IMAGE.slice(0, OPERATOR_IMAGE.lastIndexOf(':'))} --set image.tag=${tag}`],
-    ['--create-namespace\n', '--create-namespace --set logLevel=debug --wait --timeout 5m\n'],
+    // The nodes run kube-apiserver from the cluster's own registry name (as a private mirror does): the policy lists
+    // that repository (preflight refuses a node whose repository it does not list), and the operator writes kubeadm-config.
+    ['--create-namespace\n', `--create-namespace --set logLevel=debug --wait --timeout 5m --set-json 'policy.apiserverImages=[{"repository":"${MIRROR_REPOSITORY}/kube-apiserver"}]' --set kubeadmConfig.write=true\n`],
   ]);
   const pods = await waitFor('2 ready operator Pods on 2 nodes', 3 * 60_000, async () => {
     const ps = (await operatorPods(c)).filter((p) => p.status?.containerStatuses?.every((s) => s.ready));
@@ -129,11 +132,12 @@ test('helm install on real kubelets: 2 operator Pods carry a static Pod upgrade 
     ['get', 'apiserverupgrades.upgrade.apiserver.dev'], ['patch', 'apiserverupgrades.upgrade.apiserver.dev', '--subresource=status'],
     ['list', 'leases.coordination.k8s.io', '-n', 'kube-system'], ['create', 'jobs.batch', '-n', 'kube-system'],
     ['list', 'pods', '-n', 'kube-system'], ['update', `leases.coordination.k8s.io/${RELEASE}`, '-n', NS], ['create', 'events.events.k8s.io', '-n', 'default'],
+    ['update', 'configmaps/kubeadm-config', '-n', 'kube-system'],
   ]) assert.ok(await can(a), `the operator may ${a.join(' ')}`);
   for (const a of [
     ['get', 'secrets', '-n', 'kube-system'], ['list', 'secrets', '--all-namespaces'], ['create', 'pods/exec', '-n', 'kube-system'],
     ['create', 'clusterrolebindings'], ['escalate', 'clusterroles'], ['bind', 'clusterroles'], ['create', 'jobs.batch', '-n', 'default'],
-    ['delete', 'nodes'], ['create', 'pods', '-n', 'kube-system'], ['*', '*'],
+    ['delete', 'nodes'], ['create', 'pods', '-n', 'kube-system'], ['*', '*'], ['update', 'configmaps/coredns', '-n', 'kube-system'],
   ]) assert.equal(await can(a), false, `the operator may not ${a.join(' ')}`);
 
   // What `kubeadm init` leaves in the cluster (v1beta4, as kubeadm v1.35 writes it): the operator must bring it in line
@@ -199,8 +203,8 @@ test('helm install on real kubelets: 2 operator Pods carry a static Pod upgrade 
   for (const m of mirrors) assert.match(m.spec.containers[0]!.image, new RegExp(`:${NEW_VERSION.replace(/\./g, '\\.')}$`));
   for (let i = 0; i < 3; i++) assert.equal((JSON.parse((await c.request(i, '/version')).body) as { gitVersion: string }).gitVersion, NEW_VERSION);
 
-  // kubeadm kept consistent, by the operator Pod under the chart's RBAC: the target version, the gate merged into the
-  // existing feature-gates, the driver's peer CA; every other key and the comment kept.
+  // kubeadm kept consistent, by the operator Pod under the chart's RBAC and its admission policy on kubeadm-config: the
+  // target version, the gate merged into the existing feature-gates, the driver's peer CA; every other key and the comment kept.
   const kc = final.status?.conditions?.find((x) => x.type === 'KubeadmConfigUpdated');
   assert.deepEqual([kc?.status, kc?.reason], ['True', 'KubeadmConfigUpdated'], JSON.stringify(final.status?.kubeadmConfig));
   const cm = await c.json<{ metadata: { resourceVersion: string }; data: { ClusterConfiguration: string } }>('/api/v1/namespaces/kube-system/configmaps/kubeadm-config');

@@ -1,7 +1,9 @@
 // kubeadm clusters on real servers (docs/kubeadm-runbook.md): a cluster that carries kube-system/kubeadm-config is
 // a kubeadm one whatever the driver, so preflight runs the kubeadm checks and the operator keeps kubeadm-config in
 // line once the upgrade ends. Three v1.35.4 servers with the gate off, upgraded to v1.36.3 through the webhook
-// driver; a Node object with a kubelet too old for the target blocks preflight until it is "upgraded".
+// driver; a Node object with a kubelet too old for the target blocks preflight until it is "upgraded". The operator
+// runs with its kubeadm-config write on (--kubeadm-config-write=true, the chart's kubeadmConfig.write; off by
+// default it only reports what to set, test/controller/kubeadm-config-sync.test.ts).
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { parse } from 'yaml';
@@ -16,6 +18,7 @@ after(async () => {
 });
 
 const CM_PATH = '/api/v1/namespaces/kube-system/configmaps/kubeadm-config';
+const WRITE = '--kubeadm-config-write=true';
 const CLUSTER_CONFIGURATION = kubeadmClusterConfiguration({ version: OLD_VERSION, endpoint: 'cp.example:6443', comment: 'written by kubeadm init; this comment must survive the operator\'s edit' });
 
 function nodeInfo(kubeletVersion: string): Record<string, string> {
@@ -23,7 +26,7 @@ function nodeInfo(kubeletVersion: string): Record<string, string> {
 }
 
 test('kubeadm preflight blocks on a kubelet 4 minors behind the target, passes once it is upgraded; after Succeeded kubeadm-config says the target and carries the gate', async () => {
-  rig = await startRig({ gate: false, healthPort: 18091 });
+  rig = await startRig({ gate: false, healthPort: 18091, operatorArgs: [WRITE] });
   const { cluster, hook } = rig;
   const req = async (method: string, path: string, body?: unknown, contentType = 'application/json'): Promise<string> => {
     const r = await cluster.request('lb', path, { method, headers: { 'Content-Type': contentType }, ...(body === undefined ? {} : { body: JSON.stringify(body) }) });
@@ -95,7 +98,7 @@ test('kubeadm preflight blocks on a kubelet 4 minors behind the target, passes o
   const before = cm.metadata.resourceVersion;
   await rig.op.stop();
   const { startOperator } = await import('./support/operator.ts');
-  const op2 = await startOperator(cluster, { healthPort: 18094 });
+  const op2 = await startOperator(cluster, { healthPort: 18094, extraArgs: [WRITE] });
   try {
     await waitFor('the restarted operator to lead', 60_000, async () => (op2.logLines().some((l) => String(l.message).startsWith('leading')) ? true : undefined), 500);
     await new Promise((r) => setTimeout(r, 5_000));

@@ -170,6 +170,8 @@ test('the chart renders the policy the operator reads: a ConfigMap mounted at --
     apiserverImages: [{ repository: 'registry.k8s.io/kube-apiserver' }], agentImages: [{ image: AGENT_IMAGE }], webhooks: [], webhookTokens: [],
     manifestPaths: [{ path: '/etc/kubernetes/manifests/kube-apiserver.yaml' }], backupDirs: [{ prefix: '/etc/kubernetes/apiserver-upgrade-backup' }],
     peerCAFiles: [{ path: '/etc/kubernetes/pki/ca.crt' }], prometheusAddresses: [],
+    // admissionPolicy.anyKubeApiserverRepository, off: a node's own repository must be listed in apiserverImages too.
+    anyKubeApiserverRepository: false,
   });
   const dep = objs.find((o) => o.kind === 'Deployment') as unknown as { spec: { template: { spec: { containers: { args: string[]; volumeMounts: { name: string; mountPath: string }[] }[]; volumes: { name: string; configMap?: { name: string } }[] } } } };
   const c = dep.spec.template.spec.containers[0]!;

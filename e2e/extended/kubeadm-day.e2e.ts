@@ -1,7 +1,8 @@
 // The platform team's day (issue 22), as one test, on a control plane made by real kubeadm v1.35.4 (init on cp-1,
 // join --control-plane on cp-2 and cp-3, stacked etcd, haproxy as controlPlaneEndpoint):
 //   1. the operator installed with the chart, docs/quickstart.md's blocks run as written (only image names, the
-//      durations and helm's --wait put in);
+//      durations and helm's --wait put in, and kubeadmConfig.write on: the runbook's choice of letting the operator
+//      write kubeadm-config, under the chart's admission policy on that ConfigMap);
 //   2. the quickstart's ApiServerUpgrade (static Pod driver) to v1.36.3, applied paused, reviewed, let go, while a
 //      client keeps reading and writing a ConfigMap through the balancer;
 //   3. what docs/kubeadm-runbook.md says next, with kubeadm v1.36.3 itself: `kubeadm upgrade plan`,
@@ -98,7 +99,7 @@ test('the platform team\'s day on real kubeadm: helm install, the operator upgra
     // e2e/helm-install.e2e.ts, the checkout's chart and the image this test built (pushed to the harness registry).
     await runDocBlock(c, 'helm-install.sh', REPO, [
       ['oci://ghcr.io/apiserver-upgrade-operator/charts/apiserver-upgrade-operator --version 0.2.0', `charts/apiserver-upgrade-operator --set image.repository=${OPERATOR_IMAGE.slice(0, OPERATOR_IMAGE.lastIndexOf(':'))} --set image.tag=${tag}`],
-      ['--create-namespace\n', '--create-namespace --wait --timeout 8m\n'],
+      ['--create-namespace\n', '--create-namespace --wait --timeout 8m --set kubeadmConfig.write=true\n'],
     ]);
     await waitFor('2 ready operator Pods', 5 * 60_000, async () => {
       const ps = (await c.json<{ items: Pod[] }>(`/api/v1/namespaces/${NS}/pods?labelSelector=${encodeURIComponent(`app.kubernetes.io/name=${RELEASE}`)}`)).items;

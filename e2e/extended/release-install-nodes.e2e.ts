@@ -7,7 +7,8 @@
 //    cluster's private mirror name) through hosts.toml mirrors to that registry: nothing imported with ctr, the
 //    cluster's own images are pushed there too.
 // 3. docs/quickstart.md's install block as written — `helm install oci://ghcr.io/…/apiserver-upgrade-operator` with
-//    DEFAULT values — with only the registry's address (helm has no containerd mirrors) and --plain-http put in: the operator Pods run the default image name, which the kubelets pulled from the registry (the
+//    DEFAULT values — with only the registry's address (helm has no containerd mirrors), --plain-http and the one value
+//    a cluster on a private mirror sets (policy.apiserverImages listing the repository its kube-apiservers run) put in: the operator Pods run the default image name, which the kubelets pulled from the registry (the
 //    kubelet's `Pulled` Events say "Successfully pulled", not "already present"; each node's containerd holds the
 //    pushed, gzip-compressed manifest's digest, not the OCI tar's an import would give; the registry's access log
 //    has containerd's requests).
@@ -81,11 +82,12 @@ test('release 0.2.0 into the harness registry, then the quickstart\'s helm insta
     await kubectl(['taint', 'node', n.name, 'node-role.kubernetes.io/control-plane:NoSchedule']);
   }
 
-  // 3. The quickstart's install: the chart from the registry, default values.
+  // 3. The quickstart's install: the chart from the registry, default values but the repository the nodes' kube-apiservers
+  // run (the cluster's mirror name), which preflight refuses unless policy.apiserverImages lists it.
   await runDocBlock(c, 'helm-install.sh', [
     ['oci://ghcr.io/', `oci://${registry.address}/ghcr.io/`],
     [` --version ${VERSION} `, ` --version ${VERSION} --plain-http `],
-    ['--create-namespace\n', '--create-namespace --wait --timeout 6m\n'],
+    ['--create-namespace\n', `--create-namespace --wait --timeout 6m --set-json 'policy.apiserverImages=[{"repository":"${MIRROR_REPOSITORY}/kube-apiserver"}]'\n`],
   ], work);
   const pods = await waitFor('2 ready operator Pods', 3 * 60_000, async () => {
     const ps = (await c.json<{ items: Pod[] }>(`/api/v1/namespaces/${NS}/pods?labelSelector=${encodeURIComponent(`app.kubernetes.io/name=${RELEASE}`)}`)).items

@@ -20,7 +20,7 @@ export interface Rig {
  * and a client asking for NEW_ONLY. `from`, `to` and `probe` change the path (e2e/extended/): the servers start
  * on `from`, `to`'s binary is built and checked first, and the client asks for `probe`.
  */
-export async function startRig(o: { gate: boolean | undefined; healthPort: number; trafficMaxMs?: number; operatorEnv?: Record<string, string>; from?: string; to?: string; probe?: string }): Promise<Rig> {
+export async function startRig(o: { gate: boolean | undefined; healthPort: number; trafficMaxMs?: number; operatorEnv?: Record<string, string>; operatorArgs?: string[]; from?: string; to?: string; probe?: string }): Promise<Rig> {
   const featureGates: Record<string, boolean> = o.gate === undefined ? {} : { [PROXY_GATE]: o.gate };
   const cluster = await Cluster.start({ servers: 3, version: o.from ?? OLD_VERSION, featureGates, verbose: true, replaceVersions: [o.to ?? NEW_VERSION] });
   const parts: (() => Promise<void>)[] = [() => cluster.teardown()];
@@ -34,7 +34,7 @@ export async function startRig(o: { gate: boolean | undefined; healthPort: numbe
     await installCrd(cluster);
     const hook = await ReplaceWebhook.start(cluster);
     parts.push(() => hook.close());
-    const op = await startOperator(cluster, { healthPort: o.healthPort, ...(o.operatorEnv ? { env: o.operatorEnv } : {}) });
+    const op = await startOperator(cluster, { healthPort: o.healthPort, ...(o.operatorEnv ? { env: o.operatorEnv } : {}), ...(o.operatorArgs ? { extraArgs: o.operatorArgs } : {}) });
     parts.push(() => op.stop());
     const traffic = new TrafficRecorder(cluster, o.probe ?? NEW_ONLY, { intervalMs: 100, maxMs: o.trafficMaxMs ?? 10 * 60_000 });
     parts.push(() => traffic.stop());

@@ -24,7 +24,7 @@ test('observeKubeadm: each server\'s mirror Pod with the image it runs', async (
   const peers = [{ hostname: 'cp-1', address: '10.0.0.1:6443' }, { hostname: 'cp-2', address: '10.0.0.2:6443' }] as ObservedPeer[];
   const pods = [pod('cp-1', [{ name: 'kube-apiserver', image: 'registry.example.internal/k8s/kube-apiserver:v1.35.4' }]), pod('cp-2', [{ name: 'a', image: 'x:1' }, { name: 'b', image: 'y:1' }])];
   const observed = await observeKubeadm(peers, {
-    get: async () => ({}),
+    get: async <T>(): Promise<T> => ({}) as T,
     list: async <T>(path: string): Promise<T[]> => (path === NODES_PATH ? [] : pods) as T[],
     serverGet: async () => ({ status: 200, body: 'ok' }),
     serverMetrics: async () => new Map(),
