@@ -6,7 +6,8 @@
 //    Go module proxy into the binary cache when missing, as scripts/setup.ts builds the rest);
 // 2. builds the operator image as an OCI tar (e2e/cluster/operator-image.ts: what the Dockerfile builds; the node
 //    agent runs from it), named as the chart will name it;
-// 3. writes its SBOM (syft, SPDX JSON), the krew archive and a krew manifest with the archive's real sha256 and
+// 3. writes its SBOM (syft, SPDX JSON, every file of the image with its sha256, each held by a package: the release
+//    stops when one is not, scripts/release/sbom.ts), the krew archive and a krew manifest with the archive's real sha256 and
 //    download URL (<download-base>/v<version>/<archive>), and the chart packaged with version and appVersion set
 //    to the release's and its image defaults set to what this release publishes (checked on `helm template`
 //    output: no default names an image the release did not produce);
@@ -23,12 +24,13 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { binary, HELM_VERSION, RELEASE_TOOLS } from '../e2e/cluster/binaries.ts';
-import { operatorImageBuild } from '../e2e/cluster/operator-image.ts';
+import { IMAGE_OWN_FILES, operatorImageBuild } from '../e2e/cluster/operator-image.ts';
 import { REPO_ROOT } from '../e2e/cluster/images.ts';
 import { skopeoPush } from '../e2e/cluster/registry.ts';
 import { requireCommands } from '../e2e/cluster/requirements.ts';
 import { buildArchive } from '../src/cli/krew-archive.ts';
 import { renderReadme, type Schema } from './chart-readme.ts';
+import { imageFiles, sbomCoverage, type SpdxDocument } from './release/sbom.ts';
 import { CHART_NAME, checkDownloadBase, DEFAULT_DOCS_BASE, DEFAULT_DOWNLOAD_BASE, defaultImages, parseRegistry, releaseChartYaml, releaseKrewManifest, releaseNames, releaseValues, releaseVersion, type ReleaseInput, type ReleaseNames } from './release/plan.ts';
 
 export interface ReleaseOptions extends ReleaseInput {
@@ -95,11 +97,20 @@ async function pushChart(helm: string, file: string, names: ReleaseNames, plainH
   return { reference: pushed, digest };
 }
 
-async function sbom(syft: string, tar: string, file: string): Promise<void> {
-  // No update check (no network but the registry's); the image as an OCI archive, SPDX JSON.
-  await exec(syft, ['scan', `oci-archive:${tar}`, '-o', `spdx-json=${file}`, '-q'], { env: { ...process.env, SYFT_CHECK_FOR_APP_UPDATE: 'false' } });
-  const doc = JSON.parse(readFileSync(file, 'utf8')) as { spdxVersion?: string; packages?: unknown[] };
+/**
+ * The image's SBOM: syft, SPDX JSON, every file of the image listed with its sha256 (not only those a package
+ * owns), named after the release. Fails closed (scripts/release/sbom.ts) when a regular file of the image is not in it
+ * with its sha256 or no package in it holds the file (the builder's own /etc files excepted, listed all the same).
+ */
+async function sbom(syft: string, tar: string, file: string, names: ReleaseNames): Promise<void> {
+  // No update check (no network but the registry's); the image as an OCI archive.
+  await exec(syft, ['scan', `oci-archive:${tar}`, '-o', `spdx-json=${file}`, '-q', '--source-name', names.imageRepository, '--source-version', names.version], {
+    env: { ...process.env, SYFT_CHECK_FOR_APP_UPDATE: 'false', SYFT_FILE_METADATA_SELECTION: 'all', SYFT_FILE_METADATA_DIGESTS: 'sha256' },
+  });
+  const doc = JSON.parse(readFileSync(file, 'utf8')) as SpdxDocument;
   if (typeof doc.spdxVersion !== 'string' || !Array.isArray(doc.packages) || doc.packages.length === 0) throw new Error(`syft wrote no SPDX document with packages into ${file}`);
+  const problems = sbomCoverage(await imageFiles(tar), doc, IMAGE_OWN_FILES);
+  if (problems.length > 0) throw new Error(`the SBOM ${file} does not cover ${problems.length} file(s) of the image:\n${problems.slice(0, 50).join('\n')}`);
 }
 
 export async function release(o: ReleaseOptions): Promise<ReleaseResult> {
@@ -115,7 +126,7 @@ export async function release(o: ReleaseOptions): Promise<ReleaseResult> {
   step(`building the operator image ${names.image}`);
   const image = await operatorImageBuild(names.image);
   step(`image built (${(image.bytes / 1e6).toFixed(0)} MB uncompressed${image.built ? '' : ', from the image cache'}); SBOM with syft`);
-  await sbom(syft, image.path, join(out, names.sbomFile));
+  await sbom(syft, image.path, join(out, names.sbomFile), names);
   step('krew archive');
   const archive = buildArchive(REPO_ROOT, out, { version: names.version });
   if (!archive.path.endsWith(`/${names.archiveFile}`)) throw new Error(`the krew archive is ${archive.path}, not ${names.archiveFile}`);

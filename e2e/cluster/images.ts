@@ -212,14 +212,18 @@ function field(b: Buffer, start: number, len: number): string {
   return s.subarray(0, nul < 0 ? len : nul).toString('utf8');
 }
 
-/** The entries of a tar file (ustar or GNU headers without extensions), read header by header. */
-export function readTar(path: string): TarEntry[] {
+/**
+ * The entries of a tar file (ustar or GNU headers without extensions), read header by header; `within`: of the tar
+ * held in those bytes of the file (an uncompressed layer inside an image tar), offsets still of the file.
+ */
+export function readTar(path: string, within?: { offset: number; size: number }): TarEntry[] {
   const fd = openSync(path, 'r');
   try {
     const out: TarEntry[] = [];
     const h = Buffer.alloc(BLOCK);
-    for (let pos = 0; ; ) {
-      if (readSync(fd, h, 0, BLOCK, pos) < BLOCK || h.every((x) => x === 0)) return out;
+    const end = within === undefined ? Infinity : within.offset + within.size;
+    for (let pos = within?.offset ?? 0; ; ) {
+      if (pos + BLOCK > end || readSync(fd, h, 0, BLOCK, pos) < BLOCK || h.every((x) => x === 0)) return out;
       const prefix = field(h, 345, 155);
       const name = (prefix ? `${prefix}/` : '') + field(h, 0, 100);
       const size = parseInt(field(h, 124, 12).trim() || '0', 8);

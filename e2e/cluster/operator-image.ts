@@ -1,15 +1,18 @@
 // The operator's image without Docker: what the repository's Dockerfile builds (a build stage compiles src/ to
 // dist/ with the project's tsc; then node:<version>-slim, the app's package files, production dependencies and dist/
 // in /app, uid 1000, `node dist/main.js --in-cluster`), written by
-// images.ts's buildImage as an OCI tar into the image cache. Node is the binary of the `node` npm package in
-// node_modules, with exactly the shared libraries `ldd` reports for it and the dynamic loader, from this machine.
+// images.ts's buildImage as an OCI tar into the image cache. Node is the binary of the `node-linux-<arch>` npm
+// package at package-lock.json's node version, and what it needs from the system (the loader, glibc, libstdc++,
+// libgcc_s) comes from pinned Debian 12 packages with a dpkg database describing them (runtime-packages.ts), so the
+// image's SBOM lists every one of them. Nothing is taken from this machine's own system.
 // The Dockerfile and operatorImageSpec agree: test/e2e-cluster/dockerfiles.test.ts parses one and compares it with
 // the other.
 import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { closeSync, cpSync, existsSync, lstatSync, mkdirSync, openSync, readdirSync, readFileSync, readlinkSync, readSync, realpathSync, renameSync, rmSync, statSync } from 'node:fs';
+import { cpSync, existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, readlinkSync, renameSync, rmSync, statSync } from 'node:fs';
 import { dirname, join, posix, relative } from 'node:path';
 import { APP_VERSION, buildImage, imageCache, PATH_ENV, REPO_ROOT, strip, type ImageSpec, type ImageTar, type LayerEntry } from './images.ts';
+import { fetchNodeBinary, operatorRuntime, type RuntimeFiles } from './runtime-packages.ts';
 
 /** The repository the operator image is published to: the chart's image.repository. */
 export const OPERATOR_REPOSITORY = 'ghcr.io/apiserver-upgrade-operator/apiserver-upgrade-operator';
@@ -49,6 +52,8 @@ export const NPM_CI_ARGS = ['ci', '--omit=dev', '--ignore-scripts', '--no-audit'
 /** The image's non-root user: uid and gid 1000, named node as in the node images. */
 export const ETC_PASSWD = 'root:x:0:0:root:/root:/usr/sbin/nologin\nnode:x:1000:1000:node:/home/node:/usr/sbin/nologin\n';
 export const ETC_GROUP = 'root:x:0:\nnode:x:1000:\n';
+/** The files the image builder writes itself, which no package ships (the SBOM lists them with their sha256, no package holds them). */
+export const IMAGE_OWN_FILES = ['etc/group', 'etc/nsswitch.conf', 'etc/passwd'] as const;
 /** glibc's name service: files (its nss_files and nss_dns are built into libc.so.6 since 2.34), then DNS for hosts. */
 const NSSWITCH = 'passwd: files\ngroup: files\nshadow: files\nhosts: files dns\nnetworks: files\nprotocols: files\nservices: files\n';
 
@@ -56,12 +61,12 @@ const NSSWITCH = 'passwd: files\ngroup: files\nshadow: files\nhosts: files dns\n
 export const NODE_PATH_IN_IMAGE = 'usr/local/bin/node';
 
 export interface NodeRuntime {
-  /** The ELF binary of the `node` npm package. */
+  /** The ELF binary of the `node-linux-<arch>` npm package (fetchNodeBinary). */
   binary: string;
-  /** Its version, without the v (the package's). */
+  /** Its version, without the v: package-lock.json's `node`. */
   version: string;
-  /** Each shared library `ldd` reports, plus the loader: where the binary asks for it, and the file on this machine. */
-  libraries: { path: string; source: string }[];
+  /** What it needs from the system, from the pinned Debian packages, and the dpkg database describing them. */
+  runtime: RuntimeFiles;
 }
 
 export interface OperatorImageInputs {
@@ -77,57 +82,11 @@ export interface OperatorImageInputs {
 // ---------------------------------------------------------------------------------------------------------
 // Node and its libraries
 
-const isElf = (path: string): boolean => {
-  const fd = openSync(path, 'r');
-  try {
-    const b = Buffer.alloc(4);
-    return readSync(fd, b, 0, 4, 0) === 4 && b.readUInt32BE(0) === 0x7f454c46;
-  } finally {
-    closeSync(fd);
-  }
-};
-
-/** The real ELF binary of the `node` npm package (node_modules/node/bin/node, or its arch package's) and its version. */
-export function nodePackageBinary(root = REPO_ROOT): { binary: string; version: string } {
-  const pkg = join(root, 'node_modules', 'node');
-  if (!existsSync(join(pkg, 'package.json'))) throw new Error(`no node_modules/node in ${root}: run npm ci (the operator image takes Node from the \`node\` npm package)`);
-  const arch = join(pkg, 'node_modules', `node-${process.platform}-${process.arch}`);
-  for (const [binary, meta] of [[join(pkg, 'bin', 'node'), join(pkg, 'package.json')], [join(arch, 'bin', 'node'), join(arch, 'package.json')]] as const) {
-    if (existsSync(binary) && existsSync(meta) && isElf(realpathSync(binary))) {
-      return { binary: realpathSync(binary), version: (JSON.parse(readFileSync(meta, 'utf8')) as { version: string }).version };
-    }
-  }
-  throw new Error(`no ELF node binary in ${pkg} (bin/node or node_modules/node-${process.platform}-${process.arch}/bin/node): run npm ci`);
-}
-
-/** The program interpreter an ELF file asks for (PT_INTERP), or undefined for a static one. 64-bit little-endian only. */
-export function elfInterpreter(path: string): string | undefined {
-  const fd = openSync(path, 'r');
-  try {
-    const read = (pos: number, len: number): Buffer => {
-      const b = Buffer.alloc(len);
-      if (readSync(fd, b, 0, len, pos) !== len) throw new Error(`${path}: short read of its ELF headers`);
-      return b;
-    };
-    const h = read(0, 64);
-    if (h.readUInt32BE(0) !== 0x7f454c46 || h[4] !== 2 || h[5] !== 1) throw new Error(`${path} is not a 64-bit little-endian ELF file`);
-    const phoff = Number(h.readBigUInt64LE(0x20));
-    const phentsize = h.readUInt16LE(0x36);
-    const phnum = h.readUInt16LE(0x38);
-    const ph = read(phoff, phentsize * phnum);
-    for (let i = 0; i < phnum; i++) {
-      if (ph.readUInt32LE(i * phentsize) !== 3) continue;
-      const off = Number(ph.readBigUInt64LE(i * phentsize + 8));
-      const size = Number(ph.readBigUInt64LE(i * phentsize + 32));
-      return read(off, size).toString('utf8').replace(/\0+$/, '');
-    }
-    return undefined;
-  } finally {
-    closeSync(fd);
-  }
-}
-
-/** `ldd`'s report, parsed: each library's path as resolved (`name => /path (0x…)`) and the loader (`/path (0x…)`); the vDSO is left out. */
+/**
+ * `ldd`'s report, parsed: each library's path as resolved (`name => /path (0x…)`) and the loader (`/path (0x…)`); the
+ * vDSO is left out. The image does not use it: its unit test compares the libraries runtime-packages.ts finds in the
+ * packages with those this machine's loader resolves for the same binary.
+ */
 export function parseLdd(out: string): string[] {
   const paths: string[] = [];
   for (const line of out.split('\n').map((l) => l.trim()).filter(Boolean)) {
@@ -143,19 +102,19 @@ export function parseLdd(out: string): string[] {
   return paths;
 }
 
-/** The node binary of the npm package and what it needs from this machine: `ldd`'s libraries and the loader. */
+/** package-lock.json's version of the `node` package: the Node of the project, the Dockerfile and the image. */
+export function lockedNodeVersion(root = REPO_ROOT): string {
+  const lock = JSON.parse(readFileSync(join(root, 'package-lock.json'), 'utf8')) as { packages?: Record<string, { version?: unknown }> };
+  const v = lock.packages?.['node_modules/node']?.version;
+  if (typeof v !== 'string' || !/^\d+\.\d+\.\d+$/.test(v)) throw new Error(`package-lock.json in ${root} locks no node version`);
+  return v;
+}
+
+/** The image's node (the pinned `node-linux-<arch>` tarball of package-lock.json's version) and its runtime from the pinned Debian packages. */
 export async function nodeRuntime(root = REPO_ROOT): Promise<NodeRuntime> {
-  const { binary, version } = nodePackageBinary(root);
-  const out = await new Promise<string>((resolve, reject) => {
-    const env = { ...process.env };
-    delete env.LD_LIBRARY_PATH;
-    delete env.LD_PRELOAD;
-    execFile('ldd', [binary], { encoding: 'utf8', env }, (err, stdout, stderr) => (err ? reject(new Error(`ldd ${binary} failed (the operator image ships the libraries it reports): ${stderr.trim() || err.message}`)) : resolve(stdout)));
-  });
-  const paths = parseLdd(out);
-  const interp = elfInterpreter(binary);
-  if (interp !== undefined && !paths.includes(interp)) paths.push(interp);
-  return { binary, version, libraries: paths.map((path) => ({ path, source: realpathSync(path) })) };
+  const version = lockedNodeVersion(root);
+  const binary = await fetchNodeBinary(version);
+  return { binary, version, runtime: await operatorRuntime(binary) };
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -270,8 +229,8 @@ export function treeEntries(dir: string, into: string): LayerEntry[] {
 }
 
 /**
- * The operator image's spec (no build): node at /usr/local/bin/node with its libraries and loader at the paths it
- * asks for; /app with package.json, package-lock.json, the compiled dist/ and the production node_modules; /etc/passwd and
+ * The operator image's spec (no build): node at /usr/local/bin/node; its loader and libraries, /etc/os-release and
+ * the packages' copyrights at their Debian paths, with /var/lib/dpkg/status.d describing them; /app with package.json, package-lock.json, the compiled dist/ and the production node_modules; /etc/passwd and
  * /etc/group with the user node (1000:1000), /etc/nsswitch.conf; /home/node and /tmp (the chart mounts an emptyDir
  * there: its root filesystem is read-only). Every file is owned by root: uid 1000 can write nowhere but /tmp.
  */
@@ -279,7 +238,7 @@ export function operatorImageSpec(inputs: OperatorImageInputs, name = OPERATOR_I
   const app = OPERATOR_CONFIG.workingDir.replace(/^\//, '');
   const entries: LayerEntry[] = [
     { path: NODE_PATH_IN_IMAGE, type: 'file', mode: 0o755, source: inputs.node.binary },
-    ...inputs.node.libraries.map((l): LayerEntry => ({ path: l.path, type: 'file', mode: 0o755, source: l.source })),
+    ...inputs.node.runtime.entries,
     { path: 'etc/passwd', type: 'file', data: ETC_PASSWD },
     { path: 'etc/group', type: 'file', data: ETC_GROUP },
     { path: 'etc/nsswitch.conf', type: 'file', data: NSSWITCH },
@@ -319,7 +278,7 @@ export interface OperatorImageResult extends ImageTar {
 
 /**
  * Builds the operator image (operatorImageSpec) into the image cache, or finds it there: the production
- * dependencies from their staging folder (npm ci once per lock file), node and its libraries from this machine,
+ * dependencies from their staging folder (npm ci once per lock file), node and its libraries from the pinned packages,
  * the app compiled from the repository (once per content of its sources). The tar is keyed by the content of every file.
  */
 export async function operatorImageBuild(name = OPERATOR_IMAGE, root = REPO_ROOT): Promise<OperatorImageResult> {

@@ -10,9 +10,12 @@ import { tmpdir } from 'node:os';
 import { join, posix } from 'node:path';
 import { parse as parseYaml } from 'yaml';
 import { copyArgs, envPairs, execForm, instructions, stages, type Stage } from '../../e2e/cluster/dockerfile.ts';
-import { PATH_ENV, REPO_ROOT, type ImageSpec, type LayerEntry } from '../../e2e/cluster/images.ts';
+import { PATH_ENV, REPO_ROOT, type ImageSpec } from '../../e2e/cluster/images.ts';
 import { AGENT_COMMAND } from '../../src/drivers/static-pod.ts';
-import { APP_COPIES, BUILD_ARGS, BUILD_COPIES, BUILD_OUTPUT, ETC_PASSWD, NODE_PATH_IN_IMAGE, NPM_CI_ARGS, OPERATOR_CONFIG, OPERATOR_IMAGE, OPERATOR_REPOSITORY, elfInterpreter, nodePackageBinary, nodeRuntime, operatorImageSpec, parseLdd, type NodeRuntime } from '../../e2e/cluster/operator-image.ts';
+import { APP_COPIES, BUILD_ARGS, IMAGE_OWN_FILES, BUILD_COPIES, BUILD_OUTPUT, ETC_PASSWD, NODE_PATH_IN_IMAGE, NPM_CI_ARGS, OPERATOR_CONFIG, OPERATOR_IMAGE, OPERATOR_REPOSITORY, lockedNodeVersion, nodeRuntime, operatorImageSpec, parseLdd, type NodeRuntime } from '../../e2e/cluster/operator-image.ts';
+import { NODE_TARBALLS, readElf, RUNTIME_DEBS } from '../../e2e/cluster/runtime-packages.ts';
+import { execFileSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
 
 const read = (p: string): string => readFileSync(join(REPO_ROOT, p), 'utf8');
 const only = (stage: Stage, op: string): string | undefined => {
@@ -20,7 +23,6 @@ const only = (stage: Stage, op: string): string | undefined => {
   assert.ok(all.length <= 1, `${op} appears ${all.length} times in the stage FROM ${stage.from}`);
   return all[0]?.args;
 };
-const paths = (spec: ImageSpec, type: LayerEntry['type']): string[] => spec.entries.filter((e) => e.type === type).map((e) => e.path.replace(/^\/+/, '').replace(/\/+$/, ''));
 describe('the Dockerfile reader', () => {
   it('joins continuations, drops comments, reads stages, exec forms, both ENV forms and COPY flags', () => {
     const text = 'ARG X=1\n# c\nFROM --platform=$P golang:1 AS b\nRUN a \\\n  && b\n\nFROM scratch\nENV A=1 B="two words" C=\'x\'\nENV D four five\nCOPY --from=b /x /y\nCMD ["a", "b"]\nENTRYPOINT a b\n';
@@ -68,15 +70,17 @@ describe('the operator image: Dockerfile and operatorImageSpec agree', () => {
   });
   after(() => rmSync(dir, { recursive: true, force: true }));
 
-  it('FROM node:<the version of the node package in package-lock.json>-slim, the binary the image ships', () => {
-    const m = /^node:(\d+\.\d+\.\d+)-slim$/.exec(final.from);
-    assert.ok(m, `FROM ${final.from}: pin node:<x.y.z>-slim`);
+  it('FROM node:<the version of the node package in package-lock.json>-slim by digest, the version of the binary the image ships', () => {
+    const m = /^node:(\d+\.\d+\.\d+)-slim@sha256:[0-9a-f]{64}$/.exec(final.from);
+    assert.ok(m, `FROM ${final.from}: pin node:<x.y.z>-slim@sha256:<digest of the image index>`);
     assert.equal(m[1], lock.packages['node_modules/node']?.version, 'the Dockerfile\'s node is package-lock.json\'s');
-    assert.equal(node.version, m[1], 'node_modules has that version installed');
-    assert.equal(nodePackageBinary().version, node.version);
+    assert.equal(node.version, m[1], 'the image\'s node is that version');
+    assert.equal(lockedNodeVersion(), m[1]);
+    assert.equal(NODE_TARBALLS[process.arch]?.version, m[1], 'the pinned node tarball is that version');
     const entry = spec.entries.find((e) => e.path === NODE_PATH_IN_IMAGE);
     assert.ok(entry && entry.type === 'file' && 'source' in entry && entry.source === node.binary, 'node at /usr/local/bin/node');
     assert.equal(entry.mode, 0o755);
+    assert.match(readFileSync(node.binary).toString('latin1'), new RegExp(`node\\.js/v${m[1]!.replace(/\./g, '\\.')}`), 'the version string by which an SBOM finds node');
   });
 
   it('USER, WORKDIR, ENV, EXPOSE, ENTRYPOINT and CMD are the image config', () => {
@@ -142,13 +146,44 @@ describe('the operator image: Dockerfile and operatorImageSpec agree', () => {
     assert.ok(NPM_CI_ARGS.includes('--omit=dev') && NPM_CI_ARGS.includes('--ignore-scripts'));
   });
 
-  it('node\'s shared libraries are those ldd reports, and the loader is where the binary asks for it', () => {
-    const libs = new Set(node.libraries.map((l) => l.path.replace(/^\//, '')));
-    assert.ok([...libs].some((l) => /\/libc\.so\.6$/.test(l)), [...libs].join(', '));
-    const interp = elfInterpreter(node.binary);
-    assert.ok(interp, 'node is dynamically linked');
-    assert.ok(libs.has(interp.replace(/^\//, '')), `the loader ${interp}`);
-    for (const l of libs) assert.ok(paths(spec, 'file').includes(l), l);
+  it('node\'s loader and libraries come from the pinned Debian packages, the same ones this machine\'s loader resolves, each listed in its package\'s dpkg entry', () => {
+    const files = new Map(spec.entries.filter((e) => e.type === 'file').map((e) => [e.path, e]));
+    const links = new Map(spec.entries.filter((e) => e.type === 'symlink').map((e) => [e.path, e.target]));
+    // Every library this machine's ldd resolves for the binary, by name, is in the image (as a file or a link to one).
+    const ldd = parseLdd(execFileSync('ldd', [node.binary], { encoding: 'utf8', env: { PATH: process.env.PATH ?? '' } }));
+    const names = new Set([...files.keys(), ...links.keys()].map((p) => posix.basename(p)));
+    for (const lib of ldd) assert.ok(names.has(posix.basename(lib)), `${lib} (ldd) is not in the image`);
+    const needed = readElf(node.binary);
+    assert.ok(needed.needed.includes('libc.so.6'), needed.needed.join(', '));
+    assert.ok(needed.interpreter && links.has(needed.interpreter.replace(/^\//, '')), `the loader ${needed.interpreter} is where node asks for it`);
+    // Each package's status.d entry is its control file, and its md5sums lists exactly the image's files of it.
+    const pins = RUNTIME_DEBS.amd64!;
+    assert.deepEqual(node.runtime.packages.map((p) => `${p.name}=${p.version}`), pins.map((p) => `${p.name}=${p.version}`));
+    let listed = 0;
+    for (const p of node.runtime.packages) {
+      const control = files.get(`var/lib/dpkg/status.d/${p.name}`);
+      assert.ok(control && 'data' in control, p.name);
+      const fields = String(control.data).split('\n');
+      assert.ok(fields.includes(`Package: ${p.name}`) && fields.includes(`Version: ${p.version}`), `${p.name}: its control file`);
+      const md5sums = files.get(`var/lib/dpkg/status.d/${p.name}.md5sums`);
+      assert.ok(md5sums && 'data' in md5sums);
+      const lines = String(md5sums.data).split('\n').filter(Boolean);
+      assert.deepEqual(lines.map((l) => l.slice(34)), p.files);
+      for (const l of lines) {
+        const f = files.get(l.slice(34));
+        assert.ok(f && 'source' in f, l);
+        assert.equal(createHash('md5').update(readFileSync(f.source)).digest('hex'), l.slice(0, 32), l);
+        listed++;
+      }
+    }
+    // Every file at a system path (not /app, /etc's own three, node or the dpkg database) is one a package lists.
+    // What the builder writes itself (no package's file) is IMAGE_OWN_FILES, and the dpkg database.
+    const written = spec.entries.filter((e) => e.type === 'file' && 'data' in e && !e.path.startsWith('var/lib/dpkg/status.d/')).map((e) => e.path).sort();
+    assert.deepEqual(written, [...IMAGE_OWN_FILES]);
+    const own = new Set<string>([...IMAGE_OWN_FILES, NODE_PATH_IN_IMAGE]);
+    const system = [...files.keys()].filter((p) => !p.startsWith('app/') && !p.startsWith('var/lib/dpkg/') && !own.has(p));
+    assert.equal(system.length, listed, system.join(', '));
+    assert.ok(files.has('usr/lib/os-release') && links.get('etc/os-release') === '../usr/lib/os-release', 'the distribution, for scanners');
     assert.deepEqual(parseLdd('\tlinux-vdso.so.1 (0x00007ffd)\n\tlibc.so.6 => /lib/x86_64-linux-gnu/libc.so.6 (0x00007f00)\n\t/lib64/ld-linux-x86-64.so.2 (0x00007f01)\n'), ['/lib/x86_64-linux-gnu/libc.so.6', '/lib64/ld-linux-x86-64.so.2']);
     assert.throws(() => parseLdd('\tlibfoo.so.1 => not found\n'), /not found/);
   });
