@@ -27,6 +27,11 @@ export const CNI_PLUGINS_VERSION = process.env.AUO_CNI_PLUGINS_VERSION ?? 'v1.10
 export const CRICTL_VERSION = 'v1.36.0';
 /** The oldest Go that builds every default version (k8s.io/kubernetes v1.36 says `go 1.26`). */
 export const MIN_GO = [1, 26] as const;
+/**
+ * The exact Go the project names: the install hint's tarball and the release workflow's actions/setup-go
+ * go-version (test/release/workflow.test.ts holds the workflow to it).
+ */
+export const GO_VERSION = '1.26.8';
 
 /** What build-binaries.sh builds; 'cni-plugins' is a folder (bridge, host-local, loopback, portmap), the rest one binary each. */
 export type BinaryKind = 'kube-apiserver' | 'etcd' | 'kubectl' | 'helm' | 'kubelet' | 'kube-controller-manager' | 'kube-scheduler' | 'kube-proxy' | 'kubeadm' | 'crictl' | 'cni-plugins' | 'prometheus' | ReleaseTool;
@@ -132,7 +137,7 @@ function goAtLeast(version: string, min: readonly [number, number]): boolean {
 /** How to get Go: the exact commands (Debian's golang-go is 1.19, too old). */
 export function goInstallHint(): string {
   const arch = process.arch === 'x64' ? 'amd64' : process.arch === 'arm64' ? 'arm64' : process.arch;
-  const tgz = `go1.26.8.linux-${arch}.tar.gz`;
+  const tgz = `go${GO_VERSION}.linux-${arch}.tar.gz`;
   return `install Go ${MIN_GO.join('.')}+: curl -fsSL https://go.dev/dl/${tgz} | tar -C /usr/local -xz  (then /usr/local/go/bin/go is found; Debian's golang-go is too old)`;
 }
 

@@ -10,6 +10,8 @@
 //
 // Updating the pins: `node e2e/cluster/runtime-packages.ts pins` on a Debian 12 machine prints the entries for the
 // versions its apt serves now (and the node tarball's integrity for package-lock.json's node), to paste below.
+// `node e2e/cluster/runtime-packages.ts apt-args` prints the `apt-get download` arguments of the pins (the release
+// workflow runs them in the Dockerfile's base image, a Debian 12, and hands the files over in $AUO_DEB_DIR).
 import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { closeSync, copyFileSync, createReadStream, existsSync, lstatSync, mkdirSync, openSync, readdirSync, readFileSync, readlinkSync, readSync, renameSync, rmSync } from 'node:fs';
@@ -436,12 +438,14 @@ async function currentPins(): Promise<string> {
 }
 
 if (import.meta.main) {
-  if (process.argv[2] !== 'pins') {
-    process.stderr.write('usage: node e2e/cluster/runtime-packages.ts pins\n');
+  const cmd = process.argv[2];
+  if (cmd !== 'pins' && cmd !== 'apt-args') {
+    process.stderr.write('usage: node e2e/cluster/runtime-packages.ts pins|apt-args\n  pins      the pins for what this Debian 12 machine\'s apt serves now\n  apt-args  the `apt-get download` arguments of this architecture\'s pins, one a line\n');
     process.exit(2);
   }
   try {
-    process.stdout.write(`${await currentPins()}\n`);
+    const arch = debianArch();
+    process.stdout.write(cmd === 'pins' ? `${await currentPins()}\n` : aptDownloadArgs(runtimePins(arch)).map((a) => `${a.replace('=', `:${arch}=`)}\n`).join(''));
   } catch (err) {
     process.stderr.write(`${(err as Error).message}\n`);
     process.exit(1);
