@@ -1,4 +1,4 @@
-// The monitoring set-up of docs/quickstart.md ("Monitoring: Prometheus and Alertmanager"), run as written on real
+// The monitoring set-up of docs/monitoring.md ("With a Prometheus you configure yourself"), run as written on real
 // components. Its blocks are read from the page by their marker comments and changed only where an address must
 // be this machine's (the Alertmanager target, the receivers' URLs); the page's commands run in a folder laid out
 // as they expect (the values file, `charts/` of this repository, alertmanager.yml):
@@ -31,13 +31,16 @@ import { tool, run, runOk } from './support/tools.ts';
 import { createUpgrade, getUpgrade, installCrd, startOperator, type OperatorProcess } from './support/operator.ts';
 import { upgradeManifest } from './support/rig.ts';
 import { docBlock, substitute } from './support/doc-blocks.ts';
+import { RELEASE_VERSION } from './support/release.ts';
 import { AlertReceiver } from './support/alert-receiver.ts';
 import { startAlertmanager, type Alertmanager } from './support/alertmanager.ts';
 import { startInClusterPrometheus, type InClusterPrometheus } from './support/in-cluster-prometheus.ts';
 import type { ApiServerUpgrade } from '../src/api/types.generated.ts';
 
 const root = join(import.meta.dirname, '..');
-const PAGE = join(root, 'docs', 'quickstart.md');
+const PAGE = join(root, 'docs', 'monitoring.md');
+/** The page renders the rules from the published chart; this test renders the checkout's (at charts/ in its folder). */
+const PUBLISHED_CHART = `oci://ghcr.io/apiserver-upgrade-operator/charts/apiserver-upgrade-operator --version ${RELEASE_VERSION}`;
 const TAG = 'e2e/alerting.e2e.ts';
 const block = (name: string) => docBlock(PAGE, TAG, name);
 
@@ -77,12 +80,12 @@ function k(args: string[], input?: string): Promise<string> {
 }
 
 /** A block of the page run with bash (pipefail: a failing helm must not hide behind sed) in the test's folder. */
-async function runPageScript(name: string): Promise<{ code: number; stdout: string; stderr: string }> {
+async function runPageScript(name: string, replacements: [string, string][] = []): Promise<{ code: number; stdout: string; stderr: string }> {
   const b = block(name);
   assert.equal(b.lang, 'sh', `${name} is a shell block`);
-  // helm and promtool from where scripts/setup.ts puts them; the script itself runs as written.
+  // helm and promtool from where scripts/setup.ts puts them; the script runs as written but for the replacements.
   const path = [...new Set([dirname(tool('helm')), dirname(tool('promtool'))])].join(':');
-  return run('bash', ['-e', '-o', 'pipefail', '-c', `export PATH=${path}:"$PATH"\n${b.text}`], { cwd: work });
+  return run('bash', ['-e', '-o', 'pipefail', '-c', `export PATH=${path}:"$PATH"\n${substitute(b, replacements)}`], { cwd: work });
 }
 
 /** `helm template` of one chart template with the page's values file (as the page renders the rules). */
@@ -155,7 +158,7 @@ before(async () => {
   am = await startAlertmanager({ dir: work, config: substitute(block('alertmanager.yml'), [[PAGER_BRIDGE, `${receiver.url}/pager`], [TICKET_BRIDGE, `${receiver.url}/tickets`]]) });
 
   // The page's rules command, run as written: it writes apiserver-upgrade-operator.rules.yml next to prometheus.yml.
-  const rules = await runPageScript('rules.sh');
+  const rules = await runPageScript('rules.sh', [[PUBLISHED_CHART, 'charts/apiserver-upgrade-operator']]);
   assert.equal(rules.code, 0, `the page's rules command:\n${rules.stdout}${rules.stderr}`);
   assert.match(rules.stdout, /SUCCESS: 10 rules found/, rules.stdout); // nine alerts, ApiServerUpgradeOperatorDown as a page and as a ticket
 

@@ -20,6 +20,7 @@ import { operatorImage, OPERATOR_IMAGE } from './cluster/operator-image.ts';
 import { getUpgrade } from './support/operator.ts';
 import { tool, runOk, run } from './support/tools.ts';
 import { docBlock, substitute } from './support/doc-blocks.ts';
+import { RELEASE_VERSION } from './support/release.ts';
 import { kubeadmClusterConfiguration } from './support/kubeadm-config.ts';
 import type { ApiServerUpgrade } from '../src/api/types.generated.ts';
 
@@ -107,7 +108,7 @@ test('helm install on real kubelets: 2 operator Pods carry a static Pod upgrade 
   // The page installs the release's OCI chart (e2e/extended/release-install-nodes.e2e.ts runs it so); here the
   // checkout's chart and the image this test built take its place.
   await runDocBlock(c, 'helm-install.sh', REPO, [
-    ['oci://ghcr.io/apiserver-upgrade-operator/charts/apiserver-upgrade-operator --version 0.2.0', `charts/apiserver-upgrade-operator --set image.repository=${OPERATOR_IMAGE.slice(0, OPERATOR_IMAGE.lastIndexOf(':'))} --set image.tag=${tag}`],
+    [`oci://ghcr.io/apiserver-upgrade-operator/charts/apiserver-upgrade-operator --version ${RELEASE_VERSION}`, `charts/apiserver-upgrade-operator --set image.repository=${OPERATOR_IMAGE.slice(0, OPERATOR_IMAGE.lastIndexOf(':'))} --set image.tag=${tag}`],
     // The nodes run kube-apiserver from the cluster's own registry name (as a private mirror does): the policy lists
     // that repository (preflight refuses a node whose repository it does not list), and the operator writes kubeadm-config.
     ['--create-namespace\n', `--create-namespace --set logLevel=debug --wait --timeout 5m --set-json 'policy.apiserverImages=[{"repository":"${MIRROR_REPOSITORY}/kube-apiserver"}]' --set kubeadmConfig.write=true\n`],

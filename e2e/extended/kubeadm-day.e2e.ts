@@ -23,6 +23,7 @@ import { componentImage } from '../cluster/images.ts';
 import { getUpgrade } from '../support/operator.ts';
 import { tool, runOk } from '../support/tools.ts';
 import { docBlock, substitute } from '../support/doc-blocks.ts';
+import { RELEASE_VERSION } from '../support/release.ts';
 import { ReadWriteTraffic } from '../support/rw-traffic.ts';
 import { ApiServerRestarts, type RestartCounts } from '../support/apiserver-restarts.ts';
 import type { ApiServerUpgrade } from '../../src/api/types.generated.ts';
@@ -98,7 +99,7 @@ test('the platform team\'s day on real kubeadm: helm install, the operator upgra
     // The page installs the release's OCI chart (e2e/extended/release-install-nodes.e2e.ts runs it so); here, as in
     // e2e/helm-install.e2e.ts, the checkout's chart and the image this test built (pushed to the harness registry).
     await runDocBlock(c, 'helm-install.sh', REPO, [
-      ['oci://ghcr.io/apiserver-upgrade-operator/charts/apiserver-upgrade-operator --version 0.2.0', `charts/apiserver-upgrade-operator --set image.repository=${OPERATOR_IMAGE.slice(0, OPERATOR_IMAGE.lastIndexOf(':'))} --set image.tag=${tag}`],
+      [`oci://ghcr.io/apiserver-upgrade-operator/charts/apiserver-upgrade-operator --version ${RELEASE_VERSION}`, `charts/apiserver-upgrade-operator --set image.repository=${OPERATOR_IMAGE.slice(0, OPERATOR_IMAGE.lastIndexOf(':'))} --set image.tag=${tag}`],
       ['--create-namespace\n', '--create-namespace --wait --timeout 8m --set kubeadmConfig.write=true\n'],
     ]);
     await waitFor('2 ready operator Pods', 5 * 60_000, async () => {

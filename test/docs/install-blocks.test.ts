@@ -1,18 +1,24 @@
-// The install and upgrade blocks of the docs agree with each other and with what the chart needs (issue 23): the
-// quickstart's upgrade names the agent image its install allowed (else NotAllowedByPolicy), is the example it says it
-// is, and operations.md's prometheus-operator install binds the Prometheus it labels for (else every scrape is 403
-// and ApiServerUpgradeOperatorDown fires). e2e/helm-install.e2e.ts runs the quickstart's blocks for real; this catches
-// the same contradictions in seconds, and the ones no e2e covers.
+// The install and upgrade blocks of the docs agree with each other and with what the chart needs: the quickstart's
+// upgrade names the agent image its install allowed (else NotAllowedByPolicy) and is the example it says it is; the
+// webhook quickstart's install lists the hook its upgrade names, and that upgrade is examples/webhook.yaml; the
+// kube-prometheus-stack install of docs/monitoring.md labels for its selectors and relies on the ServiceMonitor's own
+// scraper token (no metrics.reader.subjects to guess). e2e/helm-install.e2e.ts runs the quickstart's blocks for real;
+// this catches the same contradictions in seconds, and the ones no e2e covers.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parse } from 'yaml';
 import { docBlock } from '../../e2e/support/doc-blocks.ts';
+import { resolveSpec } from '../../src/api/defaults.ts';
+import { checkSpec, parsePolicy } from '../../src/plan/policy.ts';
+import type { ApiServerUpgradeSpec } from '../../src/api/types.generated.ts';
 
 const root = join(import.meta.dirname, '..', '..');
 const QUICKSTART = join(root, 'docs', 'quickstart.md');
-const OPERATIONS = join(root, 'docs', 'operations.md');
+const MONITORING = join(root, 'docs', 'monitoring.md');
+const WEBHOOK = join(root, 'docs', 'webhook-quickstart.md');
+const CHART = join(root, 'charts', 'apiserver-upgrade-operator');
 
 /** The `--set k=v` and `--set-json 'k=json'` pairs of a helm command (continuation lines joined). */
 function helmSets(block: string): Map<string, unknown> {
@@ -45,10 +51,33 @@ test('quickstart: the upgrade runs an agent image its install allows, and is the
   assert.deepEqual(noAgent(doc), noAgent(example));
 });
 
-test('operations: the prometheus-operator install labels for kube-prometheus-stack and binds its Prometheus to the metrics reader', () => {
-  const sets = helmSets(docBlock(OPERATIONS, 'test/docs/install-blocks.test.ts', 'operations-install.sh').text);
+test('monitoring: the kube-prometheus-stack install labels for its selectors, and the chart\'s ServiceMonitor sends its own scraper token', () => {
+  const sets = helmSets(docBlock(MONITORING, 'test/docs/install-blocks.test.ts', 'kube-prometheus-stack.sh').text);
   assert.equal(sets.get('serviceMonitor.enabled'), 'true');
+  assert.equal(sets.get('prometheusRule.enabled'), 'true');
   const release = sets.get('serviceMonitor.labels.release');
+  assert.equal(release, 'kube-prometheus-stack', 'kube-prometheus-stack\'s default selectors want release: <its release name>');
   assert.equal(sets.get('prometheusRule.labels.release'), release, 'the rules carry the same release label as the ServiceMonitor');
-  assert.deepEqual(sets.get('metrics.reader.subjects'), [{ kind: 'ServiceAccount', namespace: 'monitoring', name: `${String(release)}-prometheus` }], 'kube-prometheus-stack\'s Prometheus runs as <release>-prometheus');
+  // No subjects to name: with metrics.auth on (the default) and no serviceMonitor.authorization, the ServiceMonitor
+  // sends the token of the chart's own scraper ServiceAccount, which the chart binds to the metrics-reader role.
+  assert.equal(sets.has('metrics.reader.subjects'), false, 'no metrics.reader.subjects: the ServiceMonitor brings its own identity');
+  const values = parse(readFileSync(join(CHART, 'values.yaml'), 'utf8')) as { metrics: { auth: { enabled: boolean } }; serviceMonitor: { authorization: Record<string, unknown> } };
+  assert.equal(values.metrics.auth.enabled, true);
+  assert.deepEqual(values.serviceMonitor.authorization, {});
+  const template = readFileSync(join(CHART, 'templates', 'servicemonitor.yaml'), 'utf8');
+  assert.match(template, /name: \{\{ include "auo\.fullname" \. \}\}-metrics-scraper-token/, 'the ServiceMonitor names the scraper\'s token Secret');
+  assert.match(template, /kind: ClusterRoleBinding[\s\S]*name: \{\{ include "auo\.fullname" \. \}\}-metrics-reader[\s\S]*name: \{\{ include "auo\.fullname" \. \}\}-metrics-scraper\n/, 'the scraper is bound to the metrics-reader role');
+});
+
+test('webhook quickstart: the install lists the hook for its token, which admits the upgrade, and the upgrade is examples/webhook.yaml', () => {
+  const install = helmSets(docBlock(WEBHOOK, 'test/docs/install-blocks.test.ts', 'webhook-install.sh').text);
+  const doc = parse(docBlock(WEBHOOK, 'test/docs/install-blocks.test.ts', 'webhook-to-v1-36-3.yaml').text) as { spec: ApiServerUpgradeSpec };
+  const example = parse(readFileSync(join(root, 'examples', 'webhook.yaml'), 'utf8')) as { spec: ApiServerUpgradeSpec };
+  assert.deepEqual(doc, example, 'the page\'s upgrade is the example');
+  assert.equal(doc.spec.paused, true);
+  assert.equal(doc.spec.proxy?.allowAlphaGate, true, 'consents to the alpha gate: on v1.35 preflight waits without it');
+  const defaults = (parse(readFileSync(join(CHART, 'values.yaml'), 'utf8')) as { policy: Record<string, unknown> }).policy;
+  assert.notDeepEqual(checkSpec(parsePolicy(defaults, 'defaults'), resolveSpec(doc.spec)), [], 'the default policy refuses it: the install must list the hook');
+  const policy = parsePolicy({ ...defaults, webhookTokens: install.get('policy.webhookTokens') }, 'the page\'s install');
+  assert.deepEqual(checkSpec(policy, resolveSpec(doc.spec)), [], 'the page\'s install admits the page\'s upgrade');
 });

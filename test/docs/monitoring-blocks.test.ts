@@ -1,4 +1,4 @@
-// The blocks of docs/quickstart.md's monitoring section that e2e/alerting.e2e.ts runs: found by their markers
+// The blocks of docs/monitoring.md that e2e/alerting.e2e.ts runs: found by their markers
 // (e2e/support/doc-blocks.ts), valid YAML, and consistent with each other, so a page edit that breaks them fails
 // here in seconds rather than in the e2e suite. The e2e test is what proves they work on real components.
 import { test } from 'node:test';
@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { parse, parseAllDocuments } from 'yaml';
 import { docBlock, docBlocks, substitute } from '../../e2e/support/doc-blocks.ts';
 
-const PAGE = join(import.meta.dirname, '..', '..', 'docs', 'quickstart.md');
+const PAGE = join(import.meta.dirname, '..', '..', 'docs', 'monitoring.md');
 const TAG = 'e2e/alerting.e2e.ts';
 const yaml = (name: string): unknown => parse(docBlock(PAGE, TAG, name).text);
 
@@ -26,7 +26,7 @@ test('docBlocks: the block right under a marker, by name; a marker without a blo
   assert.throws(() => substitute(b, [['nowhere', 'x']]), /no longer contains "nowhere"/);
 });
 
-test('docs/quickstart.md has the six monitoring blocks e2e/alerting.e2e.ts runs, the YAML ones valid', () => {
+test('docs/monitoring.md has the six monitoring blocks e2e/alerting.e2e.ts runs, the YAML ones valid', () => {
   const blocks = docBlocks(readFileSync(PAGE, 'utf8'), TAG);
   assert.deepEqual([...blocks.keys()].sort(), ['alertmanager.yml', 'amtool.sh', 'monitoring-values.yaml', 'prometheus-rbac.yaml', 'prometheus.yml', 'rules.sh']);
   for (const b of blocks.values()) {
@@ -55,4 +55,7 @@ test('the blocks agree: the ServiceAccount, the alert label Alertmanager routes 
   const rules = docBlock(PAGE, TAG, 'rules.sh').text;
   for (const f of prom.rule_files) assert.ok(rules.includes(`> ${f}`), `rules.sh writes ${f}`);
   assert.match(rules, /-f monitoring-values\.yaml/);
+  // The e2e renders the checkout's chart in place of the published one: it replaces exactly this text.
+  const version = (JSON.parse(readFileSync(join(import.meta.dirname, '..', '..', 'package.json'), 'utf8')) as { version: string }).version;
+  assert.ok(rules.includes(`oci://ghcr.io/apiserver-upgrade-operator/charts/apiserver-upgrade-operator --version ${version}`), 'rules.sh renders the published chart of package.json\'s version');
 });
