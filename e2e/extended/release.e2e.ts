@@ -2,7 +2,8 @@
 // docker-registry, plain HTTP; e2e/cluster/registry.ts) stands in for ghcr.io (e2e/support/release.ts). Checks
 // what a release publishes: the image and the OCI chart in the registry under the digests it printed, the chart's
 // defaults (version, appVersion, the image it names: only the published one), the files and their SHA256SUMS, an
-// SPDX SBOM listing the locked production dependencies, and a krew manifest carrying the archive's real sha256 and
+// SPDX SBOM listing the locked production dependencies, node and the pinned Debian packages, and every regular file of
+// the image with its sha256 held by a package (again in syft's SBOM of the pushed image), and a krew manifest carrying the archive's real sha256 and
 // download URL; `skopeo inspect` of the pushed image. Then `krew install --manifest=<generated> --archive=<generated>`
 // (krew v0.4.3 from the binary cache) installs the plugin, which runs `kubectl apiserver-upgrade get` against a real
 // kube-apiserver (process mode) serving the CRD of the pulled chart. The operator image is the only image: the
@@ -24,6 +25,9 @@ import { PUBLISHED, RELEASE_VERSION, releaseToHarness } from '../support/release
 import type { ReleaseResult } from '../../scripts/release.ts';
 import { DEFAULT_DOWNLOAD_BASE } from '../../scripts/release/plan.ts';
 import { TEMPLATE_KUBE_VERSION } from '../../scripts/release.ts';
+import { imageFiles, sbomCoverage, type SpdxDocument } from '../../scripts/release/sbom.ts';
+import { IMAGE_OWN_FILES } from '../cluster/operator-image.ts';
+import { debianArch, runtimePins } from '../cluster/runtime-packages.ts';
 
 const REPO = join(import.meta.dirname, '..', '..');
 const VERSION = RELEASE_VERSION;
@@ -90,7 +94,7 @@ test('npm run release into a registry: image and OCI chart under the printed dig
   const sums = readFileSync(join(out, 'SHA256SUMS'), 'utf8').trim().split('\n').map((l) => l.split(/\s+/));
   assert.deepEqual(sums.map(([, n]) => n).sort(), [r.names.archiveFile, r.names.chartFile, r.names.krewManifestFile, r.names.sbomFile].sort());
   for (const [sum, name] of sums) assert.equal(sha256(join(out, name!)), sum, name);
-  const sbom = JSON.parse(readFileSync(join(out, r.names.sbomFile), 'utf8')) as { spdxVersion: string; name?: string; packages: { name: string; versionInfo?: string }[] };
+  const sbom = JSON.parse(readFileSync(join(out, r.names.sbomFile), 'utf8')) as { spdxVersion: string; name?: string; packages: { name: string; versionInfo?: string; externalRefs?: { referenceLocator: string }[] }[] };
   assert.match(sbom.spdxVersion, /^SPDX-2\./);
   process.stderr.write(`[release] SBOM ${sbom.name ?? ''}: ${sbom.packages.length} packages\n`);
   // The image holds the production dependencies only (npm ci --omit=dev): each at its locked version, no dev tool.
@@ -103,6 +107,27 @@ test('npm run release into a registry: image and OCI chart under the printed dig
   for (const dev of ['typescript', 'eslint', '@kubernetes/client-node', 'fast-check']) {
     assert.ok(pkg.devDependencies[dev] !== undefined && !sbom.packages.some((p) => p.name === dev), `no devDependency in the image: ${dev}`);
   }
+  // Node and its runtime, as packages a scanner matches: node by its version string, each Debian package by the
+  // pinned version with Debian 12 in its purl.
+  const purls = (name: string): string[] => sbom.packages.filter((p) => p.name === name).flatMap((p) => (p.externalRefs ?? []).map((e) => e.referenceLocator));
+  assert.ok(sbom.packages.some((p) => p.name === 'node' && p.versionInfo === lock.packages['node_modules/node']!.version), 'the SBOM lists node at package-lock.json\'s version');
+  for (const pin of runtimePins(debianArch())) {
+    assert.ok(sbom.packages.some((p) => p.name === pin.name && p.versionInfo === pin.version), `the SBOM lists ${pin.name} ${pin.version}`);
+    assert.ok(purls(pin.name).some((u) => u.startsWith('pkg:deb/debian/') && u.includes('distro=debian-12')), `${pin.name}: a Debian 12 purl (${purls(pin.name).join(', ')})`);
+  }
+  // Every regular file of the image's layer is in the published SBOM with its sha256 and held by a package (the
+  // builder's own /etc files: listed); and in the SBOM syft writes of the image as the registry serves it.
+  const files = await imageFiles(r.image.tar);
+  assert.ok(files.length > 100 && files.some((f) => f.path === 'lib/x86_64-linux-gnu/libc.so.6' || f.path.endsWith('/libc.so.6')), `${files.length} files`);
+  const uncovered = sbomCoverage(files, sbom as SpdxDocument, IMAGE_OWN_FILES);
+  assert.deepEqual(uncovered, [], `files of the image the published SBOM does not cover:\n${uncovered.join('\n')}`);
+  const syft = await binary('syft', RELEASE_TOOLS.syft.version);
+  const pushedRef = `${r.image.reference.slice(0, r.image.reference.lastIndexOf(':'))}@${r.image.digest}`;
+  const fromRegistry = await run('env', ['SYFT_CHECK_FOR_APP_UPDATE=false', 'SYFT_REGISTRY_INSECURE_USE_HTTP=true', 'SYFT_FILE_METADATA_SELECTION=all', 'SYFT_FILE_METADATA_DIGESTS=sha256', syft, 'scan', `registry:${pushedRef}`, '-o', 'spdx-json', '-q'], { timeoutMs: 300_000 });
+  assert.equal(fromRegistry.code, 0, fromRegistry.stderr);
+  const again = sbomCoverage(files, JSON.parse(fromRegistry.stdout) as SpdxDocument, IMAGE_OWN_FILES);
+  assert.deepEqual(again, [], `files of the pushed image syft's SBOM of it does not cover:\n${again.join('\n')}`);
+  process.stderr.write(`[release] SBOM: all ${files.length} files of the image covered (${sbom.packages.length} packages)\n`);
   const krew = parse(readFileSync(join(out, r.names.krewManifestFile), 'utf8')) as { spec: { version: string; platforms: { uri: string; sha256: string }[] } };
   assert.equal(krew.spec.version, `v${VERSION}`);
   for (const p of krew.spec.platforms) {
