@@ -143,8 +143,16 @@ export async function fetchDeb(pin: DebPin, debArch: string): Promise<string> {
     }
     requireCommands(['apt-get'], `fetching the operator image's Debian package ${arg}`);
     mkdirSync(tmp);
+    const download = (): Promise<string> => run('apt-get', ['download', `${pin.name}:${debArch}=${pin.version}`], tmp);
     try {
-      await run('apt-get', ['download', `${pin.name}:${debArch}=${pin.version}`], tmp);
+      try {
+        await download();
+      } catch (first) {
+        // Package lists older than the pin: read them anew once (as root, as scripts/setup.ts installs), then again.
+        if (process.getuid?.() !== 0) throw first;
+        await run('apt-get', ['update', '-qq'], tmp);
+        await download();
+      }
     } catch (err) {
       throw new Error(`${(err as Error).message}\nThe operator image's runtime is Debian ${DEBIAN_RELEASE.versionId} (${DEBIAN_RELEASE.codename}) packages at pinned versions: this needs apt with Debian ${DEBIAN_RELEASE.versionId}'s sources (run \`apt-get update\` first), or the .deb files in $AUO_DEB_DIR. A version no longer served means the pins are due for an update: \`node e2e/cluster/runtime-packages.ts pins\`.`, { cause: err });
     }
