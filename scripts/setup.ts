@@ -1,6 +1,7 @@
 // Everything the README's commands need on a fresh machine, in one place:
 //   node scripts/setup.ts test    npm test: Lua 5.1 and 5.4 (Argo CD health check), openssl and flock (their unit tests),
-//                                 actionlint (built) and shellcheck for the release workflow's test
+//                                 actionlint (built) and shellcheck for the release workflow's test, helm (built) for
+//                                 the chart's tests (test/chart: the admission policies rendered and evaluated)
 //   node scripts/setup.ts demo    npm run demo: root, haproxy, openssl, iproute2, util-linux, Go, etcd + both kube-apiservers built
 //   node scripts/setup.ts e2e     npm run e2e: the demo's, plus prometheus/promtool, prometheus-alertmanager/amtool, helm, kubectl,
 //                                 upstream Prometheus (built: Debian's has no kubernetes_sd_configs)
@@ -89,7 +90,7 @@ export async function setup(profiles: Profile[]): Promise<void> {
   // The release workflow's linter (test/release/workflow.test.ts). The release's syft and krew (the extended tier's
   // e2e/extended/release*.e2e.ts) are built on first use by binary(), with progress: syft is ~1,700 packages.
   if (profiles.includes('test')) builds.push({ what: 'actionlint', version: RELEASE_TOOLS.actionlint.version });
-  const wantHelm = profiles.includes('e2e') || profiles.includes('tools');
+  const wantHelm = profiles.includes('test') || profiles.includes('e2e') || profiles.includes('tools');
   if (wantHelm) builds.push({ what: 'helm', version: HELM_VERSION });
   // The nodes mode (e2e/static-pod-nodes.e2e.ts): the kubelet, kube-proxy and the other control-plane components of
   // the old version, the CNI plugins of its Pod network, and the static kubectl e2e/pod-network.e2e.ts runs in a Pod.

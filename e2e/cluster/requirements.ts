@@ -39,6 +39,10 @@ export const SYSTEM: SystemNeed[] = [
   { command: 'skopeo', pkg: 'skopeo', why: 'pushes the harness\'s OCI image tars to a registry (e2e/cluster/registry.ts, npm run release)', for: ['e2e'] },
   { command: 'busybox', pkg: 'busybox-static', why: 'the e2e images of the nodes mode are made from a static busybox', for: ['e2e'] },
   { command: 'losetup', pkg: 'mount', why: 'the real-kubeadm cluster gives each node a loop-mounted /var/lib (e2e/extended/kubeadm-cluster.e2e.ts)', for: ['e2e'] },
+  { command: 'apt-get', pkg: 'apt', why: 'the image\'s Debian packages are downloaded at their pinned versions (e2e/cluster/runtime-packages.ts)', for: ['demo', 'e2e'] },
+  { command: 'apt-cache', pkg: 'apt', why: 'e2e/cluster/runtime-packages.ts reads where a pinned package is offered', for: ['demo', 'e2e'] },
+  { command: 'dpkg-deb', pkg: 'dpkg', why: 'the image\'s pinned .debs are unpacked into its file system (e2e/cluster/runtime-packages.ts)', for: ['demo', 'e2e'] },
+  { command: 'mkfifo', pkg: 'coreutils', why: 'the agent\'s unit tests make a named pipe where it must refuse to write (test/agent/trust.test.ts)', for: ['test'] },
   { command: 'ps', pkg: 'procps', why: 'the nodes-mode tests look for processes left behind', for: ['e2e'] },
   { command: 'pgrep', pkg: 'procps', why: 'the runtime e2e finds the server processes it disrupts', for: ['e2e'] },
 ];
