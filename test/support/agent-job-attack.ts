@@ -160,8 +160,11 @@ export function withServerDefaults(job: Json, uid = '00000000-0000-4000-8000-000
       c.terminationMessagePath ??= '/dev/termination-log';
       c.terminationMessagePolicy ??= 'File';
       if (c.imagePullPolicy === undefined && typeof c.image === 'string') {
-        const tag = /:([^/:@]+)(@|$)/.exec(c.image)?.[1];
-        c.imagePullPolicy = tag === undefined || tag === 'latest' ? 'Always' : 'IfNotPresent';
+        // k8s.io/kubernetes pkg/apis/core/v1 SetDefaults_Container: Always when the tag is latest, or when the
+        // reference has neither a tag nor a digest (parsers.ParseImageName then says latest).
+        const [name = '', digest] = c.image.split('@');
+        const tag = /:([^/:]+)$/.exec(name)?.[1];
+        c.imagePullPolicy = tag === 'latest' || (tag === undefined && digest === undefined) ? 'Always' : 'IfNotPresent';
       }
     }
   }
