@@ -1,3 +1,4 @@
+import { safeMessage } from '../plan/redact.ts';
 import type { DriverReport } from './driver.ts';
 
 /**
@@ -90,8 +91,9 @@ const list = <T>(x: unknown): T[] => (Array.isArray(x) ? (x.filter(isObject) as 
 /** Termination messages can be up to 4 KiB (or a log tail); a report line keeps the last lines of it. */
 const MESSAGE_MAX = 600;
 
+/** One line of at most MESSAGE_MAX characters, its end kept: made plain and redacted before it is cut (src/plan/redact.ts). */
 function short(s: string): string {
-  const one = s.replace(/\s*\n\s*/g, ' | ');
+  const one = safeMessage(s.replace(/\s*\n\s*/g, ' | '), { maxChars: 64 * 1024 });
   return one.length <= MESSAGE_MAX ? one : `…${one.slice(one.length - MESSAGE_MAX)}`;
 }
 

@@ -1,3 +1,4 @@
+import { safeMessage } from '../plan/redact.ts';
 import type { DriverReport, ReportRequest } from './driver.ts';
 
 /**
@@ -41,15 +42,16 @@ const STATES: Readonly<Record<string, DriverReport['kind']>> = {
  */
 export const STATUS_DEADLINE_MS = 1_000;
 
-/** The most of the hook's `message` kept (it becomes a status message and an event). */
+/** The most of the hook's `message` kept (it becomes a status message and an event), counted after redaction. */
 export const STATUS_MESSAGE_CHARS = 512;
 
 /**
  * A 2xx body into a report: `{"state": "Running" | "Succeeded" | "Failed" | "NotFound", "message"?: string}`.
  * Anything else — not JSON, not an object, a state not in that list (case counts), a message that is not a
- * string — is `unknown`: never a failure and never a settlement on a guess. Pure.
+ * string — is `unknown`: never a failure and never a settlement on a guess. The message is made plain and
+ * redacted (`secrets`: the configured token) before it is cut to STATUS_MESSAGE_CHARS. Pure.
  */
-export function reportFromStatusBody(text: string, where: string): DriverReport {
+export function reportFromStatusBody(text: string, where: string, secrets: readonly (string | undefined)[] = []): DriverReport {
   let parsed: unknown;
   try {
     parsed = JSON.parse(text);
@@ -61,6 +63,6 @@ export function reportFromStatusBody(text: string, where: string): DriverReport 
   const kind = typeof state === 'string' && Object.hasOwn(STATES, state) ? STATES[state] : undefined;
   if (kind === undefined) return { kind: 'unknown', message: `${where}: no "state" of Running, Succeeded, Failed or NotFound in the answer` };
   if (message !== undefined && typeof message !== 'string') return { kind: 'unknown', message: `${where}: "message" is not a string` };
-  const words = (message ?? '').slice(0, STATUS_MESSAGE_CHARS);
+  const words = safeMessage(message ?? '', { secrets, maxChars: STATUS_MESSAGE_CHARS }).trim();
   return { kind, message: words === '' ? `${where}: ${state as string}` : words };
 }

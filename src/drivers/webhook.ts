@@ -96,7 +96,7 @@ export function webhookPayload(r: DriverRequest): WebhookPayload {
 
 /** The most of a response body the driver reads; beyond it the connection is closed. */
 export const RESPONSE_BODY_CAP = 64 * 1024;
-/** The most of the body that goes into the call's message (status.driverCalls[].message and the event). */
+/** The most of the body that goes into the call's message (status.driverCalls[].message and the event), counted after redaction. */
 export const MESSAGE_BODY_CHARS = 512;
 /** The most of a whole message (where, status, hint and body): what safeMessage keeps. */
 export const MESSAGE_CHARS = 1024;
@@ -149,7 +149,7 @@ export class WebhookDriver implements Driver {
     const a = await this.exchange(where, JSON.stringify(statusPayload(call)), Math.min(this.cfg.timeoutMs, STATUS_DEADLINE_MS));
     if (!a.ok) return { kind: 'unknown', message: a.message };
     if (a.code < 200 || a.code > 299) return { kind: 'unknown', message: this.shown(`${where}: ${statusText(a.code)}${a.code >= 400 && a.code < 500 ? ' (does the hook answer ReplaceStatusRequest? spec.driver.webhook.reportsStatus says it does)' : ''}`) };
-    const r = reportFromStatusBody(a.text, where);
+    const r = reportFromStatusBody(a.text, where, [this.cfg.token]);
     return { kind: r.kind, message: this.shown(r.message) };
   }
 
@@ -233,8 +233,8 @@ export class WebhookDriver implements Driver {
         const kind = classifyStatus(code);
         const location = res.headers.location;
         const hint = statusHint(code, location);
-        const text = new TextDecoder().decode(Buffer.concat(chunks)).trim();
-        const shown = text.length > MESSAGE_BODY_CHARS ? `${text.slice(0, MESSAGE_BODY_CHARS)}…` : text;
+        // Made plain and redacted before it is cut: a cut first would leave a token that straddles it all but whole.
+        const shown = safeMessage(new TextDecoder().decode(Buffer.concat(chunks)), { secrets: [token], maxChars: MESSAGE_BODY_CHARS }).trim();
         const parts = [`${where}: ${statusText(code)} ${after()}`, ...(hint ? [` (${hint})`] : []), ...(shown ? [`: ${shown}`] : []), ...(truncated ? [` [response body truncated: read the first ${RESPONSE_BODY_CAP} bytes]`] : [])];
         settle({ kind, message: parts.join('') }, truncated);
       };

@@ -4,6 +4,7 @@ import http, { type IncomingMessage } from 'node:http';
 import { CredentialAgent, dropIdleSockets, httpsCall, readBody } from './https-call.ts';
 import { KUBE_MAX_BODY_BYTES, KUBE_MAX_JSON_CONTAINERS, parseBoundedJson } from './body-limits.ts';
 import type { KubeAccess } from './kubeconfig.ts';
+import { safeMessage } from '../plan/redact.ts';
 
 /**
  * One HTTP request to the API server with the kubeconfig's credentials and TLS, on node:https with kept-alive
@@ -26,7 +27,14 @@ export interface KubeRequestOptions {
   freshConnection?: boolean;
 }
 
-/** A response the server answered with a non-2xx status; `status` is the Status object's reason when it sent one. */
+/** The most of a body that is not a Status object that an error's message shows. */
+const BODY_SHOWN = 300;
+/** The most of a Status's message (an admission webhook's denial can be long) an error's message shows. */
+const STATUS_MESSAGE_SHOWN = 2048;
+/** The most of a Status's reason (a CamelCase word when the server sent it) an error's message shows. */
+const REASON_SHOWN = 64;
+
+/** A response the server answered with a non-2xx status; `reason` is the Status object's reason when it sent one. */
 export class KubeApiError extends Error {
   readonly statusCode: number;
   readonly reason: string | undefined;
@@ -35,15 +43,18 @@ export class KubeApiError extends Error {
 
   constructor(method: string, path: string, statusCode: number, body: string, retryAfterMs: number | undefined) {
     let reason: string | undefined;
-    let message = body.slice(0, 300);
+    // What the server (or a proxy, or an admission webhook through it) wrote goes into logs, status and Events: made
+    // plain and redacted before it is cut, a Status's message and reason as much as a body that is not a Status.
+    let message = safeMessage(body, { maxChars: BODY_SHOWN });
     try {
-      const s = JSON.parse(body) as { reason?: string; message?: string };
-      reason = s.reason;
-      message = s.message ?? message;
+      const s = JSON.parse(body) as { reason?: unknown; message?: unknown };
+      if (typeof s.reason === 'string') reason = s.reason;
+      if (typeof s.message === 'string') message = safeMessage(s.message, { maxChars: STATUS_MESSAGE_SHOWN });
     } catch {
       /* not a Status object, e.g. an HTML page from a proxy */
     }
-    super(`${method} ${path}: ${statusCode}${reason ? ` ${reason}` : ''}: ${message}`);
+    const shownReason = reason === undefined ? '' : safeMessage(reason, { maxChars: REASON_SHOWN }).trim();
+    super(`${method} ${path}: ${statusCode}${shownReason ? ` ${shownReason}` : ''}: ${message}`);
     this.name = 'KubeApiError';
     this.statusCode = statusCode;
     this.reason = reason;

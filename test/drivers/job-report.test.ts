@@ -3,6 +3,8 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import { STOPPED_ANNOTATION, jobReport, type JobVerdict } from '../../src/drivers/job-report.ts';
+import { safeMessage } from '../../src/plan/redact.ts';
+import { INVISIBLES, disguised, leakedRuns, token40 } from '../support/hidden-token.ts';
 
 const NAME = 'auo-upgrade-cp-1-5d41402abc4b2a76';
 const UID = '8a1c2f0e-4b7d-4c39-9f51-0d6c3e2b9a17';
@@ -293,6 +295,21 @@ test('jobReport: a long termination message (a log tail) is kept to its end, on 
   assert.match(r.message, /restored \/b\/x\.yaml$/);
   assert.doesNotMatch(r.message, /\n/);
   assert.ok(r.message.length < 900, `${r.message.length}`);
+});
+
+test('jobReport: a credential in a termination message is redacted before the message is cut to its end', () => {
+  // The message keeps its last 600 characters: the credential straddles where they start. What is written is the
+  // report's message made safe (src/controller/driver-calls.ts), with no secret named: only its shape tells.
+  const hidden = token40.chain((t) => fc.tuple(fc.constant(t), disguised(t, INVISIBLES)));
+  const carriers = fc.constantFrom(['Authorization: Bearer ', ''], ['token=', ''], ['"password": "', '"']);
+  fc.assert(fc.property(hidden, fc.integer({ min: 8, max: 40 }), carriers, ([t, d], inTail, [open, close]) => {
+    const tail = `${close} ${'z'.repeat(600 - inTail - close.length - 1)}`;
+    const message = `reverted; the hook said ${open}${d}${tail}`;
+    const r = jobReport(job({ failed: 1, conditions: backoffLimit }), [pod('Failed', initDone, { state: { terminated: { exitCode: 3, reason: 'Error', message } } })]);
+    assert.equal(r.kind, 'failed');
+    const written = safeMessage(r.message, { maxChars: 1024 });
+    assert.deepEqual(leakedRuns(written, t), [], written);
+  }), { numRuns: 500 });
 });
 
 test('jobReport: never failed while a Pod of the Job may still run a container, whatever the Job says; Pods not the Job\'s change nothing', () => {

@@ -5,6 +5,7 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import { REDACTED, safeMessage } from '../../src/plan/redact.ts';
+import { INVISIBLES, disguised, filler, leakedRuns, token40 } from '../support/hidden-token.ts';
 
 const TOKEN_CHARS = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~+/';
 const token = fc.array(fc.constantFrom(...TOKEN_CHARS), { minLength: 12, maxLength: 80 }).map((a) => `tk${a.join('')}`);
@@ -59,6 +60,45 @@ describe('safeMessage', () => {
     // A surrogate pair is not split by the cut.
     const emoji = safeMessage(`${'a'.repeat(510)}😀😀`, { maxChars: 512 });
     assert.equal(emoji, emoji.toWellFormed());
+  });
+
+  it('leaves no run of 8 of a named token, with invisible characters or look-alikes inside, wherever the cut falls', () => {
+    const hidden = token40.chain((t) => fc.tuple(fc.constant(t), disguised(t)));
+    fc.assert(fc.property(hidden, filler(300), filler(300), fc.integer({ min: -10, max: 50 }), ([t, d], before, after, delta) => {
+      const max = Math.max(16, before.length + delta);
+      const out = safeMessage(`${before}${d}${after}`, { secrets: [t], maxChars: max });
+      assert.deepEqual(leakedRuns(out, t), [], JSON.stringify(out));
+      assert.ok(!/[\p{Cc}\p{Cf}\p{Zl}\p{Zp}\u00a0]/u.test(out), JSON.stringify(out));
+      assert.ok(out.length <= max, `${out.length} > ${max}`);
+    }), { numRuns: 3000 });
+  });
+
+  it('finds credential shapes with invisible characters or full-width letters inside, the secret not named', () => {
+    const hidden = token40.chain((t) => fc.tuple(fc.constant(t), fc.constantFrom(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 15)).chain(([t, which]) => {
+      const carrier = carriers(t, jwtOf(t))[which]!;
+      return fc.tuple(fc.constant(which === 15 ? carrier : t), disguised(carrier, INVISIBLES));
+    }));
+    fc.assert(fc.property(hidden, filler(100), filler(100), ([secret, d], before, after) => {
+      const out = safeMessage(`${before} ${d} ${after}`, { maxChars: 100_000 });
+      assert.deepEqual(leakedRuns(out, secret), [], JSON.stringify(out));
+    }), { numRuns: 2000 });
+  });
+
+  it('a text cut before redaction (beyond 256 KiB, or 64 KiB once plain) keeps no first part of a token at its end', () => {
+    const t = 'tkAbCdEfGhIjKlMnOpQrStUvWxYz0123456789ab';
+    for (const k of [1, 7, 8, 20, 39]) {
+      // 256 KiB of zero-width spaces, then the token: the input is cut k characters into it.
+      const invisible = safeMessage(`${'\u200b'.repeat(256 * 1024 - k)}${t} and more`, { secrets: [t], maxChars: 1024 });
+      assert.deepEqual(leakedRuns(invisible, t), [], invisible);
+      // 64 KiB of plain text, then the token split by a no-break space: the plain text is cut inside it.
+      const split = safeMessage(`${'w '.repeat(32 * 1024 - 10)}${t.slice(0, 12)}\u00a0${t.slice(12)} and more`, { secrets: [t], maxChars: 100_000 });
+      assert.deepEqual(leakedRuns(split, t), [], split.slice(-80));
+      assert.ok(split.endsWith('…'));
+    }
+    // A JWT cut there (not a named secret) loses its end too: the last word of a cut text goes.
+    const jwt = jwtOf('tkAbCdEfGhIjKlMnOpQr');
+    const cut = safeMessage(`${'w '.repeat(32 * 1024 - 30)}${jwt} and more`, { maxChars: 100_000 });
+    assert.deepEqual(leakedRuns(cut, jwt.slice(20)), [], cut.slice(-80));
   });
 
   it('stays linear on hostile input (64 KiB of near-matches)', () => {
