@@ -15,6 +15,9 @@ import { agentJob } from '../src/drivers/static-pod.ts';
 import { STOPPED_ANNOTATION } from '../src/drivers/job-report.ts';
 import { idempotencyKey } from '../src/plan/keys.ts';
 import type { DriverRequest } from '../src/plan/actions.ts';
+import fc from 'fast-check';
+import { agentInputs, chartAllows, isRenderedAgentJob, KNOWN_ATTACKS, mutation, render, withServerDefaults, type ChartAllows, type Json, type JsonObject } from '../test/support/agent-job-attack.ts';
+import { compilePolicy, type PolicyObject } from '../test/support/cel-policy.ts';
 
 const CHART = `${import.meta.dirname}/../charts/apiserver-upgrade-operator`;
 const RELEASE = 'apiserver-upgrade-operator';
@@ -24,7 +27,7 @@ const POLICY = `${RELEASE}-agent-jobs`;
 const JOBS = '/apis/batch/v1/namespaces/kube-system/jobs';
 
 interface K8sObject { apiVersion: string; kind: string; metadata: { name: string; namespace?: string; labels?: Record<string, string> }; [k: string]: unknown }
-type Job = { metadata: { name: string }; spec: { template: { spec: PodSpec } } };
+type Job = { metadata: { name: string; annotations?: Record<string, string> }; spec: { template: { spec: PodSpec } } };
 type Container = { name: string; image: string; command?: string[]; args?: string[]; env?: { name: string; value?: string }[]; securityContext?: Record<string, unknown>; volumeMounts?: { name: string; mountPath: string }[] };
 type PodSpec = { containers: Container[]; initContainers: Container[]; volumes: { name: string; hostPath: { path: string; type?: string } }[]; [k: string]: unknown };
 
@@ -32,6 +35,8 @@ let cluster: Cluster;
 let kubectl: string;
 let rendered: K8sObject[];
 let agentImage: string;
+let allows: ChartAllows;
+let evaluate: (job: Json) => boolean;
 
 before(async () => {
   const helm = tool('helm');
@@ -43,6 +48,10 @@ before(async () => {
   const cm = rendered.find((o) => o.kind === 'ConfigMap' && o.metadata.name === `${RELEASE}-policy`) as unknown as { data: Record<string, string> };
   const rule = (parse(cm.data['policy.yaml']!) as { agentImages: Record<string, string>[] }).agentImages[0]!;
   agentImage = rule.image ?? `${rule.repository ?? `${rule.repositoryPrefix!.replace(/\/+$/, '')}/agent`}:e2e`;
+  const deployment = rendered.find((o) => o.kind === 'Deployment') as unknown as { spec: { template: { spec: { containers: { image: string }[] } } } };
+  allows = chartAllows(rendered as never, deployment.spec.template.spec.containers[0]!.image);
+  const policy = compilePolicy(rendered.find((o) => o.kind === 'ValidatingAdmissionPolicy') as unknown as PolicyObject);
+  evaluate = (job) => policy({ operation: 'CREATE', username: SA, resource: { group: 'batch', resource: 'jobs' }, object: job }).allowed;
   await k(['create', 'namespace', NS]);
   const wanted = new Set(['ServiceAccount', 'ClusterRole', 'ClusterRoleBinding', 'Role', 'RoleBinding', 'ValidatingAdmissionPolicy', 'ValidatingAdmissionPolicyBinding']);
   await k(['apply', '-f', '-'], rendered.filter((o) => wanted.has(o.kind)).map((o) => stringify(o)).join('---\n'));
@@ -81,10 +90,9 @@ function realJob(name = 'cp-1', image = `registry.k8s.io/kube-apiserver:${NEW_VE
 }
 
 let seq = 0;
-/** The real Job, changed by `edit`, under a name of its own. */
-function handMade(what: string, edit: (pod: PodSpec, job: Job) => void): Job {
-  const job = structuredClone(realJob());
-  job.metadata.name = `hand-made-${++seq}-${what}`.slice(0, 63).replace(/-+$/, '');
+/** The real Job for a node of its own (so a name of its own), changed by `edit`. */
+function handMade(_what: string, edit: (pod: PodSpec, job: Job) => void): Job {
+  const job = structuredClone(realJob(`hand-made-${++seq}`));
   edit(job.spec.template.spec, job);
   return job;
 }
@@ -132,7 +140,7 @@ test('the operator stops its own Job (spec.suspend, as the driver sends it) and 
   assert.equal((JSON.parse(stopped.body) as { spec: { suspend?: boolean } }).spec.suspend, true);
   // A suspended Job that never started (no controller here) has a mutable node selector as far as the API's own
   // validation goes: only the policy keeps its Pod on its node.
-  assertDenied(await patchJob(name, { spec: { template: { spec: { nodeSelector: { 'kubernetes.io/hostname': 'cp-9' } } } } }), 'a stopped Job moved to another node', /its Pod template unchanged/);
+  assertDenied(await patchJob(name, { spec: { template: { spec: { nodeSelector: { 'kubernetes.io/hostname': 'cp-9' } } } } }), 'a stopped Job moved to another node', /every other field as it was/);
   // Resumed, it would run: denied.
   assertDenied(await patchJob(name, { spec: { suspend: false } }), 'the resume', /changes a Job it created only to stop it/);
 });
@@ -147,17 +155,21 @@ test('hand-made Jobs from the operator\'s ServiceAccount are denied by the polic
       p.containers[0]!.volumeMounts!.push({ name: 'host', mountPath: '/host' });
     }, /two volumes/],
     ['extra-container', (p) => p.containers.push({ name: 'sidecar', image: p.containers[0]!.image, command: ['node', '/app/dist/agent/main.js'] }), /exactly one container/],
-    ['privileged', (p) => (p.containers[0]!.securityContext = { runAsUser: 0, privileged: true }), /not privileged/],
-    ['cap-sys-admin', (p) => (p.initContainers[0]!.securityContext = { capabilities: { add: ['SYS_ADMIN'] } }), /add no capabilities/],
-    ['host-pid', (p) => (p.hostPID = true), /no host PID/],
-    ['ld-preload', (p) => p.containers[0]!.env!.push({ name: 'NODE_OPTIONS', value: '--require /host/evil.js' }), /environment holds only literal values of MANIFEST/],
+    ['privileged', (p) => (p.containers[0]!.securityContext = { runAsUser: 0, privileged: true }), /no privilege, capability, seccomp or SELinux change/],
+    ['cap-sys-admin', (p) => (p.initContainers[0]!.securityContext = { capabilities: { add: ['SYS_ADMIN'] } }), /the init container runs command \[kube-apiserver, --version\].*no security settings/],
+    ['host-pid', (p) => (p.hostPID = true), /and nothing else \(no host PID/],
+    ['ld-preload', (p) => p.containers[0]!.env!.push({ name: 'NODE_OPTIONS', value: '--require /host/evil.js' }), /the agent's environment holds exactly MANIFEST, .* each once, as literal values/],
     ['token', (p) => (p.automountServiceAccountToken = true), /automountServiceAccountToken false/],
     ['init-sh', (p) => (p.initContainers[0]!.command = ['sh', '-c', 'id']), /the init container runs command \[kube-apiserver, --version\]/],
-    ['init-image', (p) => {
+    ['init-image', (p, j) => {
       p.initContainers[0]!.image = 'evil.example.com/not-an-apiserver:v1.36.3';
       for (const e of p.containers[0]!.env!) if (e.name === 'IMAGE') e.value = 'evil.example.com/not-an-apiserver:v1.36.3';
+      j.metadata.annotations!['upgrade.apiserver.dev/image'] = 'evil.example.com/not-an-apiserver:v1.36.3';
     }, /the kube-apiserver image evil\.example\.com\/not-an-apiserver:v1\.36\.3 is not one/],
-    ['image-env-differs', (p) => { for (const e of p.containers[0]!.env!) if (e.name === 'IMAGE') e.value = `registry.k8s.io/kube-apiserver:v1.99.0`; }, /the image the agent puts in the manifest/],
+    ['image-env-differs', (p, j) => {
+      for (const e of p.containers[0]!.env!) if (e.name === 'IMAGE') e.value = 'registry.k8s.io/kube-apiserver:v1.99.0';
+      j.metadata.annotations!['upgrade.apiserver.dev/image'] = 'registry.k8s.io/kube-apiserver:v1.99.0';
+    }, /VERSION a version tag and IMAGE's tag|the image the agent puts in the manifest/],
     ['etcd-manifest', (p) => { for (const e of p.containers[0]!.env!) if (e.name === 'MANIFEST') e.value = '/etc/kubernetes/manifests/etcd.yaml'; }, /the manifest \/etc\/kubernetes\/manifests\/etcd\.yaml is not one/],
     ['backup-in-etc', (p) => {
       for (const e of p.containers[0]!.env!) if (e.name === 'BACKUP_DIR') e.value = '/etc';
@@ -169,7 +181,7 @@ test('hand-made Jobs from the operator\'s ServiceAccount are denied by the polic
   ];
   for (const [what, edit, message] of cases) assertDenied(await create(handMade(what, edit), true), what, message);
   const jobs = JSON.parse((await cluster.request(0, JOBS)).body) as { items: { metadata: { name: string } }[] };
-  assert.deepEqual(jobs.items.map((j) => j.metadata.name).filter((n) => n.startsWith('hand-made')), [], 'none was stored');
+  assert.deepEqual(jobs.items.map((j) => j.metadata.name).filter((n) => n.includes('-hand-made-')), [], 'none was stored');
 });
 
 test('a Pod, a CronJob or a Deployment from the operator\'s ServiceAccount is denied, even with RBAC that allows it', async () => {
@@ -185,4 +197,66 @@ test('other users are not the policy\'s business: the admin creates a hand-made 
   const job = handMade('admin', (p) => (p.containers[0]!.command = ['sh', '-c', 'true']));
   const r = await cluster.request(0, `${JOBS}?dryRun=All`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(job) });
   assert.equal(r.status, 201, r.body.slice(0, 600));
+});
+
+/** A server-side dry run of a create as the admin (not the policy's business): the Job as admission sees it, or the API's own refusal. */
+async function asAdmitted(job: unknown): Promise<{ status: number; body: string }> {
+  return cluster.request(0, `${JOBS}?dryRun=All`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(job) });
+}
+
+test('the apiserver defaults an agent Job as the unit tests\' model says (withServerDefaults)', async () => {
+  for (const inputs of fc.sample(agentInputs(allows), { numRuns: 5, seed: 21 })) {
+    const r = await asAdmitted(render(inputs));
+    assert.equal(r.status, 201, r.body.slice(0, 600));
+    const stored = JSON.parse(r.body) as JsonObject;
+    delete (stored.metadata as JsonObject).managedFields;
+    const model = withServerDefaults(render(inputs), (stored.metadata as JsonObject).uid as string) as JsonObject;
+    (model.metadata as JsonObject).creationTimestamp = (stored.metadata as JsonObject).creationTimestamp!;
+    assert.deepEqual(model, stored, 'the model of the apiserver\'s defaults');
+  }
+});
+
+test('generated mutations of the agent Job on a real kube-apiserver: admitted exactly when agentJob() renders them', async () => {
+  const N = Number(process.env.AUO_ADMISSION_MUTATIONS ?? 400);
+  const cases = fc.sample(fc.tuple(agentInputs(allows), mutation()), { numRuns: N, seed: Number(process.env.AUO_ADMISSION_SEED ?? 20261206) });
+  const counts = { deniedByPolicy: 0, refusedByApi: 0, admitted: 0, evaluatorAgrees: 0 };
+  for (const [inputs, mutate] of cases) {
+    const m = mutate(render(inputs));
+    const admin = await asAdmitted(m.job);
+    const sa = await create(m.job, true);
+    if (admin.status !== 201) {
+      // Not a Job anyone can create (the API's own validation): the operator cannot either.
+      assert.notEqual(sa.status, 201, `${m.what}: refused to the admin (${admin.status}) but admitted for the operator`);
+      counts.refusedByApi++;
+      continue;
+    }
+    const seen = JSON.parse(admin.body) as Json;
+    const legit = isRenderedAgentJob(seen, allows);
+    if (legit) {
+      assert.equal(sa.status, 201, `${m.what}: a Job agentJob() renders was denied: ${sa.body.slice(0, 600)}`);
+      counts.admitted++;
+    } else {
+      assertDenied(sa, m.what);
+      counts.deniedByPolicy++;
+    }
+    if (evaluate(seen) === (sa.status === 201)) counts.evaluatorAgrees++;
+  }
+  process.stderr.write(`[generated] ${N} mutations on ${OLD_VERSION}: ${counts.deniedByPolicy} denied by the policy, ${counts.refusedByApi} refused by the API's own validation, ${counts.admitted} admitted (each a Job agentJob() renders); the unit tests' CEL evaluator agreed on ${counts.evaluatorAgrees} of ${counts.deniedByPolicy + counts.admitted}\n`);
+  assert.equal(counts.evaluatorAgrees, counts.deniedByPolicy + counts.admitted, 'the unit tests\' evaluator agrees with the server');
+  assert.ok(counts.deniedByPolicy >= N / 2, 'most mutations reach the policy');
+  assert.ok(counts.admitted > 0, 'some mutations leave a Job agentJob() renders (a value it may vary, a default spelled out), and those are admitted');
+});
+
+test('every known attack (hooks, probes, security settings, paths, environment, deadline, image) is denied on a real server', async () => {
+  const base = render(fc.sample(agentInputs(allows), { numRuns: 1, seed: 9 })[0]!);
+  let byPolicy = 0;
+  for (const a of KNOWN_ATTACKS) {
+    const job = structuredClone(base) as never;
+    a.edit(job);
+    const sa = await create(job, true);
+    assert.notEqual(sa.status, 201, `${a.what}: admitted`);
+    if (sa.body.includes('ValidatingAdmissionPolicy')) byPolicy++;
+    else assert.equal((await asAdmitted(job)).status === 201, false, `${a.what}: denied, but not by the policy, though the API admits it: ${sa.body.slice(0, 400)}`);
+  }
+  process.stderr.write(`[known attacks] ${KNOWN_ATTACKS.length} denied, ${byPolicy} by the policy itself\n`);
 });

@@ -130,13 +130,13 @@ export function withServerDefaults(job: Json, uid = '00000000-0000-4000-8000-000
   spec.completionMode ??= 'NonIndexed';
   spec.suspend ??= false;
   spec.podReplacementPolicy ??= 'TerminatingOrFailed';
+  spec.manualSelector ??= false;
   const id = isObject(meta) && typeof meta.uid === 'string' ? meta.uid : uid;
   if (spec.manualSelector !== true) spec.selector = { matchLabels: { 'batch.kubernetes.io/controller-uid': id } };
   const template = obj(spec, 'template');
   if (!template) return j;
   const tmeta = obj(template, 'metadata') ?? (template.metadata = {});
   if (isObject(tmeta)) {
-    tmeta.creationTimestamp ??= null;
     if (spec.manualSelector !== true) {
       const name = isObject(meta) && typeof meta.name === 'string' ? meta.name : '';
       tmeta.labels = { ...(isObject(tmeta.labels) ? tmeta.labels : {}), 'batch.kubernetes.io/controller-uid': id, 'batch.kubernetes.io/job-name': name, 'controller-uid': id, 'job-name': name };
