@@ -11,6 +11,13 @@ import type { Logger } from './logger.ts';
  * never the token itself): allowed ones for `cacheTtlMs`, refused ones for at most `deniedCacheTtlMs`, so a
  * Prometheus that scrapes every 15 s costs two API calls a minute, and a grant or revocation takes effect
  * within a TTL. Concurrent requests with one token share one review.
+ *
+ * Reviews are bounded (in flight and per second; beyond: 429) on two budgets of the same size: one for tokens not
+ * seen before, one for re-reviews of tokens approved within the last `approvedMemoryMs`. A flood of unknown tokens
+ * spends only the first, so it cannot starve a scraper whose cached approval just expired (with one budget, a flood
+ * of 20 times the budget answered each of that scraper's scrapes for five minutes with 429). Being approved before
+ * grants nothing but the budget: the token is reviewed again all the same, and leaves the approved tokens the first
+ * time it is refused.
  */
 
 export interface ReviewedUser {
@@ -77,6 +84,10 @@ export class TtlCache<V> {
     return e.value;
   }
 
+  delete(key: string): void {
+    this.entries.delete(key);
+  }
+
   set(key: string, value: V, ttlMs: number): void {
     if (ttlMs <= 0) {
       this.entries.delete(key);
@@ -108,25 +119,34 @@ export interface TokenReviewAuthOptions {
   /** The non-resource URL and verb asked for. Default /metrics, get. */
   path?: string;
   verb?: string;
-  /** Reviews (a TokenReview and its SubjectAccessReview) in flight at once; beyond it a new token gets 429. Default 4. */
+  /**
+   * Reviews (a TokenReview and its SubjectAccessReview) in flight at once; beyond it a new token gets 429. Default 4.
+   * Re-reviews of approved tokens have as many of their own.
+   */
   maxConcurrentReviews?: number;
-  /** Reviews started per second, as a token bucket of this size refilled at this rate; beyond it: 429. Default 10. */
+  /**
+   * Reviews started per second, as a token bucket of this size refilled at this rate; beyond it: 429. Default 10.
+   * Re-reviews of approved tokens have a bucket of their own of the same size.
+   */
   reviewsPerSecond?: number;
+  /** How long after its last approval a token is re-reviewed on the approved tokens' budget. Default 10 × cacheTtlMs. */
+  approvedMemoryMs?: number;
   now?: () => number;
   logger?: Logger;
 }
 
 /** The bearer token checked by TokenReview and SubjectAccessReview, with a per-token decision cache. */
 export class TokenReviewAuth implements MetricsAuth {
-  private readonly o: Required<Omit<TokenReviewAuthOptions, 'logger' | 'maxEntries' | 'now' | 'maxConcurrentReviews' | 'reviewsPerSecond'>> & { logger?: Logger };
+  private readonly o: Required<Omit<TokenReviewAuthOptions, 'logger' | 'maxEntries' | 'now' | 'maxConcurrentReviews' | 'reviewsPerSecond' | 'approvedMemoryMs'>> & { logger?: Logger };
   private readonly cache: TtlCache<AuthDecision>;
+  /** Tokens (their hashes) approved within approvedMemoryMs: only an approval puts one here, so unknown tokens never do. */
+  private readonly approved: TtlCache<true>;
+  private readonly approvedMemoryMs: number;
   private readonly inFlight = new Map<string, Promise<AuthDecision>>();
   private readonly maxConcurrent: number;
   private readonly perSecond: number;
   private readonly now: () => number;
-  /** Reviews the bucket allows now (fractional: refilled continuously), and when it was last refilled. */
-  private bucket: number;
-  private refilledAt: number;
+  private readonly budgets: Record<'new' | 'approved', Budget>;
   /** Reviews started, over the life of this object (for tests and the log). */
   reviewsStarted = 0;
   /** Requests refused with 429 because the bounds were reached. */
@@ -137,14 +157,16 @@ export class TokenReviewAuth implements MetricsAuth {
     this.perSecond = o.reviewsPerSecond ?? 10;
     if (!(this.maxConcurrent >= 1) || !(this.perSecond > 0)) throw new RangeError('maxConcurrentReviews must be >= 1 and reviewsPerSecond > 0');
     this.now = o.now ?? Date.now;
-    this.bucket = this.perSecond;
-    this.refilledAt = this.now();
+    const start = this.now();
+    this.budgets = { new: { inFlight: 0, bucket: this.perSecond, refilledAt: start }, approved: { inFlight: 0, bucket: this.perSecond, refilledAt: start } };
     const cacheTtlMs = o.cacheTtlMs ?? 60_000;
+    this.approvedMemoryMs = o.approvedMemoryMs ?? 10 * cacheTtlMs;
     this.o = {
       reviewer: o.reviewer, cacheTtlMs, deniedCacheTtlMs: Math.min(o.deniedCacheTtlMs ?? 10_000, cacheTtlMs),
       path: o.path ?? '/metrics', verb: o.verb ?? 'get', logger: o.logger,
     };
     this.cache = new TtlCache<AuthDecision>({ maxEntries: o.maxEntries, now: o.now });
+    this.approved = new TtlCache<true>({ maxEntries: o.maxEntries, now: o.now });
   }
 
   async check(authorization: string | string[] | undefined): Promise<AuthDecision> {
@@ -157,31 +179,42 @@ export class TokenReviewAuth implements MetricsAuth {
     if (cached) return cached;
     const running = this.inFlight.get(key);
     if (running) return running;
-    // A new token costs API calls: bounded in flight and per second. Beyond: 429 at once, no review, nothing
+    // A review costs API calls: bounded in flight and per second. Beyond: 429 at once, no review, nothing
     // cached (the scraper retries; a known token is answered from the cache above without counting).
-    if (!this.takeReview()) {
+    const which = this.approved.get(key) ? 'approved' : 'new';
+    const budget = this.budgets[which];
+    if (!this.take(budget)) {
       this.throttled++;
-      if (this.throttled === 1 || this.throttled % 100 === 0) this.o.logger?.warn('metrics authentication: too many new tokens at once; answering 429', { throttled: this.throttled, maxConcurrentReviews: this.maxConcurrent, reviewsPerSecond: this.perSecond });
+      if (this.throttled === 1 || this.throttled % 100 === 0) this.o.logger?.warn(`metrics authentication: too many ${which} tokens at once; answering 429`, { throttled: this.throttled, maxConcurrentReviews: this.maxConcurrent, reviewsPerSecond: this.perSecond });
       return { allowed: false, code: 429, message: 'too many tokens to review at once; retry in a second' };
     }
     this.reviewsStarted++;
+    budget.inFlight++;
     const p = this.review(token).then((d) => {
-      if (d.allowed) this.cache.set(key, d, this.o.cacheTtlMs);
-      else if (d.code !== 503) this.cache.set(key, d, this.o.deniedCacheTtlMs);
+      if (d.allowed) {
+        this.cache.set(key, d, this.o.cacheTtlMs);
+        this.approved.set(key, true, this.approvedMemoryMs);
+      } else if (d.code !== 503) {
+        this.cache.set(key, d, this.o.deniedCacheTtlMs);
+        this.approved.delete(key);
+      }
       return d;
-    }).finally(() => this.inFlight.delete(key));
+    }).finally(() => {
+      budget.inFlight--;
+      this.inFlight.delete(key);
+    });
     this.inFlight.set(key, p);
     return p;
   }
 
-  /** Whether a review may start now: fewer than maxConcurrent in flight and a token in the bucket (taken). */
-  private takeReview(): boolean {
-    if (this.inFlight.size >= this.maxConcurrent) return false;
+  /** Whether a review may start now on the budget: fewer than maxConcurrent in flight and a token in its bucket (taken). */
+  private take(b: Budget): boolean {
+    if (b.inFlight >= this.maxConcurrent) return false;
     const t = this.now();
-    this.bucket = Math.min(this.perSecond, this.bucket + ((t - this.refilledAt) / 1000) * this.perSecond);
-    this.refilledAt = t;
-    if (this.bucket < 1) return false;
-    this.bucket -= 1;
+    b.bucket = Math.min(this.perSecond, b.bucket + ((t - b.refilledAt) / 1000) * this.perSecond);
+    b.refilledAt = t;
+    if (b.bucket < 1) return false;
+    b.bucket -= 1;
     return true;
   }
 
@@ -211,6 +244,13 @@ export class TokenReviewAuth implements MetricsAuth {
     }
     return { allowed: true, user: user.username };
   }
+}
+
+/** One budget of reviews: how many are in flight, the reviews its bucket allows now (fractional: refilled continuously), and when it was last refilled. */
+interface Budget {
+  inFlight: number;
+  bucket: number;
+  refilledAt: number;
 }
 
 const errMessage = (err: unknown): string => (err instanceof Error ? err.message : String(err));

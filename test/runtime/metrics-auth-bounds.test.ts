@@ -73,3 +73,81 @@ describe('TokenReviewAuth bounds', () => {
     assert.deepEqual((bodies[1] as { spec: unknown }).spec, { token: 't' });
   });
 });
+
+/** A reviewer that authenticates only `scraper` (the flood's tokens are not tokens of the cluster), taking `ms` per review. */
+function onlyScraper(ms: number): Reviewer {
+  return {
+    async tokenReview(token) {
+      if (ms > 0) await new Promise((res) => setTimeout(res, ms));
+      return token === 'scraper' ? { username: 'system:serviceaccount:monitoring:prometheus' } : undefined;
+    },
+    async subjectAccessReview() {
+      return { allowed: true };
+    },
+  };
+}
+
+describe('TokenReviewAuth: a scraper approved before keeps its own budget', () => {
+  it('a flood of new tokens (200 a second, 20x the budget) does not starve a scraper whose cached approval expired', async () => {
+    let t = 0;
+    const reviewer = onlyScraper(0);
+    const auth = new TokenReviewAuth({ reviewer, cacheTtlMs: 60_000, maxConcurrentReviews: 4, reviewsPerSecond: 10, now: () => t });
+    assert.equal((await auth.check('Bearer scraper')).allowed, true);
+    const scrapes = { ok: 0, throttled: 0, other: 0 };
+    const flood = { refused: 0, throttled: 0 };
+    let n = 0;
+    // Five minutes: every 100 ms the flood sends 20 tokens never seen before, then (every 15 s) the scraper scrapes.
+    for (t = 100; t <= 300_000; t += 100) {
+      for (let i = 0; i < 20; i++) {
+        const d = await auth.check(`Bearer flood-${n++}`);
+        assert.equal(d.allowed, false);
+        if (!d.allowed && d.code === 401) flood.refused++;
+        else if (!d.allowed && d.code === 429) flood.throttled++;
+      }
+      if (t % 15_000 === 0 && t > 60_000) {
+        const d = await auth.check('Bearer scraper');
+        if (d.allowed) scrapes.ok++;
+        else if (d.code === 429) scrapes.throttled++;
+        else scrapes.other++;
+      }
+    }
+    // The scrapes after the first approval expired (t > 60 s): each one a 200, the scraper's re-reviews about one a minute.
+    assert.deepEqual(scrapes, { ok: 16, throttled: 0, other: 0 });
+    // The flood still gets no more than the budget for new tokens: 10 a second (and the bucket's 10 at the start).
+    assert.ok(flood.refused <= 10 + 300 * 10, `${flood.refused}`);
+    assert.equal(flood.refused + flood.throttled, 20 * 3000);
+  });
+
+  it('every review slot held by new tokens: the approved scraper is still re-reviewed', async () => {
+    let t = 0;
+    const reviewer = onlyScraper(30);
+    const auth = new TokenReviewAuth({ reviewer, cacheTtlMs: 60_000, maxConcurrentReviews: 4, reviewsPerSecond: 10, now: () => t });
+    assert.equal((await auth.check('Bearer scraper')).allowed, true);
+    t = 61_000;
+    const flood = Array.from({ length: 500 }, (_, i) => auth.check(`Bearer flood-${i}`));
+    const scrape = await auth.check('Bearer scraper');
+    const floodDecisions = await Promise.all(flood);
+    assert.equal(scrape.allowed, true, JSON.stringify(scrape));
+    assert.equal(floodDecisions.filter((d) => !d.allowed && d.code === 429).length, 496, 'new tokens keep their bound');
+  });
+
+  it('a scraper whose token is refused when re-reviewed is new again: it waits in line with the flood', async () => {
+    let t = 0;
+    let revoked = false;
+    const reviewer: Reviewer = {
+      tokenReview: async (token) => (token === 'scraper' && revoked ? undefined : { username: `user-${token}` }),
+      subjectAccessReview: async () => ({ allowed: true }),
+    };
+    const auth = new TokenReviewAuth({ reviewer, cacheTtlMs: 60_000, deniedCacheTtlMs: 10_000, maxConcurrentReviews: 4, reviewsPerSecond: 10, now: () => t });
+    assert.equal((await auth.check('Bearer scraper')).allowed, true);
+    revoked = true;
+    t = 61_000;
+    for (let i = 0; i < 20; i++) await auth.check(`Bearer flood-${i}`);
+    const d = await auth.check('Bearer scraper');
+    assert.equal(d.allowed === false && d.code, 401);
+    t = 72_000; // the refusal's 10 s are over; the bucket has room for 10 again
+    for (let i = 20; i < 40; i++) await auth.check(`Bearer flood-${i}`);
+    const again = await auth.check('Bearer scraper');
+    assert.equal(again.allowed === false && again.code, 429, 'no longer on the budget of approved tokens');
+  });
+});
