@@ -14,7 +14,7 @@ import { pluginVersion } from './version.ts';
 import { CliError, type Connection, type UpgradeApi } from './client.ts';
 import { dryRun } from './dry-run.ts';
 import type { KubeEvent } from './events.ts';
-import { machine } from './format.ts';
+import { machine, printable, terminalText } from './format.ts';
 import { buildGetView, renderGet } from './get-view.ts';
 import { listRows, renderList } from './list-view.ts';
 import { buildPlanView, renderPlan } from './plan-view.ts';
@@ -71,9 +71,10 @@ export async function run(argv: readonly string[], deps: CliDeps): Promise<numbe
   }
 }
 
+/** An error as one printable line: its message may quote the cluster (a name, an API server's answer). */
 function oneLine(err: unknown): string {
   const m = err instanceof Error ? err.message : String(err);
-  return m.replace(/\s*\n\s*/g, ' ');
+  return terminalText(m.replace(/\s*\n\s*/g, ' '));
 }
 
 async function mustGet(api: UpgradeApi, name: string): Promise<ApiServerUpgrade> {
@@ -85,7 +86,8 @@ async function mustGet(api: UpgradeApi, name: string): Promise<ApiServerUpgrade>
 /** A view in the requested non-human format: json, yaml, the jsonpath template applied to it, or resource names. */
 function formatted(value: unknown, names: readonly string[], o: Options): string {
   if (o.output === 'name') return names.map((n) => `${RESOURCE}/${n}\n`).join('');
-  if (o.output === 'jsonpath') return jsonPath(o.jsonpath ?? '', value);
+  // A template picks raw strings out of the view: they are printed as the human views print them.
+  if (o.output === 'jsonpath') return jsonPath(o.jsonpath ?? '', printable(value));
   return machine(value, o.output === 'yaml' ? 'yaml' : 'json');
 }
 
@@ -168,7 +170,7 @@ async function act(api: UpgradeApi, cmd: ActionCommand, name: string, deps: CliD
     const u = await mustGet(api, name);
     const d = decide(cmd, u, deps.now());
     if (!d.ok) {
-      deps.err(`error: ${d.why}\n`);
+      deps.err(`error: ${terminalText(d.why)}\n`);
       return 1;
     }
     try {
@@ -177,7 +179,7 @@ async function act(api: UpgradeApi, cmd: ActionCommand, name: string, deps: CliD
       if (err instanceof KubeApiError && err.statusCode === 409) continue;
       throw err;
     }
-    deps.out(`${d.message}\n`);
+    deps.out(`${terminalText(d.message)}\n`);
     return 0;
   }
   throw new CliError(`${name} kept changing while ${cmd} was applied; try again`);

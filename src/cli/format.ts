@@ -1,12 +1,70 @@
-// Small pure helpers for the plugin's human output: tables, ages, a progress bar, machine output.
-import { stringify } from 'yaml';
+// Small pure helpers for the plugin's human output: tables, ages, a progress bar, machine output, and the one
+// place where text from the cluster is made safe to print.
+import { Document, visit } from 'yaml';
 
 /** human: the default view; wide: list/get with more columns; name: resource/name lines; jsonpath: -o jsonpath=TEMPLATE. */
 export type OutputFormat = 'human' | 'wide' | 'name' | 'json' | 'yaml' | 'jsonpath';
 
-/** JSON (2-space indented) or YAML of any view; both end with a newline. */
+/**
+ * What must not reach a terminal as itself: controls (C0, DEL, C1: ESC starts CSI and OSC sequences, CR moves back
+ * over what was printed), format characters (zero-width characters, bidirectional overrides and isolates, the BOM,
+ * tags), line and paragraph separators, and every other default-ignorable (variation selectors, Hangul fillers).
+ */
+const UNPRINTABLE = /[\p{Cc}\p{Cf}\p{Zl}\p{Zp}\p{Default_Ignorable_Code_Point}]/gu;
+/** Of those, the ones that only break or space a line: a space shows them well enough. */
+const SPACING = new Set(['\t', '\n', '\v', '\f', '\r', '\u0085', '\u2028', '\u2029']);
+
+/** `\u001b`, `\u202e`, or `\u{e0041}` beyond the BMP: how an unprintable character is shown. */
+function escaped(c: string): string {
+  const cp = c.codePointAt(0)!;
+  return cp > 0xffff ? `\\u{${cp.toString(16)}}` : `\\u${cp.toString(16).padStart(4, '0')}`;
+}
+
+/**
+ * A string from the cluster (status, Events, names, errors: anyone who can write them chose them) as the plugin
+ * prints it: on one line, every unprintable character shown as its escape (so an escape sequence cannot act on the
+ * terminal, nor an override reorder or hide text, and a reader sees that something was there), a break or tab as a
+ * space, a lone surrogate as U+FFFD. Printable text, emoji and all, stays as it is.
+ */
+export function terminalText(s: string): string {
+  return s.toWellFormed().replace(UNPRINTABLE, (c) => (SPACING.has(c) ? ' ' : escaped(c)));
+}
+
+/** `v` with every string in it, object keys too, through terminalText: what a human view or a jsonpath result prints. */
+export function printable<T>(v: T): T {
+  if (typeof v === 'string') return terminalText(v) as T;
+  if (Array.isArray(v)) return v.map((x: unknown) => printable(x)) as T;
+  if (typeof v === 'object' && v !== null && !(v instanceof Date)) return Object.fromEntries(Object.entries(v).map(([k, x]) => [terminalText(k), printable(x)])) as T;
+  return v;
+}
+
+/** The escape of an unprintable character inside a JSON or YAML double-quoted string (UTF-16 units, so also beyond the BMP). */
+function quotedEscape(c: string): string {
+  let out = '';
+  for (let i = 0; i < c.length; i++) out += `\\u${c.charCodeAt(i).toString(16).padStart(4, '0')}`;
+  return out;
+}
+/** UNPRINTABLE but the line breaks and tabs JSON and YAML lay their text out with (inside a string they are escaped already). */
+const UNPRINTABLE_IN_STRING = /(?![\n\t])[\p{Cc}\p{Cf}\p{Zl}\p{Zp}\p{Default_Ignorable_Code_Point}]/u;
+const UNPRINTABLE_IN_LAYOUT = new RegExp(UNPRINTABLE_IN_STRING.source, 'gu');
+
+/**
+ * JSON (2-space indented) or YAML of any view; both end with a newline. Unlike the human views, the values are kept
+ * as they are, but written so that no unprintable character reaches the terminal as itself: JSON escapes them
+ * (`\u202e`), and in YAML a string that holds one is double-quoted, where it is escaped the same way.
+ */
 export function machine(value: unknown, format: 'json' | 'yaml'): string {
-  return format === 'json' ? `${JSON.stringify(value, null, 2)}\n` : stringify(value, { lineWidth: 0 });
+  if (format === 'json') return `${JSON.stringify(value, null, 2).replace(UNPRINTABLE_IN_LAYOUT, quotedEscape)}\n`;
+  const doc = new Document(value);
+  visit(doc, {
+    Scalar(_key, node) {
+      const text = node.value;
+      if (typeof text !== 'string') return;
+      node.value = text.toWellFormed();
+      if (UNPRINTABLE_IN_STRING.test(text)) node.type = 'QUOTE_DOUBLE';
+    },
+  });
+  return doc.toString({ lineWidth: 0 }).replace(UNPRINTABLE_IN_LAYOUT, quotedEscape);
 }
 
 /**

@@ -5,7 +5,7 @@ import { resolveSpec, type ResolvedSpec } from '../api/defaults.ts';
 import { formatDuration } from '../api/duration.ts';
 import { isTerminal, RESUME_ANNOTATION } from '../api/vocabulary.ts';
 import { eventsAbout, type EventRow, type KubeEvent } from './events.ts';
-import { age, bar, iso, num, table, truncate, when } from './format.ts';
+import { age, bar, iso, num, printable, table, truncate, when } from './format.ts';
 import { renderCoverage, renderTrust } from './trust-view.ts';
 
 export type BatchState = 'done' | 'current' | 'pending' | 'failed' | 'timedOut' | 'rolledBack';
@@ -194,7 +194,9 @@ function field(label: string, value: string | undefined): string {
   return value === undefined ? '' : `${`${label}:`.padEnd(14)}${value}\n`;
 }
 
-export function renderGet(v: GetView, now: Date): string {
+/** The view laid out for a person; every string in it, from the cluster as most are, goes through terminalText first. */
+export function renderGet(view: GetView, now: Date): string {
+  const v = printable(view);
   const out: string[] = [];
   const p = v.progress;
   const pauseNote = v.pause ? ` (${v.pause.reason})` : v.specPaused ? ' (spec.paused is true)' : '';

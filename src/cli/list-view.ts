@@ -1,7 +1,7 @@
 // `kubectl apiserver-upgrade list`: every upgrade, one row each. Pure.
 import type { ApiServerUpgrade } from '../api/types.generated.ts';
 import { batchStates } from './get-view.ts';
-import { age, iso, table, truncate } from './format.ts';
+import { age, iso, printable, table, truncate } from './format.ts';
 
 export interface ListRow {
   name: string;
@@ -45,8 +45,10 @@ export function listRows(items: readonly ApiServerUpgrade[]): ListRow[] {
 }
 
 /** The table; `wide` adds the driver and what the upgrade is doing (or why it paused). */
-export function renderList(rows: readonly ListRow[], now: Date, wide = false): string {
-  if (rows.length === 0) return 'No ApiServerUpgrades found.\n';
+export function renderList(listed: readonly ListRow[], now: Date, wide = false): string {
+  if (listed.length === 0) return 'No ApiServerUpgrades found.\n';
+  // Every string from the cluster goes through terminalText before it is laid out.
+  const rows = printable(listed);
   const headers = ['NAME', 'PHASE', 'FROM', 'TO', 'DONE', 'BATCH', 'PAUSED', 'AGE', ...(wide ? ['DRIVER', 'MESSAGE'] : [])];
   return table(headers, rows.map((r) => [
     r.name,

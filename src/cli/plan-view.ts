@@ -8,7 +8,7 @@ import type { InventoryRow } from '../observe/inventory.ts';
 import { webhookPayload } from '../drivers/webhook.ts';
 import { agentJob, plannedImage } from '../drivers/static-pod.ts';
 import type { DryRun, PlannedEvent } from './dry-run.ts';
-import { table, truncate } from './format.ts';
+import { printable, table, truncate } from './format.ts';
 import { renderCoverage, renderTrust } from './trust-view.ts';
 
 export interface InventoryView {
@@ -176,7 +176,9 @@ function indent(s: string, by: string): string {
   return s.split('\n').map((l) => (l ? by + l : l)).join('\n');
 }
 
-export function renderPlan(v: PlanView): string {
+/** The plan laid out for a person; every string in it (names, messages and addresses from the cluster) goes through terminalText first. */
+export function renderPlan(view: PlanView): string {
+  const v = printable(view);
   const out: string[] = [];
   out.push(`Dry run of ApiServerUpgrade ${v.name} (${v.source === 'file' ? 'from a file' : 'as stored in the cluster'}) -> ${v.targetVersion}: nothing was written, no driver was called.\n`);
 
