@@ -308,13 +308,17 @@ test('static Pod driver: a request without a server address is rejected (the age
   assert.equal(calls.length, 0);
 });
 
+/** The labels and the owner reference the Job controller puts on each Pod it creates for the Job (kubernetes/pkg/controller/job). */
+const jobLabels = (job: string): Record<string, string> => ({ 'batch.kubernetes.io/job-name': job, 'job-name': job, 'batch.kubernetes.io/controller-uid': 'u1', 'controller-uid': 'u1' });
+const ownedBy = (job: string, uid: string): Record<string, unknown> => ({ apiVersion: 'batch/v1', kind: 'Job', name: job, uid, controller: true, blockOwnerDeletion: true });
+
 const reportCall = (r = request()): ReportRequest => ({ idempotencyKey: r.idempotencyKey, action: r.action, server: { hostname: r.server.hostname } });
 
 test('static Pod driver report: reads the call\'s Job and its Pods; a missing Job, a read error or a foreign Job is unknown, never failed', async () => {
   const r = request();
   const name = jobName(r.idempotencyKey, r.action, r.server.hostname);
   const job = (conditions: unknown[], key = r.idempotencyKey): unknown => ({ metadata: { name, namespace: 'kube-system', uid: 'u1', annotations: { [KEY_ANNOTATION]: key } }, status: { conditions } });
-  const reverted = { metadata: { name: `${name}-x7k2p`, ownerReferences: [{ uid: 'u1', kind: 'Job' }] }, status: { phase: 'Failed', containerStatuses: [{ name: 'agent', image: 'busybox:1.36', state: { terminated: { exitCode: 3, reason: 'Error', message: 'reverted: the new kube-apiserver static Pod was not ready within 180s (https://10.0.0.11:6443/readyz, last: no answer within 5s); restored /b/x.yaml\n' } } }] } };
+  const reverted = { metadata: { name: `${name}-x7k2p`, labels: jobLabels(name), ownerReferences: [ownedBy(name, 'u1')] }, status: { phase: 'Failed', containerStatuses: [{ name: 'agent', image: 'busybox:1.36', state: { terminated: { exitCode: 3, reason: 'Error', message: 'reverted: the new kube-apiserver static Pod was not ready within 180s (https://10.0.0.11:6443/readyz, last: no answer within 5s); restored /b/x.yaml\n' } } }] } };
   const failed = job([{ type: 'Failed', status: 'True', reason: 'BackoffLimitExceeded', message: 'Job has reached the specified backoff limit' }]);
 
   const { kube, calls } = fakeKube((c) => (c.path.includes('/jobs/') ? failed : { items: [reverted] }));
@@ -357,7 +361,7 @@ test('static Pod driver report: a Job whose pull is stuck is stopped (suspended)
   };
   const stuck = { reason: 'ErrImagePull', message: 'failed to pull and unpack image "registry.auo.test/k8s/kube-apiserver:v1.36.3": not found' };
   let pods: Record<string, unknown>[] = [{
-    metadata: { name: `${name}-x7k2p`, ownerReferences: [{ uid: 'u1', kind: 'Job' }] },
+    metadata: { name: `${name}-x7k2p`, labels: jobLabels(name), ownerReferences: [ownedBy(name, 'u1')] },
     spec: { initContainers: [{ name: 'pull-kube-apiserver', image: 'registry.auo.test/k8s/kube-apiserver:v1.36.3' }] },
     status: { phase: 'Pending', initContainerStatuses: [{ name: 'pull-kube-apiserver', state: { waiting: stuck } }] },
   }];
@@ -409,6 +413,37 @@ test('static Pod driver report: a Job whose pull is stuck is stopped (suspended)
   const done = await driver.report(reportCall(r));
   assert.equal(done.kind, 'failed', done.message);
   assert.match(done.message, /was stopped by the operator \(suspended\) because its init container pull-kube-apiserver .* ErrImagePull/);
+});
+
+test('static Pod driver report: a Pod that only carries the Job\'s labels (no controller reference to the Job) is not the Job\'s: the Job is not stopped for it, nor its call failed', async () => {
+  const r = request();
+  const name = jobName(r.idempotencyKey, r.action, r.server.hostname);
+  const jobPath = `/apis/batch/v1/namespaces/kube-system/jobs/${name}`;
+  const running = { metadata: { name, namespace: 'kube-system', uid: 'u1', resourceVersion: '41', annotations: { [KEY_ANNOTATION]: r.idempotencyKey } }, spec: {}, status: { active: 1 } };
+  const pulling = { phase: 'Pending', initContainerStatuses: [{ name: 'pull-kube-apiserver', state: { waiting: { reason: 'ErrImagePull', message: 'not found' } } }] };
+  const failedPod = { phase: 'Failed', containerStatuses: [{ name: 'agent', state: { terminated: { exitCode: 3, reason: 'Error', message: 'reverted: planted' } } }] };
+  // Anyone who may create Pods in the namespace can copy the labels the Job's Pods are listed by; an owner
+  // reference they can add too, but not as the Job's controller (only the Job controller adopts Pods), nor to a Job they name wrongly.
+  const impostors: [string, Record<string, unknown>][] = [
+    ['no owner', { name: `${name}-fake1`, labels: jobLabels(name) }],
+    ['owner not the controller', { name: `${name}-fake2`, labels: jobLabels(name), ownerReferences: [{ ...ownedBy(name, 'u1'), controller: false }] }],
+    ['another Job as controller', { name: `${name}-fake3`, labels: jobLabels(name), ownerReferences: [ownedBy(name, 'u2')] }],
+    ['not a Job', { name: `${name}-fake4`, labels: jobLabels(name), ownerReferences: [{ ...ownedBy(name, 'u1'), kind: 'ReplicaSet' }] }],
+  ];
+  for (const [what, metadata] of impostors) {
+    for (const status of [pulling, failedPod]) {
+      const { kube, calls } = fakeKube((c) => (c.path === jobPath ? structuredClone(running) : { items: [{ metadata, status }] }));
+      const rep = await new StaticPodDriver(SPEC, kube, 'to-v1-36').report(reportCall(r));
+      assert.equal(rep.kind, 'running', `${what}, ${status.phase}: ${rep.message}`);
+      assert.doesNotMatch(rep.message, /ErrImagePull|planted/, what);
+      assert.deepEqual(calls.map((c) => c.method), ['GET', 'GET'], `${what}: the Job is not stopped for a Pod that is not its`);
+    }
+  }
+  // The same Pod with the Job controller's reference is the Job's: the Job is stopped for it.
+  const { kube, calls } = fakeKube((c) => (c.method === 'GET' ? (c.path === jobPath ? structuredClone(running) : { items: [{ metadata: { name: `${name}-x7k2p`, labels: jobLabels(name), ownerReferences: [ownedBy(name, 'u1')] }, status: pulling }] }) : running));
+  const own = await new StaticPodDriver(SPEC, kube, 'to-v1-36').report(reportCall(r));
+  assert.match(own.message, /ErrImagePull .* is stopped \(spec\.suspend\)/);
+  assert.deepEqual(calls.map((c) => c.method), ['GET', 'GET', 'PATCH']);
 });
 
 test('resolveSpec: staticPod.image has no default (keep the running repository), readyTimeout defaults to 3m and must be below batchTimeout', () => {
