@@ -22,6 +22,7 @@ import { FAMILIES, processStartOf, proxyGateState } from './signals.ts';
 import { USER_AGENT } from '../runtime/kube-request.ts';
 import { bigBodySlots, capExceeded, DISCOVERY_MAX_BYTES, METRICS_MAX_BYTES, METRICS_MAX_KEPT_BYTES, METRICS_MAX_KEPT_SAMPLES, METRICS_MAX_LINE_BYTES, parseBoundedJson, SMALL_BODY_MAX_BYTES, type Slots } from '../runtime/body-limits.ts';
 import type { PromLimits } from './prom-text.ts';
+import { safeMessage } from '../plan/redact.ts';
 
 export const DISCOVERY_ACCEPT = 'application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList';
 export const DISCOVERY_ACCEPT_NOPEER = `${DISCOVERY_ACCEPT};profile=nopeer`;
@@ -65,7 +66,7 @@ export class DirectHttpError extends Error {
   readonly address: string;
   readonly path: string;
   constructor(address: string, path: string, status: number, body: string) {
-    super(`GET https://${address}${path}: HTTP ${status}${body ? `: ${body.slice(0, 200)}` : ''}`);
+    super(`GET https://${address}${path}: HTTP ${status}${body ? `: ${safeMessage(body, { maxChars: 200 })}` : ''}`);
     this.name = 'DirectHttpError';
     this.status = status;
     this.address = address;

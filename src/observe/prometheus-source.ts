@@ -28,6 +28,7 @@ import { parsePromNumber, type HistogramBucket, type Labels } from './prom-text.
 import { FAMILIES, HEALTH_PROBE_SUBRESOURCE_RE, LONG_RUNNING_SUBRESOURCES, LONG_RUNNING_VERBS, type APIServiceState, type Thresholds, type WindowDeltas } from './signals.ts';
 
 import type { PrometheusSettings } from '../plan/observation.ts';
+import { safeMessage } from '../plan/redact.ts';
 
 export type { PrometheusSettings } from '../plan/observation.ts';
 
@@ -132,9 +133,9 @@ export function parseQueryResponse(body: string): VectorSample[] {
   try {
     doc = JSON.parse(body) as ApiResponse;
   } catch {
-    throw new PrometheusQueryError(`not JSON: ${body.slice(0, 200)}`);
+    throw new PrometheusQueryError(`not JSON: ${safeMessage(body, { maxChars: 200 })}`);
   }
-  if (doc.status !== 'success') throw new PrometheusQueryError(`${doc.errorType ?? 'error'}: ${doc.error ?? `status ${String(doc.status)}`}`);
+  if (doc.status !== 'success') throw new PrometheusQueryError(safeMessage(`${doc.errorType ?? 'error'}: ${doc.error ?? `status ${String(doc.status)}`}`, { maxChars: 512 }));
   if (doc.data?.resultType !== 'vector') throw new PrometheusQueryError(`expected a vector result, got ${String(doc.data?.resultType)}`);
   if (!Array.isArray(doc.data.result)) throw new PrometheusQueryError('vector result is not a list');
   return doc.data.result.map((r: unknown, i: number) => {
@@ -287,7 +288,7 @@ export function httpQuery(defaultTimeoutMs = 10_000, o: { maxBytes?: number; slo
         throw err;
       }
       // The API answers errors (400 bad query, 422 execution, 503 timeout) with a JSON body naming them.
-      if (res.statusCode !== 200 && !body.startsWith('{')) throw new Error(`${where}: HTTP ${res.statusCode}: ${body.slice(0, 200)}`);
+      if (res.statusCode !== 200 && !body.startsWith('{')) throw new Error(`${where}: HTTP ${res.statusCode}: ${safeMessage(body, { maxChars: 200 })}`);
       checkJsonContainers(body, undefined, `${where}: the answer`);
       return body;
     });

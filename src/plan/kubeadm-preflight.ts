@@ -24,6 +24,7 @@ import type { PlanContext } from './context.ts';
 import type { ObservedDeprecatedApi, ObservedKubeadm, ObservedKubeadmServer } from './observed-preflight.ts';
 import { nodeImageVerdict, shownApiserverImages, type Policy } from './policy.ts';
 import { shownValue } from '../api/shown.ts';
+import { safeMessage } from './redact.ts';
 
 export type { ObservedDeprecatedApi, ObservedKubeadm, ObservedKubeadmServer, ObservedNode } from './observed-preflight.ts';
 
@@ -115,7 +116,7 @@ export function kubeletFindings(nodes: ObservedKubeadm['nodes'], target: [number
 export function etcdFindings(s: ObservedKubeadmServer): Finding[] {
   const obj = `kube-apiserver ${s.hostname} /readyz/etcd`;
   if ('error' in s.etcd) return [block('EtcdHealth', KUBEADM_PREFLIGHT_REASONS.etcdUnknown.reason, obj, `not read: ${s.etcd.error}`)];
-  if (s.etcd.status !== 200) return [block('EtcdHealth', KUBEADM_PREFLIGHT_REASONS.etcdUnhealthy.reason, obj, `HTTP ${s.etcd.status}: ${s.etcd.body.trim().slice(0, 300) || 'no body'}`)];
+  if (s.etcd.status !== 200) return [block('EtcdHealth', KUBEADM_PREFLIGHT_REASONS.etcdUnhealthy.reason, obj, `HTTP ${s.etcd.status}: ${safeMessage(s.etcd.body, { maxChars: 300 }).trim() || 'no body'}`)];
   return [];
 }
 

@@ -4,6 +4,7 @@
  * user.exec, resolving the command's path) is in kubeconfig.ts.
  */
 import { execFile } from 'node:child_process';
+import { safeMessage } from '../plan/redact.ts';
 
 export const EXEC_API_VERSIONS: readonly string[] = ['client.authentication.k8s.io/v1', 'client.authentication.k8s.io/v1beta1'];
 
@@ -114,7 +115,8 @@ export class ExecPlugin {
 }
 
 function failure(what: string, err: Error & { code?: unknown; killed?: boolean; signal?: NodeJS.Signals | null }, stderr: string, installHint: string | undefined, timeoutMs: number): string {
-  const tail = stderr.trim() ? `: ${stderr.trim().slice(0, 500)}` : '';
+  const shown = safeMessage(stderr, { maxChars: 500 }).trim();
+  const tail = shown ? `: ${shown}` : '';
   if (err.code === 'ENOENT') return `${what} was not found${installHint ? `. ${installHint.trim()}` : ''}`;
   if (typeof err.code === 'string') return `${what} could not be run: ${err.code}`;
   if (err.killed) return `${what} did not finish within ${timeoutMs / 1000} s and was killed${tail}`;

@@ -9,6 +9,7 @@ import { readBody } from './https-call.ts';
 import { BodyCapExceeded, WATCH_MAX_LINE_BYTES as MAX_LINE_BYTES, parseBoundedJson } from './body-limits.ts';
 import { KubeApiError, openKubeRequest, type KubeRequestOptions } from './kube-request.ts';
 import type { KubeAccess } from './kubeconfig.ts';
+import { safeMessage } from '../plan/redact.ts';
 
 export interface WatchEvent {
   type: string;
@@ -50,9 +51,9 @@ export async function watch(access: KubeAccess, path: string, query: KubeRequest
         try {
           e = parseBoundedJson<WatchEvent>(line, undefined, `GET ${path}: a watch event`);
         } catch (err) {
-          return fail(err instanceof BodyCapExceeded ? err : new Error(`GET ${path}: a watch event that is not JSON: ${line.slice(0, 200)}`));
+          return fail(err instanceof BodyCapExceeded ? err : new Error(`GET ${path}: a watch event that is not JSON: ${safeMessage(line, { maxChars: 200 })}`));
         }
-        if (typeof e.type !== 'string' || typeof e.object !== 'object' || e.object === null) return fail(new Error(`GET ${path}: a watch event without type or object: ${line.slice(0, 200)}`));
+        if (typeof e.type !== 'string' || typeof e.object !== 'object' || e.object === null) return fail(new Error(`GET ${path}: a watch event without type or object: ${safeMessage(line, { maxChars: 200 })}`));
         onEvent(e);
         // A handler may have stopped the watch.
         if (res.destroyed) return;
