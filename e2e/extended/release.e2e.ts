@@ -1,4 +1,4 @@
-// `npm run release` to a real registry (issue 22), in a few minutes: the harness registry (Debian's
+// `npm run release` to a real registry, in a few minutes: the harness registry (Debian's
 // docker-registry, plain HTTP; e2e/cluster/registry.ts) stands in for ghcr.io (e2e/support/release.ts). Checks
 // what a release publishes: the image and the OCI chart in the registry under the digests it printed, the chart's
 // defaults (version, appVersion, the image it names: only the published one), the files and their SHA256SUMS, an
