@@ -15,7 +15,8 @@ import { tryParseDuration } from './api/duration.ts';
 import { installSignalHandlers } from './runtime/shutdown.ts';
 import { RuntimeMetrics } from './runtime/metrics.ts';
 import { APISERVICES_PATH, ENDPOINTSLICES_PATH, FleetObserver, KUBERNETES_SERVICE_SELECTOR } from './observe/fleet.ts';
-import { PrometheusAnalysis } from './observe/prometheus-source.ts';
+import { PrometheusAnalysis, httpQuery } from './observe/prometheus-source.ts';
+import { observeGates } from './observe/gates.ts';
 import { UpgradeReconciler } from './controller/reconciler.ts';
 import { OperatorMetrics } from './controller/metrics.ts';
 import { driverFor } from './controller/driver-factory.ts';
@@ -104,6 +105,8 @@ const metrics = new OperatorMetrics(registry);
 const kube = new KubeClient(kc, { logger: log });
 // spec.analysis.source Prometheus reads the same signals through PromQL; Direct scrapes each server.
 const prometheus = new PrometheusAnalysis({ log: log.child({ component: 'prometheus' }) });
+// spec.gates' queries: their own client, each answer bounded as the analysis' are.
+const gateQuery = httpQuery(5_000);
 // The identity Leases: their changes wake the upgrades, and the observer reads them from here instead of a LIST.
 const leases = new Informer<V1Lease>({
   kubeConfig: kc, path: '/apis/coordination.k8s.io/v1/namespaces/kube-system/leases', labelSelector: 'apiserver.kubernetes.io/identity=kube-apiserver',
@@ -159,6 +162,12 @@ const reconciler = new UpgradeReconciler({
     always,
   }),
   keepKubeadmConfig: true,
+  // spec.gates: the queries against the gates' Prometheus, and the control-plane Nodes (src/observe/gates.ts).
+  gates: (reads) => observeGates(reads, {
+    query: gateQuery,
+    listNodes: async (path) => (await kube.request<{ items?: V1Node[] }>('GET', path)).items ?? [],
+    now: () => Date.now(),
+  }),
   writeKubeadmConfig: kubeadmConfigWrite === 'true',
   events: { controller: `${GROUP}/operator`, get instance() { return leaderIdentityHolder.id; } },
 });

@@ -9,8 +9,10 @@ import type {
   StaticPodDriver,
   UpgradeStrategy,
   WebhookDriver,
+  QueryGate,
+  Weekday,
 } from './types.generated.ts';
-import { specSchema } from './schema-spec.ts';
+import { specSchema } from './schema.ts';
 import { applySchemaDefaults } from './schema-defaults.ts';
 import { tryParseDuration } from './duration.ts';
 import { VERSION_PATTERN, compile } from './patterns.ts';
@@ -33,6 +35,12 @@ export interface ResolvedSpec {
   /** spec.trust (docs/trust.md): whether AnyFrontProxyCertTrusted refuses the upgrade at preflight. */
   trust: { requireAllowedNames: boolean };
   driver: ResolvedDriver;
+  /** spec.gates (docs/operations.md "Gates, windows and accepted risks"): checked before the first call and every batch. */
+  gates: ResolvedGates;
+  /** spec.window: absent, always open. */
+  window?: ResolvedWindow;
+  /** spec.acceptRisks: blocking findings accepted by name. */
+  acceptRisks: string[];
   analysis: {
     intervalMs: number;
     failureLimit: number;
@@ -49,6 +57,19 @@ export interface ResolvedSpec {
     source: SignalSource;
     prometheus?: { address: string; selector: string; caBundle?: string; windowMs: number };
   };
+}
+
+export interface ResolvedGates {
+  prometheus?: { address: string; caBundle?: string };
+  queries: QueryGate[];
+  controlPlaneNodesReady: boolean;
+  serversReady: boolean;
+}
+
+export interface ResolvedWindow {
+  timeZone: string;
+  recurring: { days: Weekday[]; start: string; durationMs: number }[];
+  exclusions: { startMs: number; endMs: number; reason?: string }[];
 }
 
 export type ResolvedDriver =
@@ -92,6 +113,48 @@ export function resolveSpec(spec: ApiServerUpgradeSpec): ResolvedSpec {
     trust: { requireAllowedNames: s.trust?.requireAllowedNames === true },
     driver: resolveDriver(s, duration(strategy.batchTimeout, 'spec.strategy.batchTimeout')),
     analysis: resolveAnalysis(s.analysis),
+    gates: resolveGates(s),
+    ...(s.window ? { window: resolveWindow(s.window) } : {}),
+    acceptRisks: [...(s.acceptRisks ?? [])],
+  };
+}
+
+function resolveGates(s: ApiServerUpgradeSpec): ResolvedGates {
+  const g = s.gates ?? {};
+  const queries = g.queries ?? [];
+  if (queries.length > 0 && g.prometheus?.address === undefined) throw new SpecError('spec.gates.prometheus.address is required when gates.queries is set');
+  for (const q of queries) {
+    if ((q.op === undefined) !== (q.value === undefined)) throw new SpecError(`spec.gates.queries[${q.name}]: op and value are set together`);
+  }
+  return {
+    ...(g.prometheus ? { prometheus: { address: g.prometheus.address, ...(g.prometheus.caBundle === undefined ? {} : { caBundle: g.prometheus.caBundle }) } } : {}),
+    queries: queries.map((q) => ({ ...q })),
+    controlPlaneNodesReady: g.controlPlaneNodesReady === true,
+    serversReady: g.serversReady === true,
+  };
+}
+
+/** An unknown zone or a malformed time makes the spec invalid: no window is guessed (the upgrade stays put). */
+function resolveWindow(w: NonNullable<ApiServerUpgradeSpec['window']>): ResolvedWindow {
+  try {
+    new Intl.DateTimeFormat('en-US', { timeZone: w.timeZone });
+  } catch {
+    throw new SpecError(`spec.window.timeZone ${JSON.stringify(w.timeZone)} is not a time zone this operator knows (an IANA name such as Europe/Berlin)`);
+  }
+  if (!w.recurring?.length) throw new SpecError('spec.window.recurring needs at least one window');
+  return {
+    timeZone: w.timeZone,
+    recurring: w.recurring.map((r, i) => {
+      if (!/^([01][0-9]|2[0-3]):[0-5][0-9]$/.test(r.start)) throw new SpecError(`spec.window.recurring[${i}].start ${JSON.stringify(r.start)} must be HH:MM`);
+      if (!r.days?.length) throw new SpecError(`spec.window.recurring[${i}].days needs at least one day`);
+      return { days: [...r.days], start: r.start, durationMs: duration(r.duration, `spec.window.recurring[${i}].duration`) };
+    }),
+    exclusions: (w.exclusions ?? []).map((e, i) => {
+      const startMs = Date.parse(e.start);
+      const endMs = Date.parse(e.end);
+      if (!Number.isFinite(startMs) || !Number.isFinite(endMs) || endMs <= startMs) throw new SpecError(`spec.window.exclusions[${i}] must have a start before its end (RFC 3339)`);
+      return { startMs, endMs, ...(e.reason ? { reason: e.reason } : {}) };
+    }),
   };
 }
 

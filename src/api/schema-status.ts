@@ -1,6 +1,7 @@
 import type { Schema } from './schema-types.ts';
 import { CONDITION_REASON_PATTERN, CONDITION_TYPE_PATTERN } from './patterns.ts';
 import { stringField, timeField } from './schema-builders.ts';
+import { acceptedRisksStatusSchema, waitingStatusSchema, windowStatusSchema } from './schema-gates.ts';
 import { CALL_RESULTS, COVERAGE_KINDS, GATE_STATES, KUBEADM_CHECKS, KUBEADM_CONFIG_RESULTS, KUBEADM_SEVERITIES, PAUSE_REASONS, PEER_STATES, PHASES, TRUST_CHECKS, TRUST_RESULTS } from './vocabulary.ts';
 
 /**
@@ -438,7 +439,7 @@ export const statusSchema: Schema = {
     completedAt: timeField('When the upgrade reached Succeeded, RolledBack or Failed.'),
     conditions: {
       type: 'array',
-      description: 'Progressing, Paused, Degraded, PreflightPassed, DiscoveryConverged, RollbackSafe, Complete, ProxyTrustVerified, KubeadmPreflightPassed, KubeadmConfigUpdated.',
+      description: 'Progressing, Paused, Degraded, PreflightPassed, DiscoveryConverged, RollbackSafe, Complete, ProxyTrustVerified, KubeadmPreflightPassed, KubeadmConfigUpdated, Waiting.',
       maxItems: 32,
       'x-kubernetes-list-type': 'map',
       'x-kubernetes-list-map-keys': ['type'],
@@ -478,6 +479,9 @@ export const statusSchema: Schema = {
     batch,
     lastAnalysis,
     pause,
+    waiting: waitingStatusSchema,
+    window: windowStatusSchema,
+    acceptedRisks: acceptedRisksStatusSchema,
     rollbackStartedAt: timeField('When the upgrade went RollingBack.'),
     observedAbort: stringField('The last value of the upgrade.apiserver.dev/abort annotation acted on: a new value rolls back now, through the same safety checks as onBreach Rollback.', 253),
     observedRetry: stringField('The last value of the upgrade.apiserver.dev/retry annotation acted on: a new value re-runs a Failed upgrade from preflight, or resumes a paused one.', 253),

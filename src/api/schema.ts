@@ -1,5 +1,6 @@
 import type { PrinterColumn, Schema } from './schema-types.ts';
-import { specSchema } from './schema-spec.ts';
+import { specSchema as specFields } from './schema-spec.ts';
+import { startConditions } from './schema-gates.ts';
 import { statusSchema } from './schema-status.ts';
 import { frozenFieldRules } from './schema-frozen.ts';
 
@@ -7,8 +8,10 @@ import { frozenFieldRules } from './schema-frozen.ts';
  * The whole ApiServerUpgrade schema: the root object and its printer columns. The single source of
  * truth for the CRD, the TypeScript types and docs/api.md (see scripts/generate-api.ts).
  */
-export { specSchema } from './schema-spec.ts';
 export { statusSchema } from './schema-status.ts';
+
+/** The whole spec: schema-spec.ts' fields and the start conditions of schema-gates.ts (gates, window, acceptRisks). */
+export const specSchema: Schema = { ...specFields, properties: { ...specFields.properties, ...startConditions } };
 
 export const rootSchema: Schema = {
   tsType: 'ApiServerUpgrade',

@@ -54,6 +54,31 @@ export interface ApiServerUpgradeSpec {
    * upgrade.
    */
   trust?: TrustPolicy;
+  /**
+   * Checks that must hold before the first driver call and before every batch. One that does not hold makes
+   * the upgrade wait (the Waiting condition, status.waiting: the gate, its query and its value), re-checked
+   * every analysis interval; it never makes a call, never interrupts a batch in flight and never holds a
+   * rollback or an abort. A gate that cannot be evaluated (Prometheus unreachable, a query error, no Nodes
+   * read) does not hold: unknown is unsafe.
+   */
+  gates?: StartGates;
+  /**
+   * When new batches may start. Outside a window no first call and no new batch starts (the upgrade waits
+   * with reason OutsideWindow, status.waiting.until the next start); a batch in flight finishes after the
+   * window closes; a rollback and an abort always proceed. Absent: always open.
+   */
+  window?: MaintenanceWindow;
+  /**
+   * Findings that would block preflight, accepted by name: the upgrade starts despite them, and each
+   * acceptance is recorded in status.acceptedRisks (the finding, its value then, the generation) and an
+   * Event. Acceptable: DeprecatedAPIRemovedByTarget, DeprecatedAPIsUnknown, ServingCertificateExpiresSoon,
+   * ServingCertificateUnknown, KubeadmConfigUnreadable. Hard safety rules (SkipsMinor, Downgrade,
+   * MajorVersionChange, MixedVersions, KubeletTooOld, KubeletNewerThanTarget, KubeletVersionUnknown,
+   * RollbackUnsafe, RollbackSafetyUnknown, RollbackOrphans, StorageVersionsUnknown, FrozenPlan,
+   * MembershipChanged, UnhealthyFleet, EtcdUnhealthy, AlphaGateNotAllowed, NotAllowedByPolicy) are refused by
+   * the API.
+   */
+  acceptRisks?: string[];
 }
 
 /** How servers are replaced: how many at a time, and how long to watch each batch. */
@@ -355,6 +380,103 @@ export interface TrustPolicy {
   requireAllowedNames?: boolean;
 }
 
+/**
+ * Checks that must hold before the first driver call and before every batch. One that does not hold makes the
+ * upgrade wait (the Waiting condition, status.waiting: the gate, its query and its value), re-checked every
+ * analysis interval; it never makes a call, never interrupts a batch in flight and never holds a rollback or
+ * an abort. A gate that cannot be evaluated (Prometheus unreachable, a query error, no Nodes read) does not
+ * hold: unknown is unsafe.
+ */
+export interface StartGates {
+  /** The Prometheus the queries are sent to (its HTTP API). */
+  prometheus?: GatePrometheus;
+  /** PromQL gates, each by name. */
+  queries?: QueryGate[];
+  /**
+   * Built in: every Node labelled node-role.kubernetes.io/control-plane is Ready (none found, or the Nodes
+   * not read: does not hold). Default: `false`.
+   */
+  controlPlaneNodesReady?: boolean;
+  /**
+   * Built in: every kube-apiserver answers /readyz (which includes etcd) with a fresh identity Lease.
+   * Default: `false`.
+   */
+  serversReady?: boolean;
+}
+
+/** The Prometheus the queries are sent to (its HTTP API). */
+export interface GatePrometheus {
+  /** Base URL of the Prometheus HTTP API, such as http://prometheus.monitoring:9090. */
+  address: string;
+  /** PEM bundle (base64-encoded) to verify an https address. */
+  caBundle?: string;
+}
+
+/**
+ * A PromQL instant query against gates.prometheus. Without op the gate holds when the result is empty (e.g.
+ * no critical alert firing); with op and value it holds when the result has at least one series and every
+ * series compares true (an empty result is no data: the gate does not hold).
+ */
+export interface QueryGate {
+  /** The gate's name, shown when it holds the upgrade. */
+  name: string;
+  /** The PromQL instant query. */
+  query: string;
+  /** Compare every series of the result with value. Absent: the result must be empty. */
+  op?: GateComparison;
+  /** The right-hand side of op. */
+  value?: number;
+}
+
+/** Compare every series of the result with value. Absent: the result must be empty. */
+export type GateComparison = '<' | '<=' | '==' | '!=' | '>=' | '>';
+
+/**
+ * When new batches may start. Outside a window no first call and no new batch starts (the upgrade waits with
+ * reason OutsideWindow, status.waiting.until the next start); a batch in flight finishes after the window
+ * closes; a rollback and an abort always proceed. Absent: always open.
+ */
+export interface MaintenanceWindow {
+  /**
+   * IANA time zone of the recurring windows, such as Europe/Berlin or UTC (an unknown zone makes the spec
+   * invalid).
+   */
+  timeZone: string;
+  /** The recurring windows. */
+  recurring: RecurringWindow[];
+  /** Dated exclusions. */
+  exclusions?: WindowExclusion[];
+}
+
+/** A window that opens on the given days at start (wall-clock time in window.timeZone) and lasts duration. */
+export interface RecurringWindow {
+  /** The days of the week it opens on. */
+  days: Weekday[];
+  /**
+   * Wall-clock time it opens, HH:MM (24 h). A time skipped by a daylight-saving change opens at the first
+   * instant after the gap; a repeated one at its first occurrence.
+   */
+  start: string;
+  /**
+   * How long it stays open (elapsed time, across a daylight-saving change too). A Go duration (10s, 2m,
+   * 1h30m) between 1m and 168h.
+   */
+  duration: string;
+}
+
+/** A day of the week. */
+export type Weekday = 'Sun' | 'Mon' | 'Tue' | 'Wed' | 'Thu' | 'Fri' | 'Sat';
+
+/** A dated span when no window is open (a freeze), whatever the recurring windows say. */
+export interface WindowExclusion {
+  /** When the exclusion begins (RFC 3339). */
+  start: string;
+  /** When it ends (RFC 3339), after start. */
+  end: string;
+  /** Why, for the status message. */
+  reason?: string;
+}
+
 /** What the operator observed and did. Written only by the operator. */
 export interface ApiServerUpgradeStatus {
   /** A phase of the upgrade. */
@@ -371,7 +493,7 @@ export interface ApiServerUpgradeStatus {
   completedAt?: string;
   /**
    * Progressing, Paused, Degraded, PreflightPassed, DiscoveryConverged, RollbackSafe, Complete,
-   * ProxyTrustVerified, KubeadmPreflightPassed, KubeadmConfigUpdated.
+   * ProxyTrustVerified, KubeadmPreflightPassed, KubeadmConfigUpdated, Waiting.
    */
   conditions?: Condition[];
   /** Every kube-apiserver, by identity. */
@@ -421,6 +543,15 @@ export interface ApiServerUpgradeStatus {
   lastAnalysis?: AnalysisStatus;
   /** Why the upgrade is paused; absent when it is not. */
   pause?: PauseStatus;
+  /**
+   * Why the upgrade waits before its next step without being paused; absent when it does not wait. It goes on
+   * by itself once the cause is gone.
+   */
+  waiting?: WaitingStatus;
+  /** spec.window as last evaluated. */
+  window?: WindowStatus;
+  /** The blocking findings preflight let through because spec.acceptRisks named them. */
+  acceptedRisks?: AcceptedRisk[];
   /** When the upgrade went RollingBack. */
   rollbackStartedAt?: string;
   /**
@@ -923,6 +1054,52 @@ export interface PauseStatus {
 
 /** Why the upgrade paused. */
 export type PauseReasonName = 'PausedBySpec' | 'AnalysisBreach' | 'BatchTimeout' | 'DriverFailed' | 'DiscoveryNotConverged' | 'RollbackUnsafe' | 'RollbackSafetyUnknown' | 'MembershipChanged' | 'EmulationIneffective' | 'RollbackOrphans' | 'NotAllowedByPolicy';
+
+/**
+ * Why the upgrade waits before its next step without being paused; absent when it does not wait. It goes on
+ * by itself once the cause is gone.
+ */
+export interface WaitingStatus {
+  /**
+   * GateNotHeld, GateUnknown, OutsideWindow, or the PreflightPassed reason preflight waits on
+   * (AlphaGateNotAllowed, NotAllowedByPolicy, UnhealthyFleet, ...).
+   */
+  reason: string;
+  /** What it waits for: the gate, its query and its value; the window; the preflight finding. */
+  message?: string;
+  /** The gate that does not hold. */
+  gate?: string;
+  /** Since when it has waited for this reason. */
+  since?: string;
+  /** When it may go on at the earliest: the next window start (OutsideWindow). */
+  until?: string;
+}
+
+/** spec.window as last evaluated. */
+export interface WindowStatus {
+  /** Whether a window was open. */
+  open?: boolean;
+  /** When the open window closes. */
+  closesAt?: string;
+  /** When the next window opens (within 60 days). */
+  nextStart?: string;
+  /** When this was evaluated. */
+  checkedAt?: string;
+}
+
+/** One accepted finding. */
+export interface AcceptedRisk {
+  /** The finding's reason, as named in spec.acceptRisks. */
+  name: string;
+  /** What it was found on. */
+  object?: string;
+  /** The finding as it was when accepted. */
+  value?: string;
+  /** The metadata.generation whose spec accepted it. Range: 0 to ∞. */
+  generation?: number;
+  /** When it was accepted. */
+  time?: string;
+}
 
 /** One driver call: a replacement is asynchronous, so each call has a lifecycle (docs/lifecycle.md). */
 export interface DriverCall {

@@ -76,3 +76,45 @@ export type KubeadmSeverity = (typeof KUBEADM_SEVERITIES)[number];
  */
 export const KUBEADM_CONFIG_RESULTS = ['Pending', 'Updated', 'Unchanged', 'NotFound', 'Refused', 'NotWritten'] as const;
 export type KubeadmConfigResult = (typeof KUBEADM_CONFIG_RESULTS)[number];
+
+/** Days of a maintenance window (spec.window.recurring[].days), Sunday first as Date.getUTCDay() counts them. */
+export const WEEKDAYS = ['Sun', 'Mon', 'Tue', 'Wed', 'Thu', 'Fri', 'Sat'] as const;
+export type WeekdayName = (typeof WEEKDAYS)[number];
+
+/**
+ * Why an upgrade waits before its next step without being paused (status.waiting.reason, the Waiting condition):
+ * a gate that does not hold or cannot be evaluated, outside its maintenance window — or a preflight verdict that is
+ * not final (its PreflightPassed reason: AlphaGateNotAllowed, NotAllowedByPolicy, UnhealthyFleet, ...). Only
+ * OutsideWindow is expected and never pages (charts/.../prometheusrule.yaml ApiServerUpgradeWaiting).
+ */
+export const WAIT_REASONS = ['GateNotHeld', 'GateUnknown', 'OutsideWindow'] as const;
+export type WaitReason = (typeof WAIT_REASONS)[number];
+export const WINDOW_WAIT: WaitReason = 'OutsideWindow';
+
+/**
+ * Findings that block preflight and that spec.acceptRisks may accept by name: not a safety rule of the upgrade
+ * itself, a fact about the cluster an admin can judge (docs/api.md "Accepted risks").
+ */
+export const ACCEPTABLE_RISKS = ['DeprecatedAPIRemovedByTarget', 'DeprecatedAPIsUnknown', 'ServingCertificateExpiresSoon', 'ServingCertificateUnknown', 'KubeadmConfigUnreadable'] as const;
+export type AcceptableRisk = (typeof ACCEPTABLE_RISKS)[number];
+
+/** Hard safety rules: never acceptable (the CRD refuses them in spec.acceptRisks, naming each). */
+export const HARD_RULES: Readonly<Record<string, string>> = {
+  SkipsMinor: 'version skew',
+  Downgrade: 'version skew',
+  MajorVersionChange: 'version skew',
+  MixedVersions: 'version skew',
+  KubeletTooOld: 'version skew',
+  KubeletNewerThanTarget: 'version skew',
+  KubeletVersionUnknown: 'version skew',
+  RollbackUnsafe: 'rollback safety',
+  RollbackSafetyUnknown: 'rollback safety',
+  RollbackOrphans: 'rollback safety',
+  StorageVersionsUnknown: 'rollback safety',
+  FrozenPlan: 'the frozen plan',
+  MembershipChanged: 'the frozen plan',
+  UnhealthyFleet: 'fleet health',
+  EtcdUnhealthy: 'fleet health',
+  AlphaGateNotAllowed: 'consent is spec.proxy.allowAlphaGate',
+  NotAllowedByPolicy: "the operator's policy",
+};

@@ -8,7 +8,7 @@ import type { OperatorMetrics } from './metrics.ts';
 import type { Policy } from '../plan/policy.ts';
 import type { UpgradeReads } from '../runtime/upgrade-cache.ts';
 import type { ObservedKubeadm } from '../plan/kubeadm-preflight.ts';
-import type { ObservedPeer } from '../plan/observation.ts';
+import type { GateReads, ObservedGates, ObservedPeer } from '../plan/observation.ts';
 
 /**
  * What the reconciler is wired to. src/main.ts gives every part; a part left out means the operator runs without
@@ -48,6 +48,11 @@ export interface ReconcilerDeps {
    * kubeadm-config is read, never written, and what to set by hand is reported (docs/security.md).
    */
   writeKubeadmConfig?: boolean;
+  /**
+   * Reads the facts of spec.gates (src/observe/gates.ts) when the plan asks. Absent: every gate reads as not
+   * evaluated, so an upgrade with gates waits (unknown is unsafe).
+   */
+  gates?: (reads: GateReads) => Promise<ObservedGates>;
 }
 
 /** The wiring with every optional part decided (kubeadmFacts stays optional: absent means not read). */
@@ -63,5 +68,6 @@ export function configureReconciler(d: ReconcilerDeps): ReconcilerConfig {
     list: d.list ?? (<T>(path: string): Promise<T> => d.kube.request<T>('GET', path)),
     keepKubeadmConfig: d.keepKubeadmConfig ?? false,
     writeKubeadmConfig: d.writeKubeadmConfig ?? false,
+    gates: d.gates ?? ((r: GateReads): Promise<ObservedGates> => Promise.resolve({ queries: r.queries.map((q) => ({ name: q.name, error: 'this operator is wired to read no gates' })), ...(r.controlPlaneNodes ? { controlPlaneNodes: { error: 'this operator is wired to read no Nodes' } } : {}) })),
   };
 }

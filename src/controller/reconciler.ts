@@ -64,6 +64,10 @@ export class UpgradeReconciler {
     step('driverReportsMs');
     let obs = await this.c.observer.observe(reads.observe, rc.now.getTime());
     step('observeMs');
+    if (reads.gates) {
+      obs = { ...obs, gates: await this.c.gates(reads.gates) };
+      step('gatesMs');
+    }
     if (reads.preflight) {
       obs = { ...obs, ...(await readPreflightFacts(this.c, rc, obs, reads.preflight)) };
       step('preflightFactsMs');

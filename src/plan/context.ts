@@ -60,6 +60,12 @@ export class PlanContext {
   /** What the active phase is doing right now, for the Progressing condition's message (default: the phase). */
   progressMessage: string | undefined;
 
+  /**
+   * Why this step waits before its next call without pausing (src/plan/start-gates.ts settles it into status.waiting
+   * and the Waiting condition when the step ends); undefined: it does not wait.
+   */
+  waiting: { reason: string; message: string; gate?: string; until?: string } | undefined;
+
   /** The phase the step started in (the status planned from). */
   readonly initialPhase: UpgradePhase | undefined;
 
@@ -88,6 +94,11 @@ export class PlanContext {
   event(type: 'Normal' | 'Warning', reason: string, note: string, server?: string): void {
     // An Event's note is at most 1 KiB (events.k8s.io/v1), and may carry a server's or driver's words.
     this.actions.push({ kind: 'event', type, reason, note: safeMessage(note, { maxChars: 1024 }), ...(server === undefined ? {} : { server }) });
+  }
+
+  /** This step waits (a gate, the window, a preflight verdict that is not final): said in status.waiting. */
+  wait(reason: string, message: string, extra: { gate?: string; until?: string } = {}): void {
+    this.waiting = { reason, message, ...extra };
   }
 
   /** Asks to be called again within `ms`; the shortest request wins. */

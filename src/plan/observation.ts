@@ -104,6 +104,29 @@ export interface Observation {
    * read with `trust`. Absent: not read (no kubeadm report is written).
    */
   kubeadm?: ObservedKubeadm;
+  /** The facts of spec.gates, read when the planner asked for them (src/plan/reconcile.ts). Absent: not read. */
+  gates?: ObservedGates;
+}
+
+/** One PromQL gate's answer: its samples, or why there are none (the query failed, Prometheus did not answer). */
+export interface ObservedGateQuery {
+  name: string;
+  samples?: { labels: Record<string, string>; value: number }[];
+  error?: string;
+}
+
+/** What spec.gates needs read (src/observe/gates.ts): each query's answer, and the control-plane Nodes when asked. */
+export interface ObservedGates {
+  queries: ObservedGateQuery[];
+  /** The Nodes labelled node-role.kubernetes.io/control-plane with their Ready condition; absent: not asked. */
+  controlPlaneNodes?: { name: string; ready: boolean }[] | { error: string };
+}
+
+/** What the shell reads for spec.gates. */
+export interface GateReads {
+  prometheus?: { address: string; caBundle?: string };
+  queries: { name: string; query: string }[];
+  controlPlaneNodes: boolean;
 }
 
 // What the shell asks the observer to read (src/plan/reconcile.ts decides it, src/observe/fleet.ts reads it).

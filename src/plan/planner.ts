@@ -20,6 +20,7 @@ import { checkSpec, type Policy, type PolicyViolation } from './policy.ts';
 import { policyGate, policyPause, refusePreflight } from './policy-gate.ts';
 import { markKubeadmConfigPending } from './kubeadm-config.ts';
 import { sameRelease } from './version.ts';
+import { gatePassStarted, recordWindow, settleWaiting, startHeld } from './start-gates.ts';
 
 export { RESUME_ANNOTATION, ABORT_ANNOTATION, RETRY_ANNOTATION };
 
@@ -114,6 +115,8 @@ export function planResolved(upgrade: UpgradeInput, spec: ResolvedSpec, statusIn
       // or a signal that breaches pauses here as in Upgrading (seed 78 #7 of the fault campaign was seen only by
       // membership, 20 s later). onBreach Rollback pauses too: no version changed yet, and the gate stays on.
       if (applyAnalysis(ctx)) break;
+      // The gate pass is the first call: the window and the gates hold it until it starts, never once it has.
+      if (!gatePassStarted(ctx) && startHeld(ctx, 'the proxy gate pass (the first call)')) break;
       if (gatePass(ctx, 'on', ctx.status.fromVersion ?? spec.targetVersion)) {
         ctx.event('Normal', 'ProxyEnabled', 'the Mixed Version Proxy gate is on on every server');
         ctx.setPhase('Upgrading');
@@ -234,6 +237,9 @@ function done(ctx: PlanContext): Plan {
     const droppedNew = new Set(dropped.flatMap((a) => (a.kind === 'callDriver' && ctx.newCalls.has(a.request.idempotencyKey) ? [a.request.idempotencyKey] : [])));
     ctx.status.driverCalls = (ctx.status.driverCalls ?? []).filter((c) => !droppedNew.has(c.key));
   }
+  // Why it waits (a gate, the window, preflight), and the window's next start, in status on every step.
+  if (!isTerminal(phase) && !ctx.waiting) recordWindow(ctx);
+  settleWaiting(ctx);
   const actions = ctx.actions.filter(allowed);
   // The step that ends the upgrade records kubeadm-config as to be brought in line (src/plan/kubeadm-config.ts).
   if (isTerminal(phase) && ctx.initialPhase !== phase) markKubeadmConfigPending(ctx.status);

@@ -24,6 +24,7 @@ export function refusePreflight(ctx: PlanContext, vs: readonly PolicyViolation[]
   ctx.condition({ type: 'PreflightPassed', status: 'False', reason: 'NotAllowedByPolicy', message });
   if (before?.reason !== 'NotAllowedByPolicy' || before.message !== message) ctx.event('Warning', 'NotAllowedByPolicy', message);
   ctx.progressMessage = `preflight: ${message}`;
+  ctx.wait('NotAllowedByPolicy', `preflight: ${message}`);
   ctx.requeue(Math.max(ctx.spec.analysis.intervalMs, 5_000));
 }
 

@@ -7,6 +7,8 @@ import { proxyWanted, reportTrust, trustRefusal } from './trust.ts';
 import { freezeCoverage } from './coverage.ts';
 import { reportKubeadmPreflight } from './kubeadm-preflight.ts';
 import { emulationRange, proxyGateFact } from './version-facts.ts';
+import type { KubeadmFinding, KubeadmPreflightReport } from '../api/types.generated.ts';
+import { ACCEPTABLE_RISKS } from '../api/vocabulary.ts';
 
 /** Preflight failures that retrying cannot fix: the plan itself is wrong for this fleet. */
 const FATAL = new Set(['Downgrade', 'SkipsMinor', 'MajorVersionChange', 'PrereleaseTarget', 'InvalidTargetVersion', 'TwoPhaseNeedsMinorUpgrade', 'CannotEmulate', 'VersionFactsUnknown']);
@@ -144,8 +146,17 @@ export function runPreflight(ctx: PlanContext): void {
   if (refusal) v = { ok: false, ...refusal };
   // The kubeadm checks (docs/kubeadm-runbook.md): reported whenever read; a blocking finding stops a run that would change a server.
   const kubeadm = reportKubeadmPreflight(ctx);
+  let accepted: KubeadmFinding[] = [];
   if (v.ok && !v.alreadyAtTarget && kubeadm && (kubeadm.report.blocking ?? 0) > 0) {
-    v = { ok: false, reason: 'KubeadmPreflightFailed', message: `kubeadm preflight: ${kubeadm.condition.message}` };
+    const verdict = acceptedBlockers(kubeadm.report, ctx.spec.acceptRisks);
+    if (verdict.open.length > 0) {
+      const first = verdict.open[0]!;
+      const more = verdict.open.length > 1 ? `; ${verdict.open.length - 1} more blocking finding(s) not accepted` : '';
+      const message = verdict.unshown || verdict.accepted.length === 0 ? `kubeadm preflight: ${kubeadm.condition.message}` : `kubeadm preflight: ${first.object}: ${first.message}${more}${verdict.accepted.length ? ` (accepted: ${[...new Set(verdict.accepted.map((f) => f.reason))].join(', ')})` : ''}`;
+      v = { ok: false, reason: 'KubeadmPreflightFailed', message };
+    } else {
+      accepted = verdict.accepted;
+    }
   }
   if (!v.ok) {
     ctx.condition({ type: 'PreflightPassed', status: 'False', reason: v.reason, message: v.message });
@@ -158,6 +169,7 @@ export function runPreflight(ctx: PlanContext): void {
     } else {
       // The fleet may recover (a server restarting, a lease expiring): check again, touching nothing.
       ctx.progressMessage = `preflight: ${v.message}`;
+      ctx.wait(v.reason, `preflight: ${v.message}`);
       ctx.requeue(Math.max(ctx.spec.analysis.intervalMs, 5_000));
     }
     return;
@@ -172,6 +184,10 @@ export function runPreflight(ctx: PlanContext): void {
     ctx.event('Normal', 'AlreadyAtTarget', v.message);
     return;
   }
+  if (accepted.length > 0) {
+    recordAcceptedRisks(ctx, accepted);
+    v = { ...v, message: `${v.message}; accepted risks: ${[...new Set(accepted.map((f) => f.reason))].join(', ')}` };
+  }
   ctx.status.plan = freezePlan(ctx, from, v.fromStorage!);
   if (v.fromResources) ctx.status.plan.fromResources = v.fromResources;
   // Fixed with the plan, so a restart does not recompute it from a fleet already half replaced.
@@ -182,6 +198,35 @@ export function runPreflight(ctx: PlanContext): void {
   ctx.event('Normal', 'PreflightPassed', `${v.message}; ${total} batch(es): ${(ctx.status.plan.batches ?? []).map((b) => b.servers.join('+')).join(', ')}`);
   ctx.setPhase(v.needsProxyPass ? 'EnablingProxy' : 'Upgrading');
   ctx.requeue(0);
+}
+
+/**
+ * The blocking findings of a kubeadm report against spec.acceptRisks: those accepted by name (only the names
+ * ACCEPTABLE_RISKS allows: a hard rule named in an object stored before the CRD refused it counts for nothing) and
+ * those still open. Blocking findings the bounded list does not show are open: what was not seen was not accepted.
+ */
+export function acceptedBlockers(report: KubeadmPreflightReport, acceptRisks: readonly string[]): { accepted: KubeadmFinding[]; open: KubeadmFinding[]; unshown: boolean } {
+  const ok = new Set(acceptRisks.filter((r) => (ACCEPTABLE_RISKS as readonly string[]).includes(r)));
+  const blockers = (report.findings ?? []).filter((f) => f.severity === 'Block');
+  const unshown = (report.blocking ?? 0) > blockers.length;
+  const accepted = blockers.filter((f) => ok.has(f.reason ?? ''));
+  const open = blockers.filter((f) => !ok.has(f.reason ?? ''));
+  return { accepted, open: unshown && open.length === 0 ? blockers : open, unshown };
+}
+
+/**
+ * status.acceptedRisks gets each accepted finding once (by reason and object), with its value then and the generation
+ * whose spec accepted it; a Warning Event says so once, when it is first accepted.
+ */
+function recordAcceptedRisks(ctx: PlanContext, accepted: readonly KubeadmFinding[]): void {
+  const rows = [...(ctx.status.acceptedRisks ?? [])];
+  for (const f of accepted) {
+    const name = f.reason ?? '';
+    if (rows.some((r) => r.name === name && r.object === f.object)) continue;
+    rows.push({ name, object: (f.object ?? '').slice(0, 512), value: (f.message ?? '').slice(0, 1024), generation: ctx.upgrade.generation, time: ctx.now.toISOString() });
+    ctx.event('Warning', 'RiskAccepted', `${name} accepted by spec.acceptRisks (generation ${ctx.upgrade.generation}): ${f.object}: ${f.message}`);
+  }
+  ctx.status.acceptedRisks = rows.slice(-64);
 }
 
 /** The one way an upgrade ends Succeeded: phase, time, and the Complete and Progressing conditions. */

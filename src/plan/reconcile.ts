@@ -10,7 +10,7 @@ import { setCondition } from '../api/conditions.ts';
 import { isTerminal } from '../api/vocabulary.ts';
 import type { Action } from './actions.ts';
 import type { CallReport, UpgradeInput } from './context.ts';
-import type { AnalysisSettings, Observation } from './observation.ts';
+import type { AnalysisSettings, GateReads, Observation } from './observation.ts';
 import { checkSpec, type Policy, type PolicyViolation } from './policy.ts';
 import { blockingUpgrade, isFinished } from './admission.ts';
 import { analysisDue } from './analysis.ts';
@@ -64,6 +64,8 @@ export interface ReconcileReads {
     /** `always`: read even without a kubeadm-config (the static Pod driver). */
     kubeadm?: { always: boolean };
   };
+  /** spec.gates' facts (src/plan/start-gates.ts), while a step may still start; absent: not read. */
+  gates?: GateReads;
   /** The calls whose driver reports are read (calls.ts callsToReport); absent: none. */
   driverReports?: DriverCall[];
 }
@@ -87,9 +89,21 @@ export function whatToRead(rc: ReconcileContext, others: readonly ApiServerUpgra
   }
   // A webhook without reportsStatus has no report (docs/drivers.md): building it would read its token Secret for
   // nothing. A spec outside the policy never gets its driver built.
+  if (spec && startsAhead(rc.upgrade)) {
+    const g = spec.gates;
+    if (g.queries.length > 0 || g.controlPlaneNodesReady) {
+      reads.gates = { ...(g.prometheus ? { prometheus: g.prometheus } : {}), queries: g.queries.map((q) => ({ name: q.name, query: q.query })), controlPlaneNodes: g.controlPlaneNodesReady };
+    }
+  }
   const toReport = spec ? callsToReport(rc.upgrade.status?.driverCalls ?? [], rc.now, spec.strategy.batchTimeoutMs, spec.driver) : [];
   if (toReport.length > 0 && rc.violations.length === 0) reads.driverReports = toReport;
   return { kind: 'read', reads };
+}
+
+/** Phases in which a first call or a new batch may still start (src/plan/start-gates.ts): the gates are read then. */
+function startsAhead(u: ApiServerUpgrade): boolean {
+  const phase = u.status?.phase;
+  return phase === undefined || phase === 'Pending' || phase === 'Preflight' || phase === 'EnablingProxy' || phase === 'Upgrading';
 }
 
 /** Before the upgrade starts (Pending, Preflight), when preflight reads the trust and coverage facts. */

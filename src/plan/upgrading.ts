@@ -8,6 +8,7 @@ import { applyBatchSizeEdit, batchDef, batchOf, startedBatches } from './frozen-
 import { emulationCheck } from './two-phase.ts';
 import { finishSucceeded } from './preflight.ts';
 import { proxyGateOnByDefault } from './version-facts.ts';
+import { startHeld } from './start-gates.ts';
 
 function startBatch(ctx: PlanContext, k: number): void {
   const servers = batchOf(ctx, k);
@@ -52,7 +53,11 @@ function startedBatchesBack(ctx: PlanContext): string[] {
 export function runUpgrading(ctx: PlanContext): void {
   const target = ctx.spec.targetVersion;
   applyBatchSizeEdit(ctx);
-  if (!ctx.status.batch?.current) startBatch(ctx, 1);
+  if (!ctx.status.batch?.current) {
+    // Before the first server (after a gate pass, or without one): the window and the gates must allow it.
+    if (startHeld(ctx, 'batch 1')) return;
+    startBatch(ctx, 1);
+  }
   const k = ctx.status.batch!.current!;
   const servers = batchOf(ctx, k);
   const emulatedVersion = batchDef(ctx, k)?.emulatedVersion;
@@ -115,6 +120,8 @@ export function runUpgrading(ctx: PlanContext): void {
   finishBatch(ctx, k);
   if (k < (ctx.status.plan?.batches?.length ?? k)) {
     if (!betweenStages(ctx, k)) return;
+    // Batch k is over; the next starts only inside the window and with every gate holding.
+    if (startHeld(ctx, `batch ${k + 1}`)) return;
     startBatch(ctx, k + 1);
     // Drive the new batch in this same step; the recursion is bounded by the number of batches.
     runUpgrading(ctx);

@@ -24,6 +24,7 @@ test('withDefaults fills what the API server would, from the schema', () => {
     },
     rollback: { orphanedObjects: 'Pause' },
     trust: { requireAllowedNames: false },
+    gates: { controlPlaneNodesReady: false, serversReady: false },
   });
 });
 

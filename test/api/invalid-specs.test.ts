@@ -20,7 +20,12 @@ function allRuleMessages(s: Schema): string[] {
 
 function schemaAt(path: string): Schema | undefined {
   let node: Schema | undefined = rootSchema;
-  for (const part of path.split('.')) node = node?.properties?.[part];
+  // An item's path (spec.gates.queries[0].name) walks through the array's items.
+  for (const part of path.split('.')) {
+    const [key, ...items] = part.split('[');
+    node = node?.properties?.[key!];
+    for (let i = 0; i < items.length; i++) node = node?.items;
+  }
   return node;
 }
 

@@ -123,6 +123,30 @@ export const invalidSpecs: readonly InvalidSpecCase[] = [
     s.analysis.source = 'Prometheus';
     s.analysis.prometheus = { address: 'http://prometheus.monitoring:9090', window: '1s' };
   }),
+  c('accept-risks-hard-rule', 'spec.acceptRisks', 'cel', 'SkipsMinor is a hard safety rule (version skew) and can never be accepted', (s) => {
+    s.acceptRisks = ['DeprecatedAPIRemovedByTarget', 'SkipsMinor'];
+  }),
+  c('accept-risks-rollback-safety', 'spec.acceptRisks', 'cel', 'RollbackUnsafe is a hard safety rule (rollback safety) and can never be accepted', (s) => {
+    s.acceptRisks = ['RollbackUnsafe'];
+  }),
+  c('accept-risks-frozen-plan', 'spec.acceptRisks', 'cel', 'FrozenPlan is a hard safety rule (the frozen plan) and can never be accepted', (s) => {
+    s.acceptRisks = ['FrozenPlan'];
+  }),
+  c('accept-risks-unknown-name', 'spec.acceptRisks', 'cel', 'acceptRisks names a finding that cannot be accepted', (s) => {
+    s.acceptRisks = ['EverythingIsFine'];
+  }),
+  c('gate-op-without-value', 'spec.gates.queries[0]', 'cel', "a gate query's op and value are set together", (s) => {
+    s.gates = { prometheus: { address: 'http://prometheus.monitoring:9090' }, queries: [{ name: 'x', query: 'up', op: '>' }] };
+  }),
+  c('gate-queries-without-prometheus', 'spec.gates', 'cel', 'gates.prometheus.address is required when gates.queries is set', (s) => {
+    s.gates = { queries: [{ name: 'x', query: 'up' }] };
+  }),
+  c('window-exclusion-backwards', 'spec.window.exclusions[0]', 'cel', "a window exclusion's end must be after its start", (s) => {
+    s.window = { timeZone: 'UTC', recurring: [{ days: ['Mon'], start: '02:00', duration: '1h' }], exclusions: [{ start: '2026-12-24T00:00:00Z', end: '2026-12-20T00:00:00Z' }] };
+  }),
+  c('window-start-not-hhmm', 'spec.window.recurring[0].start', 'openapi', 'should match', (s) => {
+    s.window = { timeZone: 'UTC', recurring: [{ days: ['Mon'], start: '2am', duration: '1h' }] };
+  }),
   {
     name: 'target-version-changed',
     field: 'spec.targetVersion',
