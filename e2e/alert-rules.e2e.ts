@@ -203,3 +203,38 @@ test('runbook_url: none by default (a chart from a checkout links to nothing unp
     }
   }
 });
+
+test('promtool: ApiServerUpgradeWaiting fires for an upgrade waiting on a gate or a policy refusal longer than waiting.after, naming the cluster; waiting for the window fires only the info ApiServerUpgradeWaitingForWindow', async () => {
+  const file = await rules();
+  const waiting = file.rule('ApiServerUpgradeWaiting');
+  const forWindow = file.rule('ApiServerUpgradeWaitingForWindow');
+  assert.equal(waiting.labels.severity, 'warning');
+  assert.equal(forWindow.labels.severity, 'info');
+  const a = `${OP}, cluster="a", pod="op-a"`;
+  const plain = `${OP}, pod="op-x"`;
+  // Since 0 s (the test's epoch): the gate wait in cluster a, a policy refusal with no cluster label, a window wait in a.
+  await promtoolTest(file, [{
+    interval: '1m',
+    input_series: [
+      { series: `apiserver_upgrade_waiting_since_timestamp_seconds{${a}, upgrade="to-v1-36", reason="GateNotHeld"}`, values: '0x40' },
+      { series: `apiserver_upgrade_waiting_since_timestamp_seconds{${plain}, upgrade="refused", reason="NotAllowedByPolicy"}`, values: '0x40' },
+      { series: `apiserver_upgrade_waiting_since_timestamp_seconds{${a}, upgrade="nightly", reason="OutsideWindow"}`, values: '0x40' },
+    ],
+    alert_rule_test: [
+      { eval_time: '29m', alertname: 'ApiServerUpgradeWaiting', exp_alerts: [] },
+      {
+        eval_time: '35m', alertname: 'ApiServerUpgradeWaiting', exp_alerts: [
+          firing(waiting, { cluster: 'a', upgrade: 'to-v1-36', reason: 'GateNotHeld' }),
+          firing(waiting, { upgrade: 'refused', reason: 'NotAllowedByPolicy' }),
+        ],
+      },
+      { eval_time: '35m', alertname: 'ApiServerUpgradeWaitingForWindow', exp_alerts: [firing(forWindow, { cluster: 'a', upgrade: 'nightly' })] },
+    ],
+  }]);
+  assert.equal(expanded(waiting, { cluster: 'a', upgrade: 'to-v1-36', reason: 'GateNotHeld' }).summary, 'a: ApiServerUpgrade to-v1-36 has waited more than 30m (GateNotHeld)');
+  assert.equal(expanded(waiting, { upgrade: 'refused', reason: 'NotAllowedByPolicy' }).summary, 'ApiServerUpgrade refused has waited more than 30m (NotAllowedByPolicy)');
+  // waiting.after in hours and seconds.
+  for (const [after, seconds] of [['2h', 7200], ['90s', 90]] as const) {
+    assert.match((await rules([`prometheusRule.waiting.after=${after}`])).rule('ApiServerUpgradeWaiting').expr, new RegExp(`> ${seconds}$`));
+  }
+});

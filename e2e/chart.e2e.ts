@@ -41,7 +41,8 @@ const AGENT_NS = 'apiserver-upgrade-agents';
 const RUNBOOK = 'https://github.com/apiserver-upgrade-operator/apiserver-upgrade-operator/blob/v0.2.0/docs/operations.md';
 const ALERTS = [
   'ApiServerUpgradeEnablingProxyStalled', 'ApiServerUpgradeFailed', 'ApiServerUpgradeOperatorDown', 'ApiServerUpgradeOperatorNoLeader', 'ApiServerUpgradePaused',
-  'ApiServerUpgradeReconcileErrors', 'ApiServerUpgradeRollbackStalled', 'ApiServerUpgradeRolledBack', 'ApiServerUpgradeStuck',
+  'ApiServerUpgradeReconcileErrors', 'ApiServerUpgradeRollbackStalled', 'ApiServerUpgradeRolledBack', 'ApiServerUpgradeStuck', 'ApiServerUpgradeWaiting',
+  'ApiServerUpgradeWaitingForWindow',
 ];
 
 interface K8sObject {
@@ -319,7 +320,7 @@ test('promtool check rules: valid rules; each alert has a severity and a runbook
   assert.match(paused.annotations.runbook!, /kubectl patch asu \{\{ \$labels\.upgrade \}\} --type merge -p '\{"spec":\{"paused":false\}\}'/);
   const anchors = anchorsOf(readFileSync(join(root, 'docs', 'operations.md'), 'utf8'));
   for (const r of rules) {
-    assert.ok(['critical', 'warning'].includes(r.labels.severity!), `${r.alert}: severity ${r.labels.severity}`);
+    assert.ok(['critical', 'warning', 'info'].includes(r.labels.severity!), `${r.alert}: severity ${r.labels.severity}`);
     assert.equal(r.annotations.runbook_url, `${RUNBOOK}#${r.alert.toLowerCase()}`);
     assert.ok(anchors.has(r.alert.toLowerCase()), `docs/operations.md has no section ${r.alert}`);
     assert.ok(r.annotations.summary && r.annotations.description, `${r.alert} lacks a summary or description`);
@@ -327,7 +328,7 @@ test('promtool check rules: valid rules; each alert has a severity and a runbook
   assert.deepEqual(Object.fromEntries(rules.map((r) => [r.alert, r.labels.severity])), {  // the last of a name wins: OperatorDown's ticket
     ApiServerUpgradePaused: 'critical', ApiServerUpgradeStuck: 'warning', ApiServerUpgradeEnablingProxyStalled: 'warning', ApiServerUpgradeRollbackStalled: 'critical',
     ApiServerUpgradeRolledBack: 'warning', ApiServerUpgradeFailed: 'warning', ApiServerUpgradeOperatorDown: 'warning', ApiServerUpgradeOperatorNoLeader: 'critical',
-    ApiServerUpgradeReconcileErrors: 'warning',
+    ApiServerUpgradeReconcileErrors: 'warning', ApiServerUpgradeWaiting: 'warning', ApiServerUpgradeWaitingForWindow: 'info',
   });
   const out = await runOk(promtool, ['check', 'rules', path]);
   assert.match(out, new RegExp(`SUCCESS: ${ALERTS.length + 1} rules found`));

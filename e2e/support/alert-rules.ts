@@ -34,11 +34,18 @@ export async function renderRules(helm: string, dir: string, o: { release: strin
   return { path, groups: pr.spec.groups, rules, rule: (alert) => rules.find((r) => r.alert === alert)! };
 }
 
-/** An alert's annotations as Prometheus expands them for these labels (the templates use $labels.<name> and $value | humanize only). */
+/** The summary's prefix naming the cluster (charts/.../prometheusrule.yaml $cluster). */
+export const CLUSTER_PREFIX = '{{ with $labels.cluster }}{{ . }}: {{ else }}{{ with $externalLabels.cluster }}{{ . }}: {{ end }}{{ end }}';
+
+/** An alert's annotations as Prometheus expands them for these labels (the templates use $labels.<name>, $value | humanize and the cluster prefix only). */
+
 export function expanded(r: Rule, labels: Record<string, string>, value = ''): Record<string, string> {
   const out: Record<string, string> = {};
   for (const [k, v] of Object.entries(r.annotations)) {
-    out[k] = v.replace(/\{\{ \$labels\.(\w+) \}\}/g, (_m, l: string) => labels[l] ?? '').replaceAll('{{ $value | humanize }}', value);
+    out[k] = v
+      // The cluster prefix of a summary: the series' cluster label (promtool sets no external labels).
+      .replace(CLUSTER_PREFIX, labels.cluster ? `${labels.cluster}: ` : '')
+      .replace(/\{\{ \$labels\.(\w+) \}\}/g, (_m, l: string) => labels[l] ?? '').replaceAll('{{ $value | humanize }}', value);
   }
   assert.doesNotMatch(JSON.stringify(out), /\{\{/, `${r.alert}: an annotation template this helper does not expand`);
   return out;
