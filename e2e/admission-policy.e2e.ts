@@ -16,7 +16,9 @@ import { STOPPED_ANNOTATION } from '../src/drivers/job-report.ts';
 import { idempotencyKey } from '../src/plan/keys.ts';
 import type { DriverRequest } from '../src/plan/actions.ts';
 import fc from 'fast-check';
-import { agentInputs, chartAllows, isRenderedAgentJob, KNOWN_ATTACKS, mutation, render, withServerDefaults, type ChartAllows, type Json, type JsonObject } from '../test/support/agent-job-attack.ts';
+import { agentInputs, chartAllows, isRenderedAgentJob, KNOWN_ATTACKS, KNOWN_PROOF_ATTACKS, mutation, proofInputs, render, renderProof, withServerDefaults, type ChartAllows, type Json, type JsonObject } from '../test/support/agent-job-attack.ts';
+import { proofJob, PROOF_KEY_PATH } from '../src/drivers/flag-proof-job.ts';
+import { proofCommand } from '../src/drivers/flag-proof-command.ts';
 import { compilePolicy, type PolicyObject } from '../test/support/cel-policy.ts';
 
 const CHART = `${import.meta.dirname}/../charts/apiserver-upgrade-operator`;
@@ -259,4 +261,84 @@ test('every known attack (hooks, probes, security settings, paths, environment, 
     else assert.equal((await asAdmitted(job)).status === 201, false, `${a.what}: denied, but not by the policy, though the API admits it: ${sa.body.slice(0, 400)}`);
   }
   process.stderr.write(`[known attacks] ${KNOWN_ATTACKS.length} denied, ${byPolicy} by the policy itself\n`);
+});
+
+/** The flag proof Job the static Pod driver builds for a node with kubeadm's command line, under an Upgrade's edit. */
+function realProofJob(node = 'cp-1', image = `registry.k8s.io/kube-apiserver:${NEW_VERSION}`): Job {
+  const built = proofCommand(['kube-apiserver', '--advertise-address=10.0.0.11', '--enable-admission-plugins=NodeRestriction', '--service-account-signing-key-file=/etc/kubernetes/pki/sa.key'],
+    { gate: true, peerCA: '/etc/kubernetes/pki/ca.crt', peerIP: '10.0.0.11', peerPort: 6443, emulatedVersion: undefined }, { signingKeyPath: PROOF_KEY_PATH });
+  if ('error' in built) throw new Error(built.error);
+  return proofJob({ namespace: 'kube-system' }, { upgradeName: 'vap', upgradeUid: 'uid', hostname: node, image, targetVersion: NEW_VERSION, args: built.args }) as unknown as Job;
+}
+
+test('the flag proof Job proofJob() builds is admitted (created for real); other images are denied', async () => {
+  const r = await create(realProofJob());
+  assert.equal(r.status, 201, `the driver's own proof Job was refused: ${r.body.slice(0, 1500)}`);
+  for (const image of [`mirror.example.com/k8s/kube-apiserver:${NEW_VERSION}`, `registry.k8s.io/kube-apiserver-evil:${NEW_VERSION}`]) {
+    assertDenied(await create(realProofJob('cp-2', image), true), image, /the flag proof's kube-apiserver image .* is not one/);
+  }
+  const noSentinel = realProofJob('cp-3');
+  noSentinel.spec.template.spec.containers[0]!.command!.pop();
+  assertDenied(await create(noSentinel, true), 'a proof without its sentinel', /flags ending in --max-requests-inflight=-1/);
+});
+
+test('the apiserver defaults a flag proof Job as the unit tests\' model says (withServerDefaults)', async () => {
+  for (const inputs of fc.sample(proofInputs(allows), { numRuns: 5, seed: 21 })) {
+    const r = await asAdmitted(renderProof(inputs));
+    assert.equal(r.status, 201, r.body.slice(0, 600));
+    const stored = JSON.parse(r.body) as JsonObject;
+    delete (stored.metadata as JsonObject).managedFields;
+    const model = withServerDefaults(renderProof(inputs), (stored.metadata as JsonObject).uid as string) as JsonObject;
+    (model.metadata as JsonObject).creationTimestamp = (stored.metadata as JsonObject).creationTimestamp!;
+    assert.deepEqual(model, stored, 'the model of the apiserver\'s defaults');
+  }
+});
+
+test('generated mutations of the flag proof Job on a real kube-apiserver: admitted exactly when proofJob() renders them', async () => {
+  const N = Number(process.env.AUO_ADMISSION_MUTATIONS ?? 400);
+  const cases = fc.sample(fc.tuple(proofInputs(allows), mutation()), { numRuns: N, seed: Number(process.env.AUO_ADMISSION_SEED ?? 20261206) });
+  const counts = { deniedByPolicy: 0, refusedByApi: 0, admitted: 0, evaluatorAgrees: 0, notThisShape: 0 };
+  for (const [inputs, mutate] of cases) {
+    let m;
+    try {
+      m = mutate(renderProof(inputs));
+    } catch {
+      counts.notThisShape++; // a known attack on the agent Job's own fields
+      continue;
+    }
+    const admin = await asAdmitted(m.job);
+    const sa = await create(m.job, true);
+    if (admin.status !== 201) {
+      assert.notEqual(sa.status, 201, `${m.what}: refused to the admin (${admin.status}) but admitted for the operator`);
+      counts.refusedByApi++;
+      continue;
+    }
+    const seen = JSON.parse(admin.body) as Json;
+    if (isRenderedAgentJob(seen, allows)) {
+      assert.equal(sa.status, 201, `${m.what}: a Job proofJob() renders was denied: ${sa.body.slice(0, 600)}`);
+      counts.admitted++;
+    } else {
+      assertDenied(sa, m.what);
+      counts.deniedByPolicy++;
+    }
+    if (evaluate(seen) === (sa.status === 201)) counts.evaluatorAgrees++;
+  }
+  process.stderr.write(`[generated proof] ${N} mutations on ${OLD_VERSION}: ${counts.deniedByPolicy} denied by the policy, ${counts.refusedByApi} refused by the API's own validation, ${counts.admitted} admitted (each a Job proofJob() renders), ${counts.notThisShape} not of this shape; the CEL evaluator agreed on ${counts.evaluatorAgrees} of ${counts.deniedByPolicy + counts.admitted}\n`);
+  assert.equal(counts.evaluatorAgrees, counts.deniedByPolicy + counts.admitted, 'the unit tests\' evaluator agrees with the server');
+  assert.ok(counts.deniedByPolicy >= N / 3, 'most mutations reach the policy');
+  assert.ok(counts.admitted > 0, 'some mutations leave a Job proofJob() renders, and those are admitted');
+});
+
+test('every known attack on the flag proof Job (no sentinel, a flag that swallows it, the node\'s pki, root, another image) is denied on a real server', async () => {
+  const base = renderProof(fc.sample(proofInputs(allows), { numRuns: 1, seed: 9 })[0]!);
+  let byPolicy = 0;
+  for (const a of KNOWN_PROOF_ATTACKS) {
+    const job = structuredClone(base) as never;
+    a.edit(job);
+    const sa = await create(job, true);
+    assert.notEqual(sa.status, 201, `${a.what}: admitted`);
+    if (sa.body.includes('ValidatingAdmissionPolicy')) byPolicy++;
+    else assert.equal((await asAdmitted(job)).status === 201, false, `${a.what}: denied, but not by the policy, though the API admits it: ${sa.body.slice(0, 400)}`);
+  }
+  process.stderr.write(`[known proof attacks] ${KNOWN_PROOF_ATTACKS.length} denied, ${byPolicy} by the policy itself\n`);
 });

@@ -7,7 +7,13 @@ import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { OLD_VERSION, NEW_VERSION } from './cluster/index.ts';
 import { ensureBinaries } from './cluster/binaries.ts';
+import { mkdtemp, readFile, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { countingEtcd, manifestMaker, proveManifest } from './support/flag-proof.ts';
+import { manifestCommand, proveFlags } from '../src/agent/prove-flags.ts';
+import { proofCommand } from '../src/drivers/flag-proof-command.ts';
+import { PROOF_THROWAWAY_KEY } from '../src/drivers/flag-proof-job.ts';
 
 const etcd = await countingEtcd();
 after(() => etcd.close());
@@ -56,9 +62,27 @@ test('fail closed: a --version in the command line exits 0 without validating, w
   assert.deepEqual([a.exit, a.json.result], [3, 'Inconclusive'], JSON.stringify(a));
 });
 
+test('as the proof Job runs it: the node\'s signing key replaced by the published throwaway key, the file of no other flag present — accepted, and the removed gate still refused', async () => {
+  const dir = await mkdtemp(join(tmpdir(), 'auo-proof-key-'));
+  const keyFile = join(dir, 'sa.key');
+  await writeFile(keyFile, PROOF_THROWAWAY_KEY);
+  const command = manifestCommand(await readFile(await manifest(OLD_VERSION, []), 'utf8'));
+  assert.ok(Array.isArray(command));
+  // Every file flag points where nothing is (a Pod has none of the node's files) but the signing key, substituted.
+  const nowhere = command.map((e) => e.replace(/=\/tmp\/auo-flag-proof-[^/]+\//, '=/nonexistent/'));
+  assert.ok(nowhere.filter((e) => e.includes('=/nonexistent/')).length >= 8 && !nowhere.some((e) => e.includes('/tmp/auo-flag-proof-')), nowhere.join(' '));
+  for (const [extra, result] of [[[], 'Accepted'], [['--feature-gates=ServiceTrafficDistribution=true'], 'Refused']] as const) {
+    const built = proofCommand([...nowhere, ...extra], undefined, { signingKeyPath: keyFile });
+    assert.ok('args' in built && built.substituted.length === 1);
+    const { verdict, ms } = await proveFlags(newBin!, built.args.slice(0, -1));
+    assert.equal(verdict.result, result, JSON.stringify(verdict));
+    times.push(Math.round(ms));
+  }
+});
+
 test('no probe connected to etcd, and each took well under the 30 s it may take', () => {
   assert.equal(etcd.connections(), 0);
-  assert.ok(times.length >= 8);
+  assert.ok(times.length >= 10);
   assert.ok(Math.max(...times) < 5_000, JSON.stringify(times));
   process.stderr.write(`[flag-proof] ${times.length} probes, ms: ${times.join(' ')}\n`);
 });

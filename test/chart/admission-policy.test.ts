@@ -10,7 +10,8 @@ import fc from 'fast-check';
 import { parseAllDocuments } from 'yaml';
 import { tool, runOk } from '../../e2e/support/tools.ts';
 import { compilePolicy, type PolicyObject, type PolicyVerdict } from '../support/cel-policy.ts';
-import { agentInputs, chartAllows, isRenderedAgentJob, KNOWN_ATTACKS, mutation, render, withServerDefaults, type ChartAllows, type Json, type JsonObject } from '../support/agent-job-attack.ts';
+import { agentInputs, chartAllows, isRenderedAgentJob, KNOWN_ATTACKS, KNOWN_PROOF_ATTACKS, mutation, proofInputs, render, renderProof, withServerDefaults, type ChartAllows, type Json, type JsonObject } from '../support/agent-job-attack.ts';
+import { PROOF_SENTINEL } from '../../src/plan/flag-proof.ts';
 import { STOPPED_ANNOTATION } from '../../src/drivers/job-report.ts';
 import { AGENT_READY_TIMEOUT_MAX_SECONDS, AGENT_READY_TIMEOUT_MIN_SECONDS } from '../../src/api/constants.ts';
 
@@ -77,6 +78,65 @@ test('READY_TIMEOUT and the deadline: the agent\'s own range, and nothing outsid
     const v = evaluate(withServerDefaults(job as never));
     assert.equal(v.allowed, ok, `READY_TIMEOUT ${seconds}: ${explain(v)}`);
   }
+});
+
+test('every flag proof Job proofJob() renders for legitimate inputs is admitted', () => {
+  fc.assert(fc.property(proofInputs(allows), (inputs) => {
+    const job = withServerDefaults(renderProof(inputs));
+    assert.ok(isRenderedAgentJob(job, allows), 'the oracle knows the rendered proof Job');
+    const v = evaluate(job);
+    assert.ok(v.allowed, `denied: ${explain(v)}\n${JSON.stringify(job)}`);
+  }), { numRuns: 400 });
+});
+
+test('a mutated flag proof Job is admitted exactly when it is itself a Job proofJob() renders (generated, any field at any depth)', () => {
+  const counts = { admitted: 0, denied: 0 };
+  fc.assert(fc.property(proofInputs(allows), mutation(), (inputs, mutate) => {
+    const base = renderProof(inputs);
+    let m;
+    try {
+      m = mutate(base);
+    } catch {
+      return; // a known attack on the agent Job's fields (env, init container) that this shape does not have
+    }
+    const job = withServerDefaults(m.job);
+    const legit = isRenderedAgentJob(job, allows);
+    const v = evaluate(job);
+    assert.equal(v.allowed, legit, `${m.what}: the policy ${v.allowed ? 'admitted' : `denied (${explain(v)})`}, the oracle says ${legit ? 'admit' : 'deny'}`);
+    counts[v.allowed ? 'admitted' : 'denied']++;
+  }), { numRuns: 3000 });
+  process.stderr.write(`[admission-policy] 3000 generated mutations of flag proof Jobs: ${counts.denied} denied, ${counts.admitted} admitted (each a Job proofJob() renders)\n`);
+  assert.ok(counts.denied > 1500, 'most mutations are attacks');
+});
+
+test('each known attack on a flag proof Job is denied, and one on an agent Job labelled as a proof too', () => {
+  const base = renderProof(fc.sample(proofInputs(allows), { numRuns: 1, seed: 7 })[0]!);
+  for (const a of KNOWN_PROOF_ATTACKS) {
+    const job = structuredClone(base) as never;
+    a.edit(job);
+    const v = evaluate(withServerDefaults(job));
+    assert.equal(v.allowed, false, `${a.what} was admitted`);
+  }
+  // An agent Job that calls itself a proof escapes none of the rules: it is no proof Job.
+  const agent = render(fc.sample(agentInputs(allows), { numRuns: 1, seed: 7 })[0]!) as never as { metadata: { labels: Record<string, string>; name: string } };
+  agent.metadata.labels['upgrade.apiserver.dev/action'] = 'proveflags';
+  agent.metadata.name = agent.metadata.name.replace(/^auo-[a-z]+-/, 'auo-proveflags-');
+  assert.equal(evaluate(withServerDefaults(agent as never)).allowed, false);
+});
+
+test('the sentinel guard: last, once, never taken as a value — exactly as the policy reads it', () => {
+  const base = renderProof(fc.sample(proofInputs(allows), { numRuns: 1, seed: 13 })[0]!) as never as { spec: { template: { spec: { containers: { command: string[] }[] } } } };
+  const withCommand = (tail: string[]): boolean => {
+    const j = structuredClone(base);
+    j.spec.template.spec.containers[0]!.command = ['kube-apiserver', ...tail];
+    return evaluate(withServerDefaults(j as never)).allowed;
+  };
+  assert.equal(withCommand([PROOF_SENTINEL]), true);
+  assert.equal(withCommand(['--profiling=true', PROOF_SENTINEL]), true);
+  assert.equal(withCommand(['--etcd-servers', 'https://x', PROOF_SENTINEL]), true, 'a value entry before the sentinel takes nothing');
+  assert.equal(withCommand(['--profiling', PROOF_SENTINEL]), false, 'a flag without a value before the sentinel');
+  assert.equal(withCommand([PROOF_SENTINEL, '--max-requests-inflight=400']), false);
+  assert.equal(withCommand([]), false);
 });
 
 /** The Job as stored, and as the driver's stop (a merge patch of spec.suspend and one annotation) leaves it. */

@@ -15,6 +15,8 @@ import type { DriverAction } from '../../src/api/types.generated.ts';
 import type { DriverRequest } from '../../src/plan/actions.ts';
 import { idempotencyKey } from '../../src/plan/keys.ts';
 import { agentJob } from '../../src/drivers/static-pod.ts';
+import { proofJob, type ProofJobInput } from '../../src/drivers/flag-proof-job.ts';
+import { PROOF_SENTINEL } from '../../src/plan/flag-proof.ts';
 import { API_FIELDS, typeAt } from './job-api-fields.ts';
 
 /** A JSON value as the API carries it. */
@@ -149,6 +151,15 @@ export function withServerDefaults(job: Json, uid = '00000000-0000-4000-8000-000
   pod.dnsPolicy ??= 'ClusterFirst';
   pod.securityContext ??= {};
   pod.schedulerName ??= 'default-scheduler';
+  if (Array.isArray(pod.volumes)) {
+    for (const v of pod.volumes) {
+      // SetDefaults_DownwardAPIVolumeSource (mode 0644) and SetDefaults_ObjectFieldSelector (apiVersion v1).
+      const d = isObject(v) ? obj(v, 'downwardAPI') : undefined;
+      if (!d) continue;
+      d.defaultMode ??= 420;
+      if (Array.isArray(d.items)) for (const item of d.items) if (isObject(item) && isObject(item.fieldRef)) item.fieldRef.apiVersion ??= 'v1';
+    }
+  }
   for (const list of ['containers', 'initContainers']) {
     const cs = pod[list];
     if (!Array.isArray(cs)) continue;
@@ -194,6 +205,8 @@ function envOf(c: Json): Map<string, string> | undefined {
 /** Whether a defaulted Job is one the policy must admit: what agentJob() renders for the inputs it claims. */
 export function isRenderedAgentJob(job: Json, allows: ChartAllows): boolean {
   if (!isObject(job)) return false;
+  // The other shape the policy admits: a flag proof Job, known by its action label.
+  if (obj(obj(job, 'metadata') ?? {}, 'labels')?.['upgrade.apiserver.dev/action'] === 'proveflags') return isRenderedProofJob(job, allows);
   const meta = obj(job, 'metadata');
   const pod = obj(obj(obj(job, 'spec') ?? {}, 'template') ?? {}, 'spec');
   if (!meta || !pod || !Array.isArray(pod.containers) || !Array.isArray(pod.initContainers)) return false;
@@ -256,6 +269,131 @@ export function isRenderedAgentJob(job: Json, allows: ChartAllows): boolean {
   }
   return isDeepStrictEqual(expected, job);
 }
+
+// ---- the flag proof Job (src/drivers/flag-proof-job.ts) ----
+
+const META_CHARS_PROOF = ['$(id)', '`id`', 'a;b', '--feature-gates=$(id)', '--', '-', '--help', '--version=true', '\n', ' --x=y', 'x'.repeat(300)];
+const KEY_SHAPE = /^proveflags-[A-Za-z0-9._-]{0,200}-[0-9a-f]{16}$/;
+const VERSION_SHAPE = /^v[0-9]+[.][0-9]+[.][0-9]+(-[0-9A-Za-z.-]+)?$/;
+/** An entry that would take the next one as its value: a flag without `=`. */
+const loneFlag = (e: string): boolean => e.startsWith('-') && !e.includes('=');
+
+/** A flag proof's command line: kubeadm's flags, odd ones, strings of any kind; the sentinel last, never taken as a value. */
+const proofArgs = fc.array(fc.oneof(
+  { weight: 4, arbitrary: fc.constantFrom('--advertise-address=10.0.0.11', '--feature-gates=ServiceTrafficDistribution=true', '--enable-admission-plugins=NodeRestriction,JobValidation', '--service-account-signing-key-file=/var/run/auo-flag-proof/sa.key', '--etcd-servers=https://127.0.0.1:2379', '--max-requests-inflight=400', '--profiling', '-v=2', '--etcd-servers', 'value', '--') },
+  { weight: 1, arbitrary: fc.constantFrom(...META_CHARS_PROOF) },
+  { weight: 1, arbitrary: fc.string({ maxLength: 16 }) },
+), { maxLength: 8 }).filter((a) => a.length === 0 || !loneFlag(a[a.length - 1]!)).map((a) => [...a, PROOF_SENTINEL]);
+
+/** Legitimate inputs of proofJob() within the chart's default policy. */
+export function proofInputs(allows: ChartAllows): fc.Arbitrary<{ namespace: string; input: ProofJobInput }> {
+  return fc.record({
+    host: hostname,
+    upgradeName: fc.array(label, { minLength: 1, maxLength: 3 }).map((p) => p.join('.').slice(0, 63).replace(/[.-]+$/, '')).filter((n) => DNS_SUBDOMAIN.test(n)),
+    version,
+    repo: fc.constantFrom(...allows.apiserverRepositories),
+    uid: fc.uuid(),
+    args: proofArgs,
+  }).map((x) => ({
+    namespace: 'kube-system',
+    input: { upgradeName: x.upgradeName, upgradeUid: x.uid, hostname: x.host, image: `${x.repo}:${x.version}`, targetVersion: x.version, args: x.args },
+  }));
+}
+
+/** The Job proofJob() renders, as JSON. */
+export function renderProof(p: { namespace: string; input: ProofJobInput }): JsonObject {
+  return proofJob({ namespace: p.namespace }, p.input) as JsonObject;
+}
+
+/** Whether a defaulted Job is a flag proof Job the policy must admit: what proofJob() renders for the inputs it claims. */
+export function isRenderedProofJob(job: JsonObject, allows: ChartAllows): boolean {
+  const meta = obj(job, 'metadata');
+  const pod = obj(obj(obj(job, 'spec') ?? {}, 'template') ?? {}, 'spec');
+  const labels = meta ? obj(meta, 'labels') : undefined;
+  const annotations = meta ? obj(meta, 'annotations') : undefined;
+  if (!meta || !pod || !labels || !annotations || !Array.isArray(pod.containers)) return false;
+  const c = pod.containers[0];
+  if (!isObject(c) || !Array.isArray(c.command) || !c.command.every((e) => typeof e === 'string')) return false;
+  const command = c.command as string[];
+  const upgradeName = labels['upgrade.apiserver.dev/upgrade'];
+  const node = pod.nodeName;
+  const target = annotations['upgrade.apiserver.dev/target'];
+  const key = annotations['upgrade.apiserver.dev/idempotency-key'];
+  const image = c.image;
+  if (typeof upgradeName !== 'string' || !DNS_SUBDOMAIN.test(upgradeName) || typeof node !== 'string' || node.length > 253 || !DNS_SUBDOMAIN.test(node)) return false;
+  if (typeof target !== 'string' || !VERSION_SHAPE.test(target) || typeof image !== 'string' || !allows.apiserverRepositories.some((r) => image === `${r}:${target}`)) return false;
+  if (typeof key !== 'string' || !KEY_SHAPE.test(key) || !key.startsWith(`proveflags-${node.slice(0, 200)}-`)) return false;
+  if (command[0] !== 'kube-apiserver') return false;
+  let rendered: JsonObject;
+  try {
+    rendered = renderProof({ namespace: String(meta.namespace), input: { upgradeName, upgradeUid: 'x', hostname: node, image, targetVersion: target, args: command.slice(1) } });
+  } catch {
+    return false;
+  }
+  // The name's and the key's hash are of the upgrade's uid and the flags (sha256, which no admission policy can compute): any of the shape.
+  const name = meta.name;
+  if (typeof name !== 'string' || name.length > 63 || !/^auo-proveflags-([a-z0-9]([-a-z0-9]*[a-z0-9])?-)?[0-9a-f]{16}$/.test(name)) return false;
+  (rendered.metadata as JsonObject).name = name;
+  ((rendered.metadata as JsonObject).annotations as JsonObject)['upgrade.apiserver.dev/idempotency-key'] = key;
+  const uid = typeof meta.uid === 'string' ? meta.uid : undefined;
+  const expected = withServerDefaults(rendered, uid) as JsonObject;
+  for (const k of ['uid', 'creationTimestamp', 'generation', 'managedFields'] as const) {
+    if (meta[k] !== undefined) (expected.metadata as JsonObject)[k] = meta[k];
+    else delete (expected.metadata as JsonObject)[k];
+  }
+  return isDeepStrictEqual(expected, job);
+}
+
+/** Known attacks on a flag proof Job, each a change to the rendered Job. */
+export const KNOWN_PROOF_ATTACKS: { what: string; edit: (j: any) => void }[] = [ // eslint-disable-line @typescript-eslint/no-explicit-any -- hand-written edits of a JSON Job
+  { what: 'no sentinel: a kube-apiserver that serves', edit: (j) => j.spec.template.spec.containers[0].command.pop() },
+  { what: 'the sentinel overridden after it', edit: (j) => j.spec.template.spec.containers[0].command.push('--max-requests-inflight=400') },
+  { what: 'a flag that takes the sentinel as its value', edit: (j) => j.spec.template.spec.containers[0].command.splice(-1, 0, '--etcd-servers') },
+  { what: 'a shorthand flag that takes the sentinel', edit: (j) => j.spec.template.spec.containers[0].command.splice(-1, 0, '-v') },
+  { what: 'args after the command', edit: (j) => (j.spec.template.spec.containers[0].args = ['--max-requests-inflight=400']) },
+  { what: 'another binary', edit: (j) => (j.spec.template.spec.containers[0].command[0] = 'sh') },
+  { what: 'a shell', edit: (j) => (j.spec.template.spec.containers[0].command = ['sh', '-c', 'cat /host/etc/kubernetes/pki/sa.key', PROOF_SENTINEL]) },
+  { what: 'the node\'s pki mounted', edit: (j) => { j.spec.template.spec.volumes.push({ name: 'pki', hostPath: { path: '/etc/kubernetes/pki', type: 'Directory' } }); j.spec.template.spec.containers[0].volumeMounts.push({ name: 'pki', mountPath: '/etc/kubernetes/pki', readOnly: true }); } },
+  { what: 'the key volume as a hostPath', edit: (j) => (j.spec.template.spec.volumes[0] = { name: 'proof-key', hostPath: { path: '/etc/kubernetes/pki' } }) },
+  { what: 'the key volume from a Secret', edit: (j) => (j.spec.template.spec.volumes[0] = { name: 'proof-key', secret: { secretName: 'x' } }) },
+  { what: 'the downward API exposes another field', edit: (j) => (j.spec.template.spec.volumes[0].downwardAPI.items.push({ path: 'x', fieldRef: { fieldPath: 'metadata.name' } })) },
+  { what: 'another key in the annotation', edit: (j) => (j.spec.template.metadata.annotations['upgrade.apiserver.dev/proof-signing-key'] = '-----BEGIN EC PRIVATE KEY-----\nx\n-----END EC PRIVATE KEY-----\n') },
+  { what: 'another template annotation', edit: (j) => (j.spec.template.metadata.annotations['container.apparmor.security.beta.kubernetes.io/kube-apiserver'] = 'unconfined') },
+  { what: 'a writable mount', edit: (j) => (j.spec.template.spec.containers[0].volumeMounts[0].readOnly = false) },
+  { what: 'hostNetwork', edit: (j) => (j.spec.template.spec.hostNetwork = true) },
+  { what: 'hostPID', edit: (j) => (j.spec.template.spec.hostPID = true) },
+  { what: 'as root', edit: (j) => (j.spec.template.spec.containers[0].securityContext.runAsUser = 0) },
+  { what: 'privileged', edit: (j) => (j.spec.template.spec.containers[0].securityContext.privileged = true) },
+  { what: 'a capability added', edit: (j) => (j.spec.template.spec.containers[0].securityContext.capabilities.add = ['NET_ADMIN']) },
+  { what: 'a writable root', edit: (j) => (j.spec.template.spec.containers[0].securityContext.readOnlyRootFilesystem = false) },
+  { what: 'no security context', edit: (j) => delete j.spec.template.spec.containers[0].securityContext },
+  { what: 'env', edit: (j) => (j.spec.template.spec.containers[0].env = [{ name: 'GODEBUG', value: 'x' }]) },
+  { what: 'an init container', edit: (j) => (j.spec.template.spec.initContainers = [{ name: 'x', image: j.spec.template.spec.containers[0].image, command: ['kube-apiserver', '--version'] }]) },
+  { what: 'a second container', edit: (j) => j.spec.template.spec.containers.push({ ...j.spec.template.spec.containers[0], name: 'two' }) },
+  { what: 'a ServiceAccount token', edit: (j) => (j.spec.template.spec.automountServiceAccountToken = true) },
+  { what: 'a longer deadline', edit: (j) => (j.spec.activeDeadlineSeconds = 86400) },
+  { what: 'no deadline', edit: (j) => delete j.spec.activeDeadlineSeconds },
+  { what: 'an image of another repository', edit: (j) => {
+    const image = `evil.example/x/kube-apiserver:${j.metadata.annotations['upgrade.apiserver.dev/target']}`;
+    j.spec.template.spec.containers[0].image = image;
+    j.metadata.annotations['upgrade.apiserver.dev/image'] = image;
+  } },
+  { what: 'the operator\'s image', edit: (j) => {
+    j.spec.template.spec.containers[0].image = 'ghcr.io/x/apiserver-upgrade-operator:0.2.0';
+    j.metadata.annotations['upgrade.apiserver.dev/image'] = 'ghcr.io/x/apiserver-upgrade-operator:0.2.0';
+  } },
+  { what: 'the image at another tag than the target', edit: (j) => {
+    const image = j.spec.template.spec.containers[0].image.replace(/:[^:]+$/, ':v1.20.0');
+    j.spec.template.spec.containers[0].image = image;
+    j.metadata.annotations['upgrade.apiserver.dev/image'] = image;
+  } },
+  { what: 'a lifecycle hook', edit: (j) => (j.spec.template.spec.containers[0].lifecycle = { postStart: { exec: { command: ['kube-apiserver', '--version'] } } }) },
+  { what: 'a probe', edit: (j) => (j.spec.template.spec.containers[0].startupProbe = { httpGet: { path: '/', port: 6443 } }) },
+  { what: 'ports', edit: (j) => (j.spec.template.spec.containers[0].ports = [{ containerPort: 6443, hostPort: 6443 }]) },
+  { what: 'the proof label on an agent\'s key', edit: (j) => (j.metadata.annotations['upgrade.apiserver.dev/idempotency-key'] = j.metadata.annotations['upgrade.apiserver.dev/idempotency-key'].replace(/^proveflags-/, 'upgrade-')) },
+  { what: 'another server annotation', edit: (j) => (j.metadata.annotations['upgrade.apiserver.dev/server'] = 'cp-9') },
+  { what: 'the agent\'s action label', edit: (j) => (j.metadata.labels['upgrade.apiserver.dev/action'] = 'upgrade') },
+];
 
 // ---- mutations ----
 
