@@ -9,6 +9,10 @@
 // the cluster's signing key, which never leaves the node.
 import { arrayFlags, editFlags, flagName, setFlag, type FlagEdit } from '../agent/flags.ts';
 import { PROOF_SENTINEL } from '../plan/flag-proof.ts';
+import { PROXY_GATE } from '../api/constants.ts';
+import { parseIpPort } from '../api/ip-port.ts';
+import type { ResolvedStaticPod } from '../api/defaults.ts';
+import type { DriverRequest } from '../plan/actions.ts';
 
 export const SIGNING_KEY_FLAG = '--service-account-signing-key-file';
 
@@ -46,4 +50,16 @@ export function proofCommand(command: readonly string[], edit: FlagEdit | undefi
     return { error: `the command line ends in ${JSON.stringify(last).slice(0, 200)} without a value: write it as ${last.startsWith('--') ? last : '--name'}=<value> so that nothing after it is read as its value` };
   }
   return { args: [...list.slice(1), PROOF_SENTINEL], substituted };
+}
+
+/**
+ * The flag edit a call makes, as the node agent will make it from the Job agentJob() renders for the call: the
+ * proxy gate from featureGates (absent: left alone), the peer address from the server's address, the peer CA from
+ * the spec, the emulated version (absent: removed). Undefined when the server's address is not an ip:port (agentJob
+ * refuses such a call too).
+ */
+export function callFlagEdit(spec: Pick<ResolvedStaticPod, 'peerCAFile'>, r: Pick<DriverRequest, 'featureGates' | 'server' | 'emulatedVersion'>): FlagEdit | undefined {
+  const at = parseIpPort(r.server.address ?? '');
+  if (at === undefined) return undefined;
+  return { gate: r.featureGates[PROXY_GATE], peerCA: spec.peerCAFile, peerIP: at.ip, peerPort: at.port, emulatedVersion: r.emulatedVersion };
 }

@@ -4,7 +4,11 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
-import { proofCommand, SIGNING_KEY_FLAG } from '../../src/drivers/flag-proof-command.ts';
+import { parse, stringify } from 'yaml';
+import { callFlagEdit, proofCommand, SIGNING_KEY_FLAG } from '../../src/drivers/flag-proof-command.ts';
+import { agentJob } from '../../src/drivers/static-pod.ts';
+import { editManifest } from '../../src/agent/manifest-edit.ts';
+import { agentInputs } from '../support/agent-job-attack.ts';
 import { arrayFlags, editFlags, type FlagEdit } from '../../src/agent/flags.ts';
 import { PROOF_SENTINEL } from '../../src/plan/flag-proof.ts';
 
@@ -80,4 +84,24 @@ test('property: the flags are the agent\'s edit of the command, the sentinel is 
     const before = got.args[got.args.length - 2];
     assert.ok(before === undefined || !before.startsWith('-') || before.includes('='));
   }), { numRuns: 1000 });
+});
+
+test('property: the proven command line is the command of the manifest the agent writes for the call (editManifest), from the Job agentJob() renders', () => {
+  const allows = { agentImages: ['ghcr.io/x/operator:1'], apiserverRepositories: ['registry.k8s.io/kube-apiserver'], manifestPaths: ['/etc/kubernetes/manifests/kube-apiserver.yaml'], backupDirPrefixes: ['/etc/kubernetes/apiserver-upgrade-backup'], peerCAFiles: ['/etc/kubernetes/pki/ca.crt'] };
+  const extra = fc.array(fc.constantFrom('--feature-gates=ServiceTrafficDistribution=true', '--emulated-version=1.34', '--peer-advertise-ip=10.9.9.9', '--profiling', '--v=2', '--enable-admission-plugins=NodeRestriction'), { maxLength: 4 });
+  fc.assert(fc.property(agentInputs(allows), extra, (i, flags) => {
+    const command = ['kube-apiserver', '--advertise-address=10.0.0.11', ...flags, '--service-account-signing-key-file=/etc/kubernetes/pki/sa.key'];
+    const edit = callFlagEdit(i.spec, i.request);
+    assert.ok(edit);
+    // What the agent reads from its Job's environment is this edit.
+    const env = new Map(((agentJob(i.spec, i.request, i.upgradeName, i.image) as { spec: { template: { spec: { containers: { env: { name: string; value: string }[] }[] } } } }).spec.template.spec.containers[0]!.env).map((e) => [e.name, e.value]));
+    assert.deepEqual([env.get('GATE'), env.get('PEER_IP'), env.get('PEER_PORT'), env.get('PEER_CA'), env.get('EMULATED_VERSION')], [edit.gate === undefined ? '' : String(edit.gate), edit.peerIP, String(edit.peerPort), edit.peerCA, edit.emulatedVersion ?? '']);
+    const manifest = stringify({ apiVersion: 'v1', kind: 'Pod', metadata: { name: 'kube-apiserver', namespace: 'kube-system' }, spec: { containers: [{ name: 'kube-apiserver', image: 'registry.k8s.io/kube-apiserver:v1.35.4', command }] } });
+    const written = editManifest(manifest, { ...edit, image: i.image });
+    assert.ok(written.ok, written.ok ? '' : written.message);
+    const wrote = (parse(written.text) as { spec: { containers: { command: string[] }[] } }).spec.containers[0]!.command;
+    const proven = proofCommand(command, edit);
+    assert.ok('args' in proven);
+    assert.deepEqual(['kube-apiserver', ...proven.args.slice(0, -1)], wrote);
+  }), { numRuns: 300 });
 });
