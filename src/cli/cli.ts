@@ -240,7 +240,7 @@ async function planCommand(api: UpgradeApi, o: Options, deps: CliDeps): Promise<
   const { observation, inventory } = await api.observe(spec);
   const result = dryRun({ name, uid: uid ?? PLACEHOLDER_UID, generation: u.metadata?.generation ?? 1, annotations: {} }, spec, observation, now);
   const view = buildPlanView({
-    name, source, uid: uid ?? PLACEHOLDER_UID, uidIsPlaceholder: uid === undefined, spec, observation, inventory, dryRun: result, waitsFor, ignoredAnnotations,
+    name, source, uid: uid ?? PLACEHOLDER_UID, uidIsPlaceholder: uid === undefined, spec, observation, inventory, dryRun: result, waitsFor, ignoredAnnotations, now,
   });
   deps.out(o.output === 'human' ? renderPlan(view) : formatted(view, [name], o));
   return 0;

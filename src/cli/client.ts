@@ -1,5 +1,6 @@
 // The plugin's I/O: the user's kubeconfig (--kubeconfig, --context, $KUBECONFIG, as kubectl reads them),
 // the ApiServerUpgrade API, its Events, a watch, and the fleet observed exactly as the operator observes it.
+import type { V1Node } from '@kubernetes/client-node';
 import { KubeAccess } from '../runtime/kubeconfig.ts';
 import { proxyRefusal } from './proxy.ts';
 import type { ApiServerUpgrade, ApiServerUpgradeSpec } from '../api/types.generated.ts';
@@ -12,6 +13,8 @@ import { FleetObserver, type AnalysisSettings } from '../observe/fleet.ts';
 import type { InventoryRow } from '../observe/inventory.ts';
 import { observeTrust } from '../observe/trust.ts';
 import { observeCoverage } from '../observe/coverage.ts';
+import { observeGates } from '../observe/gates.ts';
+import { httpQuery } from '../observe/prometheus-source.ts';
 import type { Observation } from '../plan/index.ts';
 import { EVENTS_PATH, eventsFieldSelector, type KubeEvent } from './events.ts';
 
@@ -142,7 +145,17 @@ export class KubeUpgradeApi implements UpgradeApi {
         observeTrust(observation.peers, observer.lastInventory, { list, noDescribe: 'kubectl apiserver-upgrade plan calls no driver (the operator asks the webhook\'s Describe)' }),
         observeCoverage(list),
       ]);
-      return { observation: { ...observation, trust, coverage }, inventory: observer.lastInventory?.servers };
+      // spec.gates, evaluated once from here as the operator reads them (a Prometheus only the cluster reaches answers
+      // nothing: the gate shows as not evaluated, as it would count for the operator).
+      const g = s.gates;
+      const gates = g.queries.length > 0 || g.controlPlaneNodesReady
+        ? await observeGates({ ...(g.prometheus ? { prometheus: g.prometheus } : {}), queries: g.queries.map((q) => ({ name: q.name, query: q.query })), controlPlaneNodes: g.controlPlaneNodesReady }, {
+          query: httpQuery(5_000),
+          listNodes: async (path) => (await this.kube.request<{ items?: V1Node[] }>('GET', path)).items ?? [],
+          now: () => Date.now(),
+        })
+        : undefined;
+      return { observation: { ...observation, trust, coverage, ...(gates ? { gates } : {}) }, inventory: observer.lastInventory?.servers };
     } finally {
       observer.close();
     }

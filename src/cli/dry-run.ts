@@ -6,7 +6,8 @@
 //    controller steps), until a step asks for a driver call (those are the calls the operator would make
 //    first; they are shown, never sent), stops (Paused, finished) or makes no more progress.
 // 2. Then, the projection: the same planner stepped on a fleet simulated from that observation, where every
-//    call is accepted and lands at once and every check is healthy, until the upgrade ends. It shows every
+//    call is accepted and lands at once, every check is healthy, every gate holds and a window is open, until the
+//    upgrade ends. It shows every
 //    call the operator would make, in its order, with what each carries; nothing of it is real.
 import type { ApiServerUpgradeSpec, ApiServerUpgradeStatus, Condition } from '../api/types.generated.ts';
 import { PROXY_GATE } from '../api/constants.ts';
@@ -153,7 +154,9 @@ function healthy(obs: Observation, status: ApiServerUpgradeStatus, now: Date): O
 
 function project(upgrade: UpgradeInput, specIn: ApiServerUpgradeSpec, from: ApiServerUpgradeStatus, firstCalls: DriverRequest[], obsIn: Observation, nowIn: Date): Projection {
   const assumedResumed = specIn.paused === true;
-  const spec: ApiServerUpgradeSpec = { ...specIn, paused: false };
+  // As every check is healthy in the projection, every gate holds and a window is open: it shows the calls, not when.
+  const { gates: _gates, window: _window, ...free } = specIn;
+  const spec: ApiServerUpgradeSpec = { ...free, paused: false };
   const calls: DriverRequest[] = [];
   const seen = new Set<string>();
   let status = from;

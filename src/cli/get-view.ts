@@ -52,6 +52,12 @@ export interface GetView {
     breaches: { signal: string; server: string | undefined; observed: string | undefined; threshold: string | undefined; message: string | undefined }[];
   } | undefined;
   pause: { reason: string; message: string | undefined; since: string | undefined; resumePhase: string | undefined; servers: string[]; howToResume: string } | undefined;
+  /** Why it waits before its next step without pausing (status.waiting), and until when. */
+  waiting: { reason: string; message: string | undefined; gate: string | undefined; since: string | undefined; until: string | undefined } | undefined;
+  /** spec.window as last evaluated (status.window). */
+  window: { open: boolean | undefined; closesAt: string | undefined; nextStart: string | undefined } | undefined;
+  /** Findings preflight let through because spec.acceptRisks named them (status.acceptedRisks). */
+  acceptedRisks: { name: string; object: string | undefined; value: string | undefined; generation: number | undefined; time: string | undefined }[];
   conditions: { type: string; status: string; reason: string; message: string; lastTransitionTime: string | undefined }[];
   calls: { time: string | undefined; action: string; server: string; batch: number | undefined; target: string | undefined; gate: boolean | undefined; result: string | undefined; attempts: number | undefined; key: string; message: string | undefined }[];
   events: EventRow[];
@@ -168,6 +174,9 @@ export function buildGetView(u: ApiServerUpgrade, events: readonly KubeEvent[], 
     pause: st?.pause
       ? { reason: st.pause.reason, message: st.pause.message, since: st.pause.since, resumePhase: st.pause.resumePhase, servers: [...(st.pause.servers ?? [])], howToResume: howToResume(name, st.pause.reason, u.spec?.paused === true) }
       : undefined,
+    waiting: st?.waiting ? { reason: st.waiting.reason, message: st.waiting.message, gate: st.waiting.gate, since: st.waiting.since, until: st.waiting.until } : undefined,
+    window: st?.window ? { open: st.window.open, closesAt: st.window.closesAt, nextStart: st.window.nextStart } : undefined,
+    acceptedRisks: (st?.acceptedRisks ?? []).map((r) => ({ name: r.name, object: r.object, value: r.value, generation: r.generation, time: r.time })),
     conditions: (st?.conditions ?? []).map((c) => ({ type: c.type, status: c.status, reason: c.reason, message: c.message, lastTransitionTime: c.lastTransitionTime })),
     calls: (st?.driverCalls ?? []).map((c) => ({ time: c.time, action: c.action, server: c.server, batch: c.batch, target: c.target, gate: c.gate, result: c.result, attempts: c.attempts, key: c.key, message: c.message })),
     events: eventsAbout(u, events, eventLimit),
@@ -228,6 +237,17 @@ export function renderGet(view: GetView, now: Date): string {
   if (v.pause) {
     out.push(`Paused: ${v.pause.reason}${v.pause.since ? ` since ${when(v.pause.since, now)}` : ''}${v.pause.resumePhase ? `, resumes into ${v.pause.resumePhase}` : ''}\n` +
       `  ${v.pause.message ?? ''}\n${v.pause.servers.length ? `  servers: ${v.pause.servers.join(', ')}\n` : ''}  resume: ${v.pause.howToResume}\n`);
+  }
+
+  if (v.waiting) {
+    out.push(`Waiting: ${v.waiting.reason}${v.waiting.since ? ` since ${when(v.waiting.since, now)}` : ''}${v.waiting.until ? `, until ${when(v.waiting.until, now)}` : ''}\n` +
+      `  ${v.waiting.message ?? ''}\n  it goes on by itself once the cause is gone (no resume needed)\n`);
+  }
+  if (v.window && !isTerminal(v.phase)) {
+    out.push(`Window: ${v.window.open ? `open${v.window.closesAt ? `, closes ${when(v.window.closesAt, now)}` : ''}` : 'closed'}${v.window.nextStart ? `; next opens ${when(v.window.nextStart, now)}` : ''}\n`);
+  }
+  if (v.acceptedRisks.length > 0) {
+    out.push('Accepted risks (spec.acceptRisks):\n' + table(['NAME', 'GENERATION', 'ON', 'VALUE'], v.acceptedRisks.map((r) => [r.name, r.generation, truncate(r.object, 50), truncate(r.value, 90)]), '  '));
   }
 
   if (v.servers.length > 0) {

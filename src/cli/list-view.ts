@@ -12,6 +12,8 @@ export interface ListRow {
   progress: string | undefined;
   batch: { current: number; total: number; done: number };
   pauseReason: string | undefined;
+  /** Why it waits without pausing (status.waiting.reason), and until when (the next window start), if known. */
+  waiting: string | undefined;
   specPaused: boolean;
   createdAt: string | undefined;
   /** Which driver the spec names. */
@@ -36,10 +38,11 @@ export function listRows(items: readonly ApiServerUpgrade[]): ListRow[] {
         progress: total > 0 ? `${done}/${total}` : undefined,
         batch: { current: st?.batch?.current ?? 0, total, done },
         pauseReason: st?.pause?.reason,
+        waiting: st?.waiting ? `${st.waiting.reason}${st.waiting.until ? ` until ${st.waiting.until}` : ''}` : undefined,
         specPaused: u.spec?.paused === true,
         createdAt: iso(u.metadata?.creationTimestamp),
         driver: u.spec?.driver?.webhook ? 'webhook' : u.spec?.driver?.staticPod ? 'staticPod' : undefined,
-        message: st?.pause?.message ?? st?.conditions?.find((c) => c.type === 'Progressing')?.message,
+        message: st?.pause?.message ?? st?.waiting?.message ?? st?.conditions?.find((c) => c.type === 'Progressing')?.message,
       };
     });
 }
@@ -49,7 +52,7 @@ export function renderList(listed: readonly ListRow[], now: Date, wide = false):
   if (listed.length === 0) return 'No ApiServerUpgrades found.\n';
   // Every string from the cluster goes through terminalText before it is laid out.
   const rows = printable(listed);
-  const headers = ['NAME', 'PHASE', 'FROM', 'TO', 'DONE', 'BATCH', 'PAUSED', 'AGE', ...(wide ? ['DRIVER', 'MESSAGE'] : [])];
+  const headers = ['NAME', 'PHASE', 'FROM', 'TO', 'DONE', 'BATCH', 'PAUSED', 'WAITING', 'AGE', ...(wide ? ['DRIVER', 'MESSAGE'] : [])];
   return table(headers, rows.map((r) => [
     r.name,
     r.phase,
@@ -58,6 +61,7 @@ export function renderList(listed: readonly ListRow[], now: Date, wide = false):
     r.progress,
     r.batch.total > 0 ? `${r.batch.current}/${r.batch.total}` : undefined,
     r.pauseReason ?? (r.specPaused ? 'spec.paused' : undefined),
+    r.waiting,
     age(r.createdAt, now),
     ...(wide ? [r.driver, truncate(r.message, 80)] : []),
   ]));

@@ -10,6 +10,8 @@ import { agentJob, plannedImage } from '../drivers/static-pod.ts';
 import type { DryRun, PlannedEvent } from './dry-run.ts';
 import { printable, table, truncate } from './format.ts';
 import { renderCoverage, renderTrust } from './trust-view.ts';
+import { evaluateGates } from '../plan/start-gates.ts';
+import { windowAt } from '../plan/window.ts';
 
 export interface InventoryView {
   hostname: string;
@@ -59,6 +61,16 @@ export interface PlanView {
   firstCalls: CallView[];
   events: PlannedEvent[];
   projection: { phase: string; message: string | undefined; assumedResumed: boolean; calls: CallView[] } | undefined;
+  /**
+   * spec.window and spec.gates evaluated once, now (gates from here: a Prometheus only the cluster reaches is not
+   * evaluated, and counts as not holding), and spec.acceptRisks; what the operator would wait for, if anything.
+   */
+  start: {
+    window: { timeZone: string; open: boolean; closesAt?: string; nextStart?: string; excludedBy?: string } | undefined;
+    gates: { name: string; query?: string; holds: boolean | undefined; value: string }[];
+    acceptRisks: string[];
+    waiting: { reason: string; message: string | undefined; until: string | undefined } | undefined;
+  };
   notes: string[];
   /** What preflight computed of the proxy's trust and coverage (docs/trust.md); flags from mirror Pods only (the plugin calls no driver). */
   trust?: { report: TrustReport; verdict: { status: string; reason: string } | undefined };
@@ -77,6 +89,8 @@ export interface PlanViewInput {
   dryRun: DryRun;
   waitsFor: string | undefined;
   ignoredAnnotations: string[];
+  /** When the window is evaluated (the dry run's now). */
+  now?: Date;
 }
 
 function resolved(spec: ApiServerUpgradeSpec): ResolvedSpec | undefined {
@@ -153,10 +167,24 @@ export function buildPlanView(i: PlanViewInput): PlanView {
     gateTurnedOn: [...(st.plan?.gateTurnedOn ?? [])],
     firstCalls: calls(d.firstCalls),
     events: d.events,
+    start: startView(spec, i),
     projection: d.projection ? { phase: d.projection.phase, message: d.projection.message, assumedResumed: d.projection.assumedResumed, calls: calls(d.projection.calls) } : undefined,
     notes,
     ...(st.trust ? { trust: { report: st.trust, verdict: st.conditions?.find((c) => c.type === 'ProxyTrustVerified') } } : {}),
     ...(st.coverage ? { coverage: st.coverage } : {}),
+  };
+}
+
+function startView(spec: ResolvedSpec | undefined, i: PlanViewInput): PlanView['start'] {
+  const now = (i.now ?? new Date()).getTime();
+  const w = spec?.window ? windowAt(spec.window, now) : undefined;
+  const at = (t: number | undefined): string | undefined => (t === undefined ? undefined : new Date(t).toISOString());
+  const waiting = i.dryRun.status.waiting;
+  return {
+    window: spec?.window && w ? { timeZone: spec.window.timeZone, open: w.open, ...(w.closesAt === undefined ? {} : { closesAt: at(w.closesAt)! }), ...(w.nextStart === undefined ? {} : { nextStart: at(w.nextStart)! }), ...(w.excludedBy ? { excludedBy: w.excludedBy } : {}) } : undefined,
+    gates: spec ? evaluateGates(spec, i.observation).map((g) => ({ name: g.name, ...(g.query ? { query: g.query } : {}), holds: g.holds, value: g.value })) : [],
+    acceptRisks: [...(spec?.acceptRisks ?? [])],
+    waiting: waiting ? { reason: waiting.reason, message: waiting.message, until: waiting.until } : undefined,
   };
 }
 
@@ -176,6 +204,20 @@ function indent(s: string, by: string): string {
   return s.split('\n').map((l) => (l ? by + l : l)).join('\n');
 }
 
+/** The window, the gates and the accepted risks, as evaluated now; and what the operator would wait for. */
+function renderStart(st: PlanView['start']): string {
+  let s = 'Start conditions (checked before the first call and before every batch; never before a rollback):\n';
+  const w = st.window;
+  s += w
+    ? `  window (${w.timeZone}): ${w.open ? `open, closes at ${w.closesAt ?? '?'}` : `closed${w.excludedBy ? ` (excluded: ${w.excludedBy})` : ''}; next opens at ${w.nextStart ?? 'none within 60 days'}`}\n`
+    : '  window: none (always open)\n';
+  if (st.gates.length === 0) s += '  gates: none\n';
+  for (const g of st.gates) s += `  gate ${g.name}${g.query ? ` (${truncate(g.query, 80)})` : ''}: ${g.holds === true ? 'holds' : g.holds === false ? 'does not hold' : 'cannot be evaluated (does not hold)'}: ${truncate(g.value, 120)}\n`;
+  if (st.acceptRisks.length > 0) s += `  accepted risks: ${st.acceptRisks.join(', ')}\n`;
+  if (st.waiting) s += `  => the operator would wait: ${st.waiting.reason}${st.waiting.until ? ` until ${st.waiting.until}` : ''}: ${truncate(st.waiting.message, 160)}\n`;
+  return s;
+}
+
 /** The plan laid out for a person; every string in it (names, messages and addresses from the cluster) goes through terminalText first. */
 export function renderPlan(view: PlanView): string {
   const v = printable(view);
@@ -191,6 +233,8 @@ export function renderPlan(view: PlanView): string {
 
   const pf = v.preflight;
   out.push(pf ? `Preflight: ${pf.reason} (PreflightPassed=${pf.status})\n  ${pf.message}\n` : `Preflight: not run (phase ${v.phase})\n`);
+
+  out.push(renderStart(v.start));
 
   if (v.trust) out.push(renderTrust(v.trust.report, v.trust.verdict));
   if (v.coverage) out.push(renderCoverage(v.coverage));
@@ -216,7 +260,7 @@ export function renderPlan(view: PlanView): string {
 
   const pr = v.projection;
   if (pr) {
-    const head = `Projected calls (the planner stepped on a simulated fleet where each call lands at once and every check is healthy${pr.assumedResumed ? ', after spec.paused is set to false' : ''}; it ends ${pr.phase}):\n`;
+    const head = `Projected calls (the planner stepped on a simulated fleet where each call lands at once, every check is healthy, every gate holds and a window is open${pr.assumedResumed ? ', after spec.paused is set to false' : ''}; it ends ${pr.phase}):\n`;
     let s = head + table(['#', 'BATCH', 'ACTION', 'SERVER', 'TARGET', 'GATES', 'KEY'],
       pr.calls.map((c, n) => [n + 1, batchLabel(c.batch), c.action, c.server, targetOf(c), gates(c.featureGates), c.idempotencyKey]), '  ');
     const firstOfBatch = pr.calls.filter((c, n) => pr.calls.findIndex((x) => x.batch === c.batch) === n);

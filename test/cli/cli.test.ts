@@ -66,7 +66,7 @@ test('get -w draws the object, then again on each change, never twice the same v
 
 test('list: rows, and -o yaml', async () => {
   const api = new FakeApi(upgrading());
-  assert.match((await cli(api, ['list'])).out, /^to-v1-36 +Upgrading +v1\.35\.4 +v1\.36\.3 +1\/3 +2\/3 +- +5m$/m);
+  assert.match((await cli(api, ['list'])).out, /^to-v1-36 +Upgrading +v1\.35\.4 +v1\.36\.3 +1\/3 +2\/3 +- +- +5m$/m);
   assert.match((await cli(api, ['list', '-o', 'yaml'])).out, /^- name: to-v1-36\n {2}phase: Upgrading$/m);
 });
 

@@ -73,3 +73,26 @@ test('notes: a spec pause, a file without a UID, ignored annotations, another up
   assert.match(notes, /reaches each apiserver directly, as the operator does: from here, cp-1 \(connect ETIMEDOUT 10\.0\.0\.1:6443\)/);
   assert.match(renderPlan(v), /after spec\.paused is set to false/);
 });
+
+test('plan evaluates the window and the gates once and prints them, and what the operator would wait for; the projection assumes they hold', () => {
+  const now = new Date('2026-11-29T10:00:00Z');
+  const s = spec({
+    window: { timeZone: 'Europe/Berlin', recurring: [{ days: ['Mon'], start: '02:00', duration: '2h' }] },
+    gates: { serversReady: true, prometheus: { address: 'http://prometheus.monitoring:9090' }, queries: [{ name: 'no-critical-alerts', query: 'ALERTS{alertstate="firing",severity="critical"}' }] },
+    acceptRisks: ['DeprecatedAPIRemovedByTarget'],
+  });
+  const observation = { ...fleet('off'), gates: { queries: [{ name: 'no-critical-alerts', error: 'GET http://prometheus.monitoring:9090/api/v1/query: getaddrinfo ENOTFOUND prometheus.monitoring' }] } };
+  const upgrade = { name: 'to-v1-36', uid: 'uid-1', generation: 1, annotations: {} };
+  const v = buildPlanView(input(s, { observation, dryRun: dryRun(upgrade, s, observation, now), now }));
+  assert.deepEqual(v.start.window, { timeZone: 'Europe/Berlin', open: false, nextStart: '2026-11-30T01:00:00.000Z' });
+  assert.deepEqual(v.start.gates.map((g) => [g.name, g.holds]), [['serversReady', true], ['no-critical-alerts', undefined]]);
+  assert.equal(v.start.waiting?.reason, 'OutsideWindow');
+  assert.deepEqual(v.firstCalls, [], 'nothing would be called now');
+  assert.equal(v.projection?.phase, 'Succeeded');
+  const text = renderPlan(v);
+  assert.match(text, /^ {2}window \(Europe\/Berlin\): closed; next opens at 2026-11-30T01:00:00\.000Z$/m);
+  assert.match(text, /^ {2}gate no-critical-alerts \(ALERTS\{alertstate="firing",severity="critical"\}\): cannot be evaluated \(does not hold\): cannot be evaluated: GET .*ENOTFOUND/m);
+  assert.match(text, /^ {2}gate serversReady: holds: 3 servers ready$/m);
+  assert.match(text, /^ {2}accepted risks: DeprecatedAPIRemovedByTarget$/m);
+  assert.match(text, /^ {2}=> the operator would wait: OutsideWindow until 2026-11-30T01:00:00\.000Z/m);
+});

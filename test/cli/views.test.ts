@@ -98,11 +98,32 @@ test('list: one row per upgrade, oldest first, with phase, versions, progress, p
   const rows = listRows([a, b, c]);
   assert.deepEqual(rows.map((r) => [r.name, r.phase, r.progress, r.pauseReason]), [['done', 'Succeeded', '3/3', undefined], ['older', 'Paused', '1/3', 'AnalysisBreach'], ['to-v1-36', 'Upgrading', '1/3', undefined]]);
   assert.equal(renderList(rows, NOW), [
-    'NAME       PHASE       FROM      TO        DONE   BATCH   PAUSED           AGE',
-    'done       Succeeded   v1.35.4   v1.36.3   3/3    2/3     -                2h',
-    'older      Paused      v1.35.4   v1.36.3   1/3    2/3     AnalysisBreach   1h',
-    'to-v1-36   Upgrading   v1.35.4   v1.36.3   1/3    2/3     -                5m',
+    'NAME       PHASE       FROM      TO        DONE   BATCH   PAUSED           WAITING   AGE',
+    'done       Succeeded   v1.35.4   v1.36.3   3/3    2/3     -                -         2h',
+    'older      Paused      v1.35.4   v1.36.3   1/3    2/3     AnalysisBreach   -         1h',
+    'to-v1-36   Upgrading   v1.35.4   v1.36.3   1/3    2/3     -                -         5m',
     '',
   ].join('\n'));
   assert.equal(renderList([], NOW), 'No ApiServerUpgrades found.\n');
+});
+
+test('list and get: an upgrade waiting for its window says why and until when; one held by a gate names the gate, its query and value; accepted risks are listed', () => {
+  const w = upgrading();
+  w.status!.waiting = { reason: 'OutsideWindow', message: 'batch 2 waits for the maintenance window: next opens at 2026-11-30T02:00:00.000Z (Europe/Berlin)', since: ago(600), until: '2026-11-30T02:00:00.000Z' };
+  w.status!.window = { open: false, nextStart: '2026-11-30T02:00:00.000Z' };
+  const rows = listRows([w]);
+  assert.equal(rows[0]!.waiting, 'OutsideWindow until 2026-11-30T02:00:00.000Z');
+  assert.match(renderList(rows, NOW), /^to-v1-36 +Upgrading .* OutsideWindow until 2026-11-30T02:00:00\.000Z +5m$/m);
+  const out = renderGet(buildGetView(w, []), NOW);
+  assert.match(out, /^Waiting: OutsideWindow since .*, until 2026-11-30T02:00:00\.000Z/m);
+  assert.match(out, /batch 2 waits for the maintenance window/);
+  assert.match(out, /^Window: closed; next opens 2026-11-30T02:00:00\.000Z/m);
+  const g = upgrading();
+  g.status!.waiting = { reason: 'GateNotHeld', gate: 'no-critical-alerts', message: 'batch 2 waits: gate no-critical-alerts (ALERTS{alertstate="firing",severity="critical"}) does not hold: 1 series: {alertname="EtcdDown"} 1', since: ago(60) };
+  g.status!.acceptedRisks = [{ name: 'DeprecatedAPIRemovedByTarget', object: 'flowcontrol.apiserver.k8s.io/v1beta3/flowschemas (requested on cp-1)', value: 'removed in 1.32', generation: 4, time: ago(900) }];
+  const gout = renderGet(buildGetView(g, []), NOW);
+  assert.match(gout, /^Waiting: GateNotHeld/m);
+  assert.match(gout, /gate no-critical-alerts \(ALERTS\{alertstate="firing",severity="critical"\}\) does not hold: 1 series/);
+  assert.match(gout, /^ {2}DeprecatedAPIRemovedByTarget +4 +flowcontrol/m);
+  assert.equal(listRows([g])[0]!.waiting, 'GateNotHeld');
 });
