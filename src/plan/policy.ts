@@ -258,7 +258,7 @@ export interface Policy {
   backupDirs: PathRule[];
   /** spec.driver.staticPod.peerCAFile: the file the kube-apiserver then trusts for its peers (--peer-ca-file). */
   peerCAFiles: PathRule[];
-  /** spec.analysis.prometheus.address: where the operator sends its queries (and whose answers it reports). */
+  /** spec.analysis.prometheus.address and spec.gates.prometheus.address: where the operator sends its queries (and whose answers it reports). */
   prometheusAddresses: UrlRule[];
   /**
    * The explicit opt-in (the chart's admissionPolicy.anyKubeApiserverRepository): the kube-apiserver image a node
@@ -438,15 +438,23 @@ function checkStaticPodPaths(policy: Policy, p: ResolvedStaticPod): PolicyViolat
   return out;
 }
 
-/** spec.analysis.prometheus.address, when the signals come from Prometheus: an http(s) URL the policy lists. */
+/**
+ * spec.analysis.prometheus.address, when the signals come from Prometheus, and spec.gates.prometheus.address, where the
+ * gates' queries go: http(s) URLs the policy lists (the same list: each is a Prometheus the operator sends queries to).
+ */
 function checkPrometheus(policy: Policy, spec: ResolvedSpec): PolicyViolation[] {
-  const address = spec.analysis.prometheus?.address;
-  if (address === undefined) return [];
-  const field = 'spec.analysis.prometheus.address';
-  const u = parseHookUrl(address, 'http or https');
-  if (typeof u === 'string') return [{ field, value: address, rule: 'prometheusAddresses', message: `${field} ${shownValue(address)} ${u}` }];
-  if (policy.prometheusAddresses.some((r) => matchesUrl(r, u))) return [];
-  return [{ field, value: address, rule: 'prometheusAddresses', message: `${field} ${shownValue(address)} (${u.href}) matches no entry of prometheusAddresses (${shown(policy.prometheusAddresses)})` }];
+  const out: PolicyViolation[] = [];
+  const addresses: [string, string | undefined][] = [
+    ['spec.analysis.prometheus.address', spec.analysis.prometheus?.address],
+    ['spec.gates.prometheus.address', spec.gates.queries.length > 0 ? spec.gates.prometheus?.address : undefined],
+  ];
+  for (const [field, address] of addresses) {
+    if (address === undefined) continue;
+    const u = parseHookUrl(address, 'http or https');
+    if (typeof u === 'string') out.push({ field, value: address, rule: 'prometheusAddresses', message: `${field} ${shownValue(address)} ${u}` });
+    else if (!policy.prometheusAddresses.some((r) => matchesUrl(r, u))) out.push({ field, value: address, rule: 'prometheusAddresses', message: `${field} ${shownValue(address)} (${u.href}) matches no entry of prometheusAddresses (${shown(policy.prometheusAddresses)})` });
+  }
+  return out;
 }
 
 /**

@@ -89,7 +89,8 @@ export function whatToRead(rc: ReconcileContext, others: readonly ApiServerUpgra
   }
   // A webhook without reportsStatus has no report (docs/drivers.md): building it would read its token Secret for
   // nothing. A spec outside the policy never gets its driver built.
-  if (spec && startsAhead(rc.upgrade)) {
+  // A spec outside the policy never gets its gates' Prometheus queried (its address is the policy's to allow).
+  if (spec && startsAhead(rc.upgrade) && rc.violations.length === 0) {
     const g = spec.gates;
     if (g.queries.length > 0 || g.controlPlaneNodesReady) {
       reads.gates = { ...(g.prometheus ? { prometheus: g.prometheus } : {}), queries: g.queries.map((q) => ({ name: q.name, query: q.query })), controlPlaneNodes: g.controlPlaneNodesReady };

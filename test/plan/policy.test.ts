@@ -10,6 +10,7 @@ import {
   brokenPolicy, checkSpec, describeViolations, formatImageRef, parseHookUrl, parseImageRef, parsePolicy, PolicyError, type Policy, type PolicyViolation,
 } from '../../src/plan/policy.ts';
 import { Sim, peer, spec as baseSpec, OLD, NEW } from './fleet.ts';
+import { reconcileContext, whatToRead } from '../../src/plan/reconcile.ts';
 
 const HOOK = 'https://hooks.example.com/v1/replace';
 const SHA = `sha256:${'a'.repeat(64)}`;
@@ -555,4 +556,21 @@ test('planner: paused by spec and outside the policy: Degraded says so; unpaused
   again.step();
   assert.deepEqual([again.condition('Degraded')?.status, again.condition('Degraded')?.reason], ['False', 'AllowedByPolicy']);
   assert.equal(again.status?.pause?.reason, 'PausedBySpec');
+});
+
+test('prometheusAddresses: spec.gates.prometheus.address is held to the same list (a gate queries it), and the shell never reads the gates of a refused spec', () => {
+  const p = policy({ webhooks: [{ url: 'https://hook.example/replace' }], prometheusAddresses: [{ prefix: 'http://prometheus.monitoring.svc:9090' }] });
+  const gated = (address: string): ApiServerUpgradeSpec => baseSpec({ driver: { webhook: { url: 'https://hook.example/replace' } }, gates: { prometheus: { address }, queries: [{ name: 'no-critical-alerts', query: 'ALERTS{severity="critical"}' }] } });
+  assert.ok(allowed(p, gated('http://prometheus.monitoring.svc:9090')));
+  const v = check(p, gated('http://169.254.169.254/latest/meta-data/'));
+  assert.deepEqual(v.map((x) => [x.field, x.rule]), [['spec.gates.prometheus.address', 'prometheusAddresses']]);
+  assert.match(v[0]!.message, /matches no entry of prometheusAddresses/);
+  // An address without a query is never queried: nothing to check.
+  assert.ok(allowed(p, baseSpec({ driver: { webhook: { url: 'https://hook.example/replace' } }, gates: { prometheus: { address: 'http://elsewhere:9090' } } })));
+  const u = { metadata: { name: 'u', uid: 'u', generation: 1 }, spec: gated('http://169.254.169.254/'), status: { phase: 'Upgrading' as const } };
+  const refused = whatToRead(reconcileContext(u, p, new Date()), [], { preflightFacts: false, kubeadmFacts: false, keepKubeadmConfig: false });
+  assert.ok(refused.kind === 'read' && refused.reads.gates === undefined, 'not read');
+  const ok = { ...u, spec: gated('http://prometheus.monitoring.svc:9090') };
+  const read = whatToRead(reconcileContext(ok, p, new Date()), [], { preflightFacts: false, kubeadmFacts: false, keepKubeadmConfig: false });
+  assert.ok(read.kind === 'read' && read.reads.gates?.queries[0]?.name === 'no-critical-alerts', 'read');
 });
