@@ -237,11 +237,11 @@ export class Cluster {
    * server, and answers its base URL once all targets are up. Torn down with the cluster. Started again after
    * it died, it listens on the same address (what an ApiServerUpgrade's analysis names).
    */
-  async startPrometheus(o: { scrapeIntervalSeconds?: number } = {}): Promise<string> {
+  async startPrometheus(o: { scrapeIntervalSeconds?: number; ruleFiles?: readonly string[] } = {}): Promise<string> {
     if (this.prometheus && !this.prometheus.proc.exited) return this.prometheus.url;
     if (!process.env.AUO_PROMETHEUS) requireCommands(['prometheus'], 'startPrometheus()');
     const interval = o.scrapeIntervalSeconds ?? 1;
-    const cfg = await writePrometheusConfig(this.dir, this.pki, this.slots.map((s) => ({ address: s.info.address, port: s.info.port })), interval);
+    const cfg = await writePrometheusConfig(this.dir, this.pki, this.slots.map((s) => ({ address: s.info.address, port: s.info.port })), interval, o.ruleFiles ?? []);
     const port = this.prometheus?.port ?? await freePort();
     const url = `http://127.0.0.1:${port}`;
     const proc = new ManagedProcess(process.env.AUO_PROMETHEUS ?? 'prometheus', [

@@ -20,12 +20,15 @@ export interface ScrapeTarget {
  * cluster CA and the admin client certificate. A short scrape interval lets `increase()` over a
  * window of seconds see the two samples it needs.
  */
-export async function writePrometheusConfig(dir: string, pki: Pki, targets: ScrapeTarget[], scrapeIntervalSeconds: number): Promise<string> {
+export async function writePrometheusConfig(dir: string, pki: Pki, targets: ScrapeTarget[], scrapeIntervalSeconds: number, ruleFiles: readonly string[] = []): Promise<string> {
   const path = join(dir, 'prometheus.yml');
   const cfg = [
     'global:',
     `  scrape_interval: ${scrapeIntervalSeconds}s`,
     `  scrape_timeout: ${scrapeIntervalSeconds}s`,
+    // Rules (a test's alerts) are evaluated as often as the servers are scraped.
+    `  evaluation_interval: ${scrapeIntervalSeconds}s`,
+    ...(ruleFiles.length ? ['rule_files:', ...ruleFiles.map((f) => `  - '${f}'`)] : []),
     'scrape_configs:',
     '  - job_name: apiserver',
     '    scheme: https',
