@@ -310,7 +310,7 @@ describe('image library against a real containerd', { timeout: 20 * 60_000 }, ()
       const env = {
         MANIFEST: '/etc/kubernetes/manifests/kube-apiserver.yaml', BACKUP_DIR: '/etc/kubernetes/apiserver-upgrade-backup', KEY: 'upgrade-cp-1-0123456789abcdef',
         IMAGE: 'registry.k8s.io/kube-apiserver:v1.36.3', VERSION: 'v1.36.3', GATE: 'true', PEER_CA: '/etc/kubernetes/pki/ca.crt', PEER_IP: '127.0.0.1',
-        PEER_PORT: String(server.port), EMULATED_VERSION: '1.35', READY_TIMEOUT: '30', POLL_INTERVAL: '0.2', TERMINATION_LOG: '/tmp/termination-log',
+        PEER_PORT: String(server.port), EMULATED_VERSION: '1.35', READY_TIMEOUT: '30',
       };
       const runAgent = (id: string, e: Record<string, string>): Promise<{ code: number; stdout: string; stderr: string }> => ctr([...runArgs(id), '--rm', '--net-host',
         '--mount', `type=bind,src=${manifests},dst=/etc/kubernetes/manifests,options=rbind:rw`, '--mount', `type=bind,src=${backup},dst=/etc/kubernetes/apiserver-upgrade-backup,options=rbind:rw`,

@@ -1,10 +1,14 @@
 // The node agent's input: its environment, checked again on the node against the same patterns the CRD and the
 // driver use (src/api/patterns.ts). The driver refuses anything off before it builds a Job; this is the second
 // side, for a Job made by hand or by an older operator: a value that does not fit stops the agent (exit 2)
-// before it reads or writes anything.
+// before it reads or writes anything. Only the variables of AGENT_ENV_NAMES are read; anything else in the
+// environment (TERMINATION_LOG or POLL_INTERVAL included: where the message goes and how often the agent asks
+// are not the environment's to say) is ignored.
 import { compile, EMULATED_VERSION_PATTERN, IDEMPOTENCY_KEY_PATTERN, IMAGE_REF_MAX_LENGTH, IMAGE_REF_PATTERN, NODE_PATH_MAX_LENGTH, NODE_PATH_PATTERN, VERSION_PATTERN } from '../api/patterns.ts';
+import { dirname } from 'node:path';
 import { ipLiteral, portNumber } from '../api/ip-port.ts';
 import { shownValue } from '../api/shown.ts';
+import { AGENT_READY_TIMEOUT_MAX_SECONDS, AGENT_READY_TIMEOUT_MIN_SECONDS } from '../api/constants.ts';
 
 export interface AgentInput {
   /** The kube-apiserver static Pod manifest. */
@@ -23,9 +27,8 @@ export interface AgentInput {
   peerPort: number;
   /** major.minor; undefined: no --emulated-version. */
   emulatedVersion: string | undefined;
-  readyTimeoutMs: number;
-  pollIntervalMs: number;
-  terminationLog: string;
+  /** READY_TIMEOUT, within AGENT_READY_TIMEOUT_MIN_SECONDS..AGENT_READY_TIMEOUT_MAX_SECONDS. */
+  readyTimeoutSeconds: number;
 }
 
 const PATH = compile(NODE_PATH_PATTERN);
@@ -33,36 +36,30 @@ const KEY = compile(IDEMPOTENCY_KEY_PATTERN);
 const IMAGE = compile(IMAGE_REF_PATTERN);
 const VERSION = compile(VERSION_PATTERN);
 const EMULATED = compile(EMULATED_VERSION_PATTERN);
-const SECONDS = /^[0-9]{1,6}$/;
-const INTERVAL = /^[0-9]{1,4}(\.[0-9]{1,3})?$/;
-
-export const DEFAULT_TERMINATION_LOG = '/dev/termination-log';
-export const DEFAULT_POLL_SECONDS = '2';
+/** A whole number as the driver writes one (String of an integer): digits, no sign, no leading zero, at most 4. */
+const WHOLE = /^[1-9][0-9]{0,3}$/;
 
 class InputError extends Error {}
 
 /** Reads and checks the agent's environment: the input, or why not (a message naming the variable). */
 export function readInput(env: NodeJS.ProcessEnv): AgentInput | { error: string } {
-  const get = (name: string, dflt?: string): string => {
+  const get = (name: string): string => {
     const v = env[name];
-    if (v === undefined || v === '') {
-      if (dflt !== undefined) return dflt;
-      throw new InputError(`${name} is empty`);
-    }
+    if (v === undefined || v === '') throw new InputError(`${name} is empty`);
     return v;
   };
   const must = (name: string, ok: boolean, what: string, value: string): void => {
     if (!ok) throw new InputError(`${name} must be ${what}, got: ${shownValue(value)}`);
   };
-  const path = (name: string, dflt?: string): string => {
-    const v = get(name, dflt);
+  const path = (name: string): string => {
+    const v = get(name);
     must(name, v.length <= NODE_PATH_MAX_LENGTH && PATH.test(v), `an absolute path of [A-Za-z0-9._-] segments without . or .. (at most ${NODE_PATH_MAX_LENGTH} characters)`, v);
     return v;
   };
   try {
     const manifest = path('MANIFEST');
     const backupDir = path('BACKUP_DIR');
-    const terminationLog = path('TERMINATION_LOG', DEFAULT_TERMINATION_LOG);
+    must('BACKUP_DIR', backupDir !== dirname(manifest), 'a folder other than the manifest\'s (the kubelet would run a backup kept there as a static Pod)', backupDir);
     const key = get('KEY');
     must('KEY', KEY.test(key), 'an idempotency key (<action>-<hostname>-<16 hex>)', key);
     const image = get('IMAGE');
@@ -82,15 +79,13 @@ export function readInput(env: NodeJS.ProcessEnv): AgentInput | { error: string 
     const emulatedText = env.EMULATED_VERSION ?? '';
     must('EMULATED_VERSION', emulatedText === '' || EMULATED.test(emulatedText), 'major.minor (e.g. 1.35) or empty', emulatedText);
     const ready = get('READY_TIMEOUT');
-    must('READY_TIMEOUT', SECONDS.test(ready), 'a number of seconds', ready);
-    const poll = get('POLL_INTERVAL', DEFAULT_POLL_SECONDS);
-    must('POLL_INTERVAL', INTERVAL.test(poll) && Number(poll) > 0, 'a number of seconds above 0', poll);
+    const readyTimeoutSeconds = WHOLE.test(ready) ? Number(ready) : Number.NaN;
+    must('READY_TIMEOUT', readyTimeoutSeconds >= AGENT_READY_TIMEOUT_MIN_SECONDS && readyTimeoutSeconds <= AGENT_READY_TIMEOUT_MAX_SECONDS,
+      `a whole number of seconds from ${AGENT_READY_TIMEOUT_MIN_SECONDS} to ${AGENT_READY_TIMEOUT_MAX_SECONDS}`, ready);
     return {
       manifest, backupDir, key, image, version, gate, peerCA, peerIP, peerPort: peerPort!,
       emulatedVersion: emulatedText === '' ? undefined : emulatedText,
-      readyTimeoutMs: Number(ready) * 1000,
-      pollIntervalMs: Math.round(Number(poll) * 1000),
-      terminationLog,
+      readyTimeoutSeconds,
     };
   } catch (err) {
     if (err instanceof InputError) return { error: err.message };

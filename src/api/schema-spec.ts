@@ -1,6 +1,7 @@
 import type { Schema } from './schema-types.ts';
 import { DURATION_PATTERN, IMAGE_REF_MAX_LENGTH, IMAGE_REF_PATTERN, PERCENT_PATTERN } from './patterns.ts';
 import { absolutePathField, durationField, secretKeyRefField, stringField, versionField } from './schema-builders.ts';
+import { AGENT_READY_TIMEOUT_MAX_SECONDS, AGENT_READY_TIMEOUT_MIN_SECONDS } from './constants.ts';
 
 /**
  * The desired state of an ApiServerUpgrade, as data. This is the single source of truth: the CRD,
@@ -10,6 +11,12 @@ import { absolutePathField, durationField, secretKeyRefField, stringField, versi
  * cluster state (skipping a minor, a downgrade, an unhealthy fleet) are the operator's, reported as the
  * PreflightPassed condition.
  */
+
+/** Whole seconds as a Go duration, in the largest whole unit: 10 -> 10s, 3600 -> 1h. */
+function goDuration(seconds: number): string {
+  if (seconds % 3600 === 0) return `${seconds / 3600}h`;
+  return seconds % 60 === 0 ? `${seconds / 60}m` : `${seconds}s`;
+}
 
 const strategy: Schema = {
   tsType: 'UpgradeStrategy',
@@ -186,8 +193,9 @@ const staticPod: Schema = {
     readyTimeout: durationField(
       'How long the agent waits, after it replaced the manifest, for the new server to answer /readyz 200 on its own address; when it does not, the agent restores the backup on the node and the call fails. Must be shorter than strategy.batchTimeout.',
       '3m',
-      '10s',
-      '1h',
+      // The node agent's READY_TIMEOUT range (constants.ts): the agent refuses a value outside it.
+      goDuration(AGENT_READY_TIMEOUT_MIN_SECONDS),
+      goDuration(AGENT_READY_TIMEOUT_MAX_SECONDS),
     ),
   },
 };

@@ -1,12 +1,14 @@
 // What the static Pod driver hands its node agent, checked before any Job is built: every value that reaches the
 // agent's environment (and so a node's kube-apiserver manifest, a file name or a hostPath) against the patterns
 // the CRD and the agent use (src/api/patterns.ts). A refusal names the field it comes from.
+import { dirname } from 'node:path';
 import type { ResolvedStaticPod } from '../api/defaults.ts';
 import type { DriverRequest } from '../plan/actions.ts';
 import { compile, EMULATED_VERSION_PATTERN, IDEMPOTENCY_KEY_PATTERN, IMAGE_REF_MAX_LENGTH, IMAGE_REF_PATTERN, NODE_PATH_MAX_LENGTH, NODE_PATH_PATTERN, VERSION_PATTERN } from '../api/patterns.ts';
 import { parseIpPort } from '../api/ip-port.ts';
 import { parseImageRef } from '../plan/policy.ts';
 import { shownValue as shown } from '../api/shown.ts';
+import { AGENT_READY_TIMEOUT_MAX_SECONDS, AGENT_READY_TIMEOUT_MIN_SECONDS } from '../api/constants.ts';
 
 const PATH = compile(NODE_PATH_PATTERN);
 const KEY = compile(IDEMPOTENCY_KEY_PATTERN);
@@ -34,7 +36,7 @@ export function badPath(value: string): string | undefined {
 
 /** The values one agent Job carries, each with the field it comes from. */
 export interface AgentValues {
-  spec: Pick<ResolvedStaticPod, 'manifestPath' | 'backupDir' | 'peerCAFile'>;
+  spec: Pick<ResolvedStaticPod, 'manifestPath' | 'backupDir' | 'peerCAFile' | 'readyTimeout' | 'readyTimeoutMs'>;
   request: Pick<DriverRequest, 'idempotencyKey' | 'targetVersion' | 'emulatedVersion' | 'server'>;
   /** The target kube-apiserver image, and where it came from; undefined: a placeholder (a preview), not checked. */
   image?: { value: string; field: string };
@@ -48,6 +50,12 @@ export function agentInputProblem(v: AgentValues): string | undefined {
   for (const [field, value] of [['manifestPath', spec.manifestPath], ['backupDir', spec.backupDir], ['peerCAFile', spec.peerCAFile]] as const) {
     const bad = badPath(value);
     if (bad) return `spec.driver.staticPod.${field} ${shown(value)} ${bad}`;
+  }
+  if (spec.backupDir === dirname(spec.manifestPath)) return `spec.driver.staticPod.backupDir ${shown(spec.backupDir)} is the manifest's folder: the kubelet would run a backup kept there as a static Pod`;
+  // The CRD's range, which is the agent's: READY_TIMEOUT = ceil(readyTimeout in seconds) is then within it too.
+  const ms = spec.readyTimeoutMs;
+  if (!(ms >= AGENT_READY_TIMEOUT_MIN_SECONDS * 1000 && ms <= AGENT_READY_TIMEOUT_MAX_SECONDS * 1000)) {
+    return `spec.driver.staticPod.readyTimeout ${shown(spec.readyTimeout)} is not between ${AGENT_READY_TIMEOUT_MIN_SECONDS}s and ${AGENT_READY_TIMEOUT_MAX_SECONDS}s`;
   }
   if (!VERSION.test(r.targetVersion)) return `spec.targetVersion ${shown(r.targetVersion)} is not a Kubernetes version such as v1.36.3`;
   if (r.emulatedVersion !== undefined && !EMULATED.test(r.emulatedVersion)) return `the call's emulatedVersion ${shown(r.emulatedVersion)} is not major.minor (e.g. "1.35")`;

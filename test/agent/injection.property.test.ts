@@ -95,7 +95,8 @@ const FIELD_NAMES: Record<string, RegExp> = {
 interface Built { spec: ResolvedStaticPod; request: DriverRequest; manifest: string; backup: string }
 
 function build(s: Sample, nodeDir: string, port: number): Built {
-  const manifest = `${nodeDir}/${s.manifestDir.value}/kube-apiserver.yaml`;
+  // Under m/, so that the manifest's folder is never the backup folder (the driver refuses that).
+  const manifest = `${nodeDir}/m/${s.manifestDir.value}/kube-apiserver.yaml`;
   const backup = `${nodeDir}/${s.backupDir.value}-backup`;
   const hostname = s.hostname.value;
   const real = `127.0.0.1:${port}`;
@@ -186,7 +187,7 @@ test('property (the real agent): either refused before any Job, naming the field
         const env = Object.fromEntries(container.env.map((e) => [e.name, e.value]));
         const termination = `${nodeDir}/termination-log`;
         const run = await runAgentProcess({ dir: nodeDir, manifests: dirname(b.manifest), manifest: b.manifest, backup: b.backup, termination },
-          { ...env, POLL_INTERVAL: '0.05', TERMINATION_LOG: termination }, { watchFolder: false });
+          env, { watchFolder: false, pollMs: 50 });
         assert.equal(run.code, 0, `${run.stderr} ${run.termination}`);
         ran++;
         assertOnlyIntended(s.file.text, run.manifest, {
@@ -210,7 +211,7 @@ test('property (the agent alone, as a hand-made Job would run it): a hostile val
   const file = FILES.find((f) => f.name === 'kube-apiserver-v1.35.4.yaml')!;
   const VARS: [string, string][] = [['MANIFEST', ''], ['BACKUP_DIR', ''], ['KEY', 'upgrade-cp-1-0123456789abcdef'], ['IMAGE', 'registry.k8s.io/kube-apiserver:v1.36.3'],
     ['VERSION', 'v1.36.3'], ['GATE', 'true'], ['PEER_CA', '/etc/kubernetes/pki/ca.crt'], ['PEER_IP', '127.0.0.1'], ['PEER_PORT', String(port)], ['EMULATED_VERSION', '1.35'],
-    ['READY_TIMEOUT', '5'], ['POLL_INTERVAL', '0.05']];
+    ['READY_TIMEOUT', '10']];
   // A process environment cannot hold NUL (execve takes C strings; Node's spawn refuses it before the agent runs), so
   // no Job can hand the agent one: the values here are every other hostile string. The NUL a spec may carry is
   // refused by the driver's checks, before any Job, in the first property.
@@ -224,7 +225,7 @@ test('property (the agent alone, as a hand-made Job would run it): a hostile val
       const good = env[name]!;
       const pos = at % (good.length + 1);
       env[name] = good.slice(0, pos) + special + extra + good.slice(pos);
-      const run = await runAgentProcess(n, { ...env, TERMINATION_LOG: n.termination }, { watchFolder: false });
+      const run = await runAgentProcess(n, env, { watchFolder: false, pollMs: 50 });
       assert.equal(run.code, 2, `${name}=${JSON.stringify(env[name])}: ${run.stderr}`);
       assert.match(run.termination, new RegExp(`^${name} must be `));
       assert.doesNotMatch(run.termination.trimEnd(), /\n/, 'one line: the value is shown escaped');

@@ -14,11 +14,36 @@ test('a good environment is read, with the defaults for what is not set', () => 
   assert.ok(!('error' in r));
   assert.deepEqual({ ...r }, {
     manifest: GOOD.MANIFEST, backupDir: GOOD.BACKUP_DIR, key: GOOD.KEY, image: GOOD.IMAGE, version: 'v1.36.3', gate: true,
-    peerCA: GOOD.PEER_CA, peerIP: 'fd00::11', peerPort: 6443, emulatedVersion: '1.35', readyTimeoutMs: 180_000, pollIntervalMs: 2000,
-    terminationLog: '/dev/termination-log',
+    peerCA: GOOD.PEER_CA, peerIP: 'fd00::11', peerPort: 6443, emulatedVersion: '1.35', readyTimeoutSeconds: 180,
   });
-  const r2 = readInput({ ...GOOD, GATE: '', PEER_CA: '', EMULATED_VERSION: '', POLL_INTERVAL: '0.2', VERSION: 'v1.36.0-rc.1+k3s1' });
-  assert.ok(!('error' in r2) && r2.gate === undefined && r2.emulatedVersion === undefined && r2.pollIntervalMs === 200 && r2.peerCA === '');
+  const r2 = readInput({ ...GOOD, GATE: '', PEER_CA: '', EMULATED_VERSION: '', VERSION: 'v1.36.0-rc.1+k3s1' });
+  assert.ok(!('error' in r2) && r2.gate === undefined && r2.emulatedVersion === undefined && r2.peerCA === '');
+});
+
+test('READY_TIMEOUT: whole seconds from 10 to 3600 as the driver writes them (the CRD\'s 10s to 1h, rounded up); nothing else', () => {
+  for (const [text, seconds] of [['10', 10], ['11', 11], ['180', 180], ['3599', 3599], ['3600', 3600]] as const) {
+    const r = readInput({ ...GOOD, READY_TIMEOUT: text });
+    assert.ok(!('error' in r), text);
+    assert.equal(r.readyTimeoutSeconds, seconds);
+  }
+  for (const text of ['999999', '3601', '9', '0', '-1', '1e3', '10 ', ' 10', '0x10', '010', '+10', '10.0', '10.5', '１０', 'Infinity', 'NaN', '9'.repeat(400), '1'.repeat(17), '1_000']) {
+    const r = readInput({ ...GOOD, READY_TIMEOUT: text });
+    assert.ok('error' in r, `READY_TIMEOUT=${JSON.stringify(text)} refused`);
+    assert.match(r.error, /^READY_TIMEOUT must be a whole number of seconds from 10 to 3600, got: /);
+  }
+});
+
+test('only the contract\'s variables are read: TERMINATION_LOG, POLL_INTERVAL and anything else in the environment change nothing', () => {
+  const r = readInput(GOOD);
+  const other = readInput({ ...GOOD, TERMINATION_LOG: GOOD.MANIFEST!, POLL_INTERVAL: '0', HOME: '/root', KUBERNETES_SERVICE_HOST: '10.96.0.1', X: '$(id)\n- --x' });
+  assert.deepEqual(other, r);
+});
+
+test('a backup folder that is the manifest\'s own folder is refused (the kubelet would run the backup as a static Pod)', () => {
+  const r = readInput({ ...GOOD, BACKUP_DIR: '/etc/kubernetes/manifests' });
+  assert.ok('error' in r);
+  assert.match(r.error, /^BACKUP_DIR must be a folder other than the manifest's/);
+  assert.ok(!('error' in readInput({ ...GOOD, BACKUP_DIR: '/etc/kubernetes/manifests/backup' })), 'a folder inside it: the kubelet does not read subfolders');
 });
 
 test('every variable is checked against its pattern; the message names it and shows the value escaped', () => {
@@ -40,9 +65,7 @@ test('every variable is checked against its pattern; the message names it and sh
     ['PEER_PORT', '65536', /^PEER_PORT must be a port 1-65535/],
     ['PEER_PORT', '0', /^PEER_PORT must be/],
     ['EMULATED_VERSION', '1.35#;d', /^EMULATED_VERSION must be major\.minor/],
-    ['READY_TIMEOUT', '1e9', /^READY_TIMEOUT must be a number of seconds/],
-    ['POLL_INTERVAL', '0', /^POLL_INTERVAL must be a number of seconds above 0/],
-    ['TERMINATION_LOG', '/dev/termination-log\n', /^TERMINATION_LOG must be/],
+    ['READY_TIMEOUT', '1e9', /^READY_TIMEOUT must be a whole number of seconds/],
   ];
   for (const [name, value, why] of bad) {
     const r = readInput({ ...GOOD, [name]: value });

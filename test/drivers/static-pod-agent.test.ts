@@ -75,7 +75,7 @@ async function runAgent(n: Node, r: DriverRequest, opts: { specImage?: string; r
   const job = agentJob(spec(n, opts.specImage ?? '', opts.readyTimeoutMs), r, 'to-v1-36', imageFor(n, opts.specImage ?? '', r.targetVersion));
   const { command, env } = agentOf(job);
   assert.deepEqual(command, [...AGENT_COMMAND]);
-  const run = await runAgentProcess(n, { ...env, POLL_INTERVAL: '0.2', TERMINATION_LOG: n.termination, ...opts.env }, opts.onStart ? { onStart: opts.onStart } : {});
+  const run = await runAgentProcess(n, { ...env, ...opts.env }, opts.onStart ? { onStart: opts.onStart } : {});
   return { ...run, job };
 }
 
@@ -205,13 +205,13 @@ test('agent: a server that never answers /readyz after the rename: the backup is
     const port = await closedPort();
     const inode0 = statSync(n.manifest).ino;
     const started = Date.now();
-    const run = await runAgent(n, request('Upgrade', 'v1.36.3', port), { readyTimeoutMs: 2000 });
+    const run = await runAgent(n, request('Upgrade', 'v1.36.3', port), { readyTimeoutMs: 10_000 });
     assert.equal(run.code, 3, run.stderr);
-    assert.ok(Date.now() - started >= 2000, 'waited its ready timeout');
+    assert.ok(Date.now() - started >= 10_000, 'waited its ready timeout');
     assert.equal(run.manifest, MIRROR_MANIFEST, 'the manifest is the original again');
     assert.notEqual(statSync(n.manifest).ino, inode0);
     const backup = join(n.backup, `upgrade-cp-1-${KEY_HASH}.yaml`);
-    assert.match(run.termination, new RegExp(`^reverted: the new kube-apiserver static Pod was not ready within 2s \\(https://127\\.0\\.0\\.1:${port}/readyz, last: .*connection refused.*\\); restored ${backup.replace(/[.]/g, '\\.')}\\n$`));
+    assert.match(run.termination, new RegExp(`^reverted: the new kube-apiserver static Pod was not ready within 10s \\(https://127\\.0\\.0\\.1:${port}/readyz, last: .*connection refused.*\\); restored ${backup.replace(/[.]/g, '\\.')}\\n$`));
     // Two replacements (the new manifest, then the backup), each a write to a dot name and a rename.
     assertAtomic(n, run, `upgrade-cp-1-${KEY_HASH}`);
     assert.equal(run.events.filter((e) => e.name === 'kube-apiserver.yaml').length, 2, JSON.stringify(run.events));
@@ -221,7 +221,7 @@ test('agent: a server that never answers /readyz after the rename: the backup is
 
 test('agent: an old server that keeps answering 200 (never restarted) is not taken for the new one: reverted', async () => {
   await withNode(KUBEADM_MANIFEST, (n) => withServer(n, 'stuck', async (s) => {
-    const run = await runAgent(n, request('EnableProxy', 'v1.35.4', s.port, true), { readyTimeoutMs: 1500 });
+    const run = await runAgent(n, request('EnableProxy', 'v1.35.4', s.port, true), { readyTimeoutMs: 10_000 });
     assert.equal(run.code, 3, run.stderr);
     assert.ok(s.answers.length >= 3 && s.answers.every((x) => x === 200));
     assert.match(run.termination, /^reverted: .*last: 200, but from the server that ran before: it was never seen stopping\); restored /);
@@ -305,9 +305,9 @@ test('agent: a step that fails writes what it was doing to the termination log; 
 test('agent: a re-run on a server that does not get ready reverts nothing (exit 4)', async () => {
   await withNode(KUBEADM_MANIFEST, async (n) => {
     const port = await closedPort();
-    const run = await runAgent(n, request('Upgrade', 'v1.35.4', port), { readyTimeoutMs: 1000 });
+    const run = await runAgent(n, request('Upgrade', 'v1.35.4', port), { readyTimeoutMs: 10_000 });
     assert.equal(run.code, 4, run.stderr);
-    assert.match(run.termination, /^not ready: https:\/\/127\.0\.0\.1:\d+\/readyz did not answer 200 within 1s \(last: connection refused.*\); the manifest was already as asked, nothing to revert\n$/);
+    assert.match(run.termination, /^not ready: https:\/\/127\.0\.0\.1:\d+\/readyz did not answer 200 within 10s \(last: connection refused.*\); the manifest was already as asked, nothing to revert\n$/);
     assert.equal(run.manifest, KUBEADM_MANIFEST);
   });
 });

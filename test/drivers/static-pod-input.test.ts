@@ -2,10 +2,14 @@
 // and the Job it builds has the shape the chart's admission policy allows (a contract).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { AGENT_COMMAND, AgentInputError, StaticPodDriver, agentJob, type JobClient } from '../../src/drivers/static-pod.ts';
+import { AGENT_COMMAND, AgentInputError, PULL_ALLOWANCE_SECONDS, StaticPodDriver, agentJob, type JobClient } from '../../src/drivers/static-pod.ts';
 import type { ResolvedStaticPod } from '../../src/api/defaults.ts';
 import type { DriverRequest } from '../../src/plan/actions.ts';
 import { idempotencyKey } from '../../src/plan/keys.ts';
+import { readFileSync } from 'node:fs';
+import { AGENT_READY_TIMEOUT_MAX_SECONDS, AGENT_READY_TIMEOUT_MIN_SECONDS } from '../../src/api/constants.ts';
+import { readInput } from '../../src/agent/input.ts';
+import { parseDuration } from '../../src/api/duration.ts';
 
 const OPERATOR_IMAGE = 'ghcr.io/apiserver-upgrade-operator/apiserver-upgrade-operator:0.1.0';
 const SPEC: ResolvedStaticPod = { image: 'registry.k8s.io/kube-apiserver', manifestPath: '/etc/kubernetes/manifests/kube-apiserver.yaml', backupDir: '/etc/kubernetes/apiserver-upgrade-backup', peerCAFile: '/etc/kubernetes/pki/ca.crt', agentImage: '', namespace: 'kube-system', readyTimeout: '3m', readyTimeoutMs: 180_000 };
@@ -107,4 +111,39 @@ test('a preview (kubectl apiserver-upgrade plan) shows the Job with placeholder 
   const job = agentJob(SPEC, request(), 'u', '<repository of kube-system/kube-apiserver-cp-1>:v1.36.3', { preview: true }) as unknown as JobShape;
   assert.equal(job.spec.template.spec.containers[0]!.image, '<the operator\'s image>');
   assert.throws(() => agentJob({ ...SPEC, backupDir: '/x/../y' }, request(), 'u', 'x', { preview: true }), /spec\.driver\.staticPod\.backupDir/);
+});
+
+test('readyTimeout: the driver sends READY_TIMEOUT = ceil(seconds) only within the agent\'s range, which is the CRD\'s (10s to 1h); the agent takes every value it sends', async () => {
+  const MIN = AGENT_READY_TIMEOUT_MIN_SECONDS;
+  const MAX = AGENT_READY_TIMEOUT_MAX_SECONDS;
+  // The CRD as generated: readyTimeout between MIN and MAX seconds.
+  const crd = readFileSync(new URL('../../crds/apiserverupgrades.upgrade.apiserver.dev.yaml', import.meta.url), 'utf8');
+  const range = /readyTimeout:\n(?:.*\n)*?.*duration\(self\) >= duration\('([^']+)'\) && duration\(self\) <= duration\('([^']+)'\)/.exec(crd);
+  assert.ok(range, 'the CRD bounds readyTimeout');
+  assert.deepEqual([parseDuration(range[1]!) / 1000, parseDuration(range[2]!) / 1000], [MIN, MAX]);
+  const envOf = (job: Record<string, unknown>): Record<string, string> => Object.fromEntries(((job.spec as { template: { spec: { containers: { env: { name: string; value: string }[] }[] } } }).template.spec.containers[0]!.env).map((e) => [e.name, e.value]));
+  for (const ms of [10_000, 10_001, 59_500, 180_000, 3_599_001, 3_600_000]) {
+    const job = agentJob({ ...SPEC, readyTimeout: `${ms}ms`, readyTimeoutMs: ms }, request(), 'u', 'registry.k8s.io/kube-apiserver:v1.36.3', { operatorImage: OPERATOR_IMAGE });
+    const env = envOf(job);
+    assert.equal(env.READY_TIMEOUT, String(Math.ceil(ms / 1000)));
+    // The Job always carries a deadline: the agent's wait plus the pull allowance, so no agent waits for days.
+    assert.equal((job.spec as { activeDeadlineSeconds?: unknown }).activeDeadlineSeconds, Math.ceil(ms / 1000) + PULL_ALLOWANCE_SECONDS);
+    const read = readInput({ ...env, MANIFEST: SPEC.manifestPath });
+    assert.ok(!('error' in read), `${ms} ms: ${'error' in read ? read.error : ''}`);
+  }
+  for (const [ms, shown] of [[9_999, '9999ms'], [3_600_001, '3600001ms'], [86_400_000, '24h'], [Number.NaN, 'x']] as const) {
+    const { kube, calls } = fakeKube();
+    const out = await new StaticPodDriver({ ...SPEC, readyTimeout: shown, readyTimeoutMs: ms }, kube, 'u', OPERATOR_IMAGE).call(request());
+    assert.equal(out.kind, 'rejected', shown);
+    assert.match(out.message, new RegExp(`spec\\.driver\\.staticPod\\.readyTimeout "${shown}" is not between 10s and 3600s$`));
+    assert.deepEqual(calls, [], 'no Job');
+  }
+});
+
+test('a backupDir that is the manifest\'s folder is refused before any Job (the kubelet would run the backup as a static Pod)', async () => {
+  const { kube, calls } = fakeKube();
+  const out = await new StaticPodDriver({ ...SPEC, backupDir: '/etc/kubernetes/manifests' }, kube, 'u', OPERATOR_IMAGE).call(request());
+  assert.equal(out.kind, 'rejected');
+  assert.match(out.message, /spec\.driver\.staticPod\.backupDir "\/etc\/kubernetes\/manifests" is the manifest's folder/);
+  assert.deepEqual(calls, []);
 });

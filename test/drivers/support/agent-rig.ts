@@ -1,6 +1,7 @@
-// The node agent on this machine, as a node would run it: `node src/agent/main.ts` (the sources, as the image runs
-// their compiled form) in a child process with the Job's environment, against a kubeadm-shaped manifest in a temp
-// folder, with a loopback HTTPS server playing the node's kube-apiserver and its kubelet.
+// The node agent on this machine, as a node would run it: the agent's sources (as the image runs their compiled
+// form) in a child process with the Job's environment, against a kubeadm-shaped manifest in a temp folder, with a
+// loopback HTTPS server playing the node's kube-apiserver and its kubelet. By default through agent-entry.ts
+// (src/agent/run.ts with the termination message in a temp file and a short poll), or src/agent/main.ts itself.
 import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, watch, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:https';
@@ -9,8 +10,11 @@ import { join } from 'node:path';
 import { tmpdir } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import type { KeyPair } from './tls.ts';
+import { AGENT_RUN_ALLOWANCE_SECONDS } from '../../../src/api/constants.ts';
 
 export const AGENT_MAIN = fileURLToPath(new URL('../../../src/agent/main.ts', import.meta.url));
+/** The agent with its fixed values as arguments (tests only). */
+export const AGENT_TEST_ENTRY = fileURLToPath(new URL('./agent-entry.ts', import.meta.url));
 
 /**
  * How the fake server behaves. `kubelet`: like a node's apiserver under its kubelet: when the manifest file is
@@ -94,12 +98,30 @@ export interface FolderEvent { type: string; name: string }
 
 export interface AgentRun { code: number | null; signal: NodeJS.Signals | null; stdout: string; stderr: string; manifest: string; termination: string; events: FolderEvent[] }
 
-/** Runs the agent with `env` (and nothing else of this process's environment but PATH), watching the manifests folder. */
-export async function runAgentProcess(n: Node, env: Record<string, string>, opts: { onStart?: (pid: number) => void; watchFolder?: boolean } = {}): Promise<AgentRun> {
-  rmSync(n.termination, { force: true });
+export interface RunOptions {
+  onStart?: (pid: number) => void;
+  watchFolder?: boolean;
+  /** Between two probes of /readyz; default 200 ms. */
+  pollMs?: number;
+  /** The agent's own deadline beyond READY_TIMEOUT; default main.ts's. */
+  runAllowanceMs?: number;
+  /**
+   * `main`: src/agent/main.ts exactly as the Job's command runs it (its termination message goes to
+   * /dev/termination-log, which is not there outside a Pod: `termination` stays empty).
+   */
+  entry?: 'test' | 'main';
+}
+
+/**
+ * Runs the agent with `env` (and nothing else of this process's environment but PATH), watching the manifests
+ * folder. Its termination message file is `n.termination`, made empty first, as the kubelet makes it.
+ */
+export async function runAgentProcess(n: Node, env: Record<string, string>, opts: RunOptions = {}): Promise<AgentRun> {
+  writeFileSync(n.termination, '');
   const events: FolderEvent[] = [];
   const watcher = opts.watchFolder === false ? undefined : watch(n.manifests, (type, name) => events.push({ type, name: String(name) }));
-  const child = spawn(process.execPath, [AGENT_MAIN], { env: { PATH: process.env.PATH ?? '/usr/bin:/bin', ...env } });
+  const args = opts.entry === 'main' ? [AGENT_MAIN] : [AGENT_TEST_ENTRY, n.termination, String(opts.pollMs ?? 200), String(opts.runAllowanceMs ?? AGENT_RUN_ALLOWANCE_SECONDS * 1000)];
+  const child = spawn(process.execPath, args, { env: { PATH: process.env.PATH ?? '/usr/bin:/bin', ...env } });
   opts.onStart?.(child.pid!);
   let stdout = '';
   let stderr = '';
@@ -114,7 +136,7 @@ export async function runAgentProcess(n: Node, env: Record<string, string>, opts
   return {
     code, signal, stdout, stderr,
     manifest: readFileSync(n.manifest, 'utf8'),
-    termination: existsSync(n.termination) ? readFileSync(n.termination, 'utf8') : '',
+    termination: readFileSync(n.termination, 'utf8'),
     events,
   };
 }
