@@ -53,6 +53,10 @@ function startedBatchesBack(ctx: PlanContext): string[] {
 export function runUpgrading(ctx: PlanContext): void {
   const target = ctx.spec.targetVersion;
   applyBatchSizeEdit(ctx);
+  // The analysis first: a breach is acted on (a pause, a rollback) whether or not the next batch may start.
+  const checkBefore = ctx.status.lastAnalysis?.time;
+  if (applyAnalysis(ctx)) return;
+  const newCheck = ctx.status.lastAnalysis !== undefined && ctx.status.lastAnalysis.time !== checkBefore;
   if (!ctx.status.batch?.current) {
     // Before the first server (after a gate pass, or without one): the window and the gates must allow it.
     if (startHeld(ctx, 'batch 1')) return;
@@ -61,10 +65,6 @@ export function runUpgrading(ctx: PlanContext): void {
   const k = ctx.status.batch!.current!;
   const servers = batchOf(ctx, k);
   const emulatedVersion = batchDef(ctx, k)?.emulatedVersion;
-
-  const checkBefore = ctx.status.lastAnalysis?.time;
-  if (applyAnalysis(ctx)) return;
-  const newCheck = ctx.status.lastAnalysis !== undefined && ctx.status.lastAnalysis.time !== checkBefore;
 
   let waiting = false;
   for (const h of servers) {

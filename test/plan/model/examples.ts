@@ -114,3 +114,43 @@ export const PINNED: Pinned[] = [
     at(90),
   ]),
 ];
+
+/**
+ * Scenarios of gates and windows (not counterexamples): each runs on every invariant, and model.test.ts checks it
+ * reaches what it is about — a wait, a batch finished after its window closed, a Rollback sent while held.
+ */
+export const GATE_AND_WINDOW_SCENARIOS: Pinned[] = [
+  pin('a gate flapping: a critical alert fires during batch 1, clears, Prometheus goes away, and an abort rolls back while the gate cannot be evaluated', { servers: 3, gateOn: true, soak: '15s', upDelayS: 5, storageSafe: true, gated: true }, [
+    at(0),
+    at(5, { e: 'health', v: 'fail' }),
+    at(10),
+    at(20),
+    at(10, { e: 'health', v: 'hold' }),
+    at(20),
+    at(5, { e: 'health', v: 'unknown' }),
+    at(20),
+    at(5, { e: 'abort' }),
+    at(10),
+  ]),
+  pin('a window closing mid-batch: batch 1 starts at 10:00 in a 1-minute window, soaks past 10:01, batch 2 waits, and an abort outside the window rolls back at once', { servers: 2, gateOn: true, soak: '40s', upDelayS: 5, storageSafe: true, windowOpenMin: 1 }, [
+    at(0),
+    at(20),
+    at(20),
+    at(20),
+    at(20),
+    at(5, { e: 'abort' }),
+    at(10),
+  ]),
+  pin('a leader change at the window\'s edge: a plan lost 1 ms before it closes, the next leader at the closing instant, another 1 ms after it opens crashing after delivery', { servers: 3, gateOn: true, soak: '0s', upDelayS: 5, storageSafe: true, windowOpenMin: 2 }, [
+    at(0),
+    at(10),
+    at(0, { e: 'edge', d: -1 }, 0),
+    at(0, { e: 'edge', d: 0 }),
+    at(0, { e: 'edge', d: 1 }, 2),
+    at(5),
+    at(0, { e: 'edge', d: -1 }, 1),
+    at(0, { e: 'edge', d: 0 }),
+    at(5, { e: 'abort' }),
+    at(5),
+  ]),
+];

@@ -9,7 +9,7 @@
 //
 //   MODEL_EXPLORE=1                add the random-seed property (npm run test:explore)
 //   FC_SEED=<n> [FC_PATH=<path>]   replay: every property runs on that seed (and path, from a failure report)
-//   MODEL_RUNS=<n>                 runs per fixed-seed property (default 1500; 7 properties)
+//   MODEL_RUNS=<n>                 runs per fixed-seed property (default 1500; one property per invariant)
 //   MODEL_RANDOM_RUNS=<n>          runs of the random-seed property (default 500)
 //
 // Counterexamples found so far are pinned in examples.ts: each is a test of its own, on every invariant.
@@ -18,7 +18,8 @@ import fc from 'fast-check';
 import assert from 'node:assert/strict';
 import { INVARIANTS, INVARIANT_TEXT, type Inv } from './run.ts';
 import { play, renderSchedule, scheduleArb, type Schedule } from './schedule.ts';
-import { PINNED } from './examples.ts';
+import { GATE_AND_WINDOW_SCENARIOS, PINNED } from './examples.ts';
+import { windowOpenAt } from './world.ts';
 
 const FIXED_SEED = 20261129;
 const RUNS = Number(process.env.MODEL_RUNS ?? 1500);
@@ -87,3 +88,40 @@ if (process.env.MODEL_EXPLORE === '1' || replaySeed !== undefined) test('model, 
     params(seed, RANDOM_RUNS),
   );
 });
+
+// I12 and I13 hold vacuously unless runs wait on a gate and on a window, finish a batch after its window closed, and
+// roll back while held: the generator must get there, and the scenarios do so by construction.
+function finishedAfterClose(sc: Schedule, run: ReturnType<typeof play>): boolean {
+  const open = sc.setup.windowOpenMin ?? 0;
+  return open > 0 && (run.persisted?.batch?.history ?? []).some((h) => h.startedAt !== undefined && h.completedAt !== undefined && windowOpenAt(Date.parse(h.startedAt), open) && !windowOpenAt(Date.parse(h.completedAt), open));
+}
+
+test('the generated schedules reach gate and window waits and batches finished after their window closed', () => {
+  let gateWaits = 0;
+  let windowWaits = 0;
+  let afterClose = 0;
+  fc.assert(
+    fc.property(scheduleArb(), (sc) => {
+      const run = play(sc, new Set<Inv>(INVARIANTS));
+      if (run.waitReasons.some((r) => r === 'GateNotHeld' || r === 'GateUnknown')) gateWaits++;
+      if (run.waitReasons.includes('OutsideWindow')) windowWaits++;
+      if (finishedAfterClose(sc, run)) afterClose++;
+    }),
+    { seed: FIXED_SEED + 200, numRuns: 400 },
+  );
+  assert.ok(gateWaits >= 8 && windowWaits >= 15 && afterClose >= 30, `of 400 runs: ${gateWaits} waited on a gate, ${windowWaits} on a window, ${afterClose} finished a batch after its window closed`);
+});
+
+for (const [i, p] of GATE_AND_WINDOW_SCENARIOS.entries()) {
+  test(`model scenario ${i + 1}: ${p.found}`, () => {
+    const sc = structuredClone(p.schedule);
+    const run = play(sc, new Set<Inv>(INVARIANTS));
+    const upgrades = (run.persisted?.driverCalls ?? []).filter((c) => c.action === 'Upgrade').length;
+    assert.ok(upgrades >= 1, 'an upgrade started');
+    if (i === 0) assert.ok(run.waitReasons.includes('GateNotHeld') && run.waitReasons.includes('GateUnknown'), `waits: ${run.waitReasons.join(', ')}`);
+    if (i === 1) assert.ok(finishedAfterClose(sc, run) && run.waitReasons.includes('OutsideWindow'), `waits: ${run.waitReasons.join(', ')}; history ${JSON.stringify(run.persisted?.batch?.history)}`);
+    if (i === 2) assert.ok(run.waitReasons.includes('OutsideWindow'), `waits: ${run.waitReasons.join(', ')}`);
+    assert.ok(run.rollbackWhileHeld >= 1, `a Rollback was sent while held (${run.rollbackWhileHeld}); trace:\n${run.trace.slice(-30).join('\n')}`);
+    assert.equal(run.persisted?.phase, 'RolledBack');
+  });
+}

@@ -13,9 +13,9 @@ import type { ApiServerUpgradeSpec, ApiServerUpgradeStatus, DriverCall } from '.
 import { plan, ABORT_ANNOTATION, RESUME_ANNOTATION, type Plan, type UpgradeInput, type Observation, type DriverRequest } from '../../../src/plan/index.ts';
 import { recordCallOutcome } from '../../../src/plan/call-outcome.ts';
 import type { CallReport } from '../../../src/plan/context.ts';
-import { World, GATE, minor, release, short, stamp, storageKey } from './world.ts';
+import { World, GATE, minor, release, short, stamp, storageKey, windowOpenAt } from './world.ts';
 
-export const INVARIANTS = ['I1', 'I2', 'I3', 'I4', 'I5', 'I6', 'I7', 'I8', 'I9', 'I10', 'I11'] as const;
+export const INVARIANTS = ['I1', 'I2', 'I3', 'I4', 'I5', 'I6', 'I7', 'I8', 'I9', 'I10', 'I11', 'I12', 'I13'] as const;
 export type Inv = (typeof INVARIANTS)[number];
 
 export const INVARIANT_TEXT: Record<Inv, string> = {
@@ -29,6 +29,8 @@ export const INVARIANT_TEXT: Record<Inv, string> = {
   I8: 'an Accepted call the driver reports failed ends in that step; it ends Failed only from Accepted, on the driver\'s failed report for that very key, unless it is seen landed (observation wins: Done), and is never in flight at the driver; its server gets nothing else sent until a resume or retry (a rollback\'s Rollback call after a failed non-Rollback call excepted)',
   I9: 'a pause that fails closed on an unknown re-checks it: never Paused RollbackSafetyUnknown (spec.paused false) once both versions\' storage hashes were observed by a persisted plan (the verdict is known)',
   I10: 'no downgrade: an EnableProxy or RevertProxy call targets the release its server runs, an Upgrade never a release older than it; only a Rollback goes back',
+  I12: 'no first call (the gate pass\'s first EnableProxy, or batch 1) and no new batch starts outside a maintenance window or while a gate does not hold (fails, or cannot be evaluated)',
+  I13: 'a rollback is never delayed by a gate or a window: every step plans the same Rollback calls (and RollingBack) as it would without spec.gates and spec.window',
   I11: 'once faults stop, a pause names a real, still-present cause: MembershipChanged a server that joined, is gone or down, runs the target without emulation in phase one or runs neither version; RollbackUnsafe only when storage truly is unsafe; RollbackSafetyUnknown only while a server is down, an Upgrade call is in flight or some storage a server wrote was never observed',
 };
 
@@ -59,6 +61,10 @@ export interface RunSetup {
   batchTimeoutMs: number;
   /** spec.strategy.phases TwoPhase: the world emulates, and the observer reads own discovery and orphans. */
   twoPhase: boolean;
+  /** spec.gates has the one query gate `health` (the world's `health` is its truth). */
+  gated?: boolean;
+  /** spec.window: open this many minutes every 4 minutes 10:00-11:00 UTC (schedule.ts windowOpenAt); 0: none. */
+  windowOpenMin?: number;
 }
 
 export const START = Date.parse('2026-11-29T10:00:00Z');
@@ -105,6 +111,10 @@ export class ModelRun {
   private failedServers = new Map<string, string>();
   /** How many calls ended Failed (persisted), to tell the generated runs do reach the case. */
   failedCalls = 0;
+  /** Every status.waiting.reason a persisted step had, in order (repeats kept once in a row). */
+  readonly waitReasons: string[] = [];
+  /** Rollback calls planned while the gate did not hold or no window was open (I13 is not vacuous). */
+  rollbackWhileHeld = 0;
 
   constructor(setup: RunSetup, enabled: ReadonlySet<Inv>) {
     this.setup = setup;
@@ -221,6 +231,7 @@ export class ModelRun {
     }
     const p = plan({ ...this.upgrade, driverReports }, this.spec, before, obs, now);
     this.last = p;
+    this.checkNotDelayed(before, p, obs, now, driverReports);
     const calls = p.actions.flatMap((a) => (a.kind === 'callDriver' ? [a.request] : []));
     const head = `${before?.phase ?? 'Pending'}→${describePhase(p.status)}`;
     this.current = `${head}${reportNotes.length ? ` | reports ${reportNotes.join(', ')}` : ''}${calls.length ? ` | emits ${calls.map(describeCall).join(', ')}` : ''}`;
@@ -233,6 +244,10 @@ export class ModelRun {
     }
     this.persisted = p.status;
     this.failedServers = blocked;
+    const reason = p.status.waiting?.reason;
+    if (reason !== undefined && this.waitReasons.at(-1) !== reason) this.waitReasons.push(reason);
+    const held = (this.setup.gated === true && this.world.health !== 'hold') || (this.spec.window !== undefined && !windowOpenAt(this.world.now, this.setup.windowOpenMin ?? 0));
+    if (held && calls.some((c) => c.action === 'Rollback')) this.rollbackWhileHeld++;
     this.failedCalls += (p.status.driverCalls ?? []).filter((c) => c.result === 'Failed' && before?.driverCalls?.find((x) => x.key === c.key)?.result !== 'Failed').length;
     if (obs.storage?.some((s) => release(s.version) === release(this.setup.fromVersion))) this.fromSeen = true;
     if (obs.storage?.some((s) => release(s.version) === release(this.setup.targetVersion))) this.targetSeen = true;
@@ -291,6 +306,15 @@ export class ModelRun {
       if (!p.status.pause?.reason || cond?.status !== 'True') this.fail('I6', `Paused without a reason (pause ${JSON.stringify(p.status.pause)}, condition Paused ${cond?.status})`);
     }
     if (!STOPPING.has(phase) && phase !== 'Pending' && p.requeueAfterMs === undefined) this.fail('I6', `active phase ${phase} asks for no requeue: nothing would wake it`);
+    // I12: a first call or a new batch only inside a window and with the gate holding (the truth at this instant).
+    const starts = calls.filter((c) => {
+      const had = (action: string, batch: number) => (before?.driverCalls ?? []).some((d) => d.action === action && d.batch === batch);
+      return (c.action === 'Upgrade' && !had('Upgrade', c.batch)) || (c.action === 'EnableProxy' && c.batch === 0 && !had('EnableProxy', 0));
+    });
+    for (const c of starts) {
+      if (this.setup.gated && this.world.health !== 'hold') this.fail('I12', `${describeCall(c)} starts ${c.action === 'Upgrade' ? `batch ${c.batch}` : 'the gate pass'} while the gate health ${this.world.health === 'fail' ? 'fails (a critical alert fires)' : 'cannot be evaluated'}`);
+      if (this.spec.window && (this.setup.windowOpenMin ?? 0) > 0 && !windowOpenAt(this.world.now, this.setup.windowOpenMin!)) this.fail('I12', `${describeCall(c)} starts ${c.action === 'Upgrade' ? `batch ${c.batch}` : 'the gate pass'} at ${new Date(this.world.now).toISOString()}, outside every maintenance window`);
+    }
     // I10: no downgrade, against the truth of what each server runs.
     for (const c of calls) {
       const srv = this.world.servers.get(c.server.hostname);
@@ -310,6 +334,23 @@ export class ModelRun {
         if (!turnedOn?.includes(c.server.hostname)) this.fail('I7', `${describeCall(c)} on a server not in status.plan.gateTurnedOn (${JSON.stringify(turnedOn)})`);
         else if (!this.world.turnedOn.has(c.server.hostname)) this.fail('I7', `${describeCall(c)}: no call of this upgrade turned ${c.server.hostname}'s gate on (gateTurnedOn ${JSON.stringify(turnedOn)})`);
       }
+    }
+  }
+
+  /**
+   * I13: the same step planned without spec.gates and spec.window: where that one rolls back (a Rollback call, or
+   * RollingBack), this one does the same, at once.
+   */
+  private checkNotDelayed(before: ApiServerUpgradeStatus | undefined, p: Plan, obs: Observation, now: Date, driverReports: Record<string, CallReport>): void {
+    if (!this.spec.gates && !this.spec.window) return;
+    const { gates: _g, window: _w, ...free } = this.spec;
+    const q = plan({ ...this.upgrade, driverReports }, free, before, obs, now);
+    const rollbacks = (x: Plan) => x.actions.flatMap((a) => (a.kind === 'callDriver' && a.request.action === 'Rollback' ? [a.request.server.hostname] : [])).sort();
+    const want = rollbacks(q);
+    if (want.length === 0 && q.status.phase !== 'RollingBack') return;
+    const got = rollbacks(p);
+    if (JSON.stringify(got) !== JSON.stringify(want) || p.status.phase !== q.status.phase) {
+      this.fail('I13', `without gates and windows this step is ${q.status.phase} with Rollback ${want.join(', ') || 'none'}; with them ${p.status.phase} with Rollback ${got.join(', ') || 'none'} (gate ${this.world.health}${this.spec.window ? `, window ${windowOpenAt(this.world.now, this.setup.windowOpenMin ?? 0) ? 'open' : 'closed'}` : ''})`);
     }
   }
 

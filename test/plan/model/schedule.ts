@@ -6,7 +6,7 @@
 import fc from 'fast-check';
 import type { ApiServerUpgradeSpec } from '../../../src/api/types.generated.ts';
 import { ModelRun, type Inv, type RunSetup, START } from './run.ts';
-import { release, stamp, type DeliveryFault, type Fate } from './world.ts';
+import { WINDOW_STARTS, nextWindowEdge, release, stamp, type DeliveryFault, type Fate } from './world.ts';
 
 export const OLD = 'v1.35.4';
 
@@ -29,7 +29,13 @@ export interface Setup {
   staleOnStop: boolean;
   /** spec.strategy.phases (TwoPhase needs a minor upgrade: with the patch target, preflight refuses it). */
   phases: 'OnePhase' | 'TwoPhase';
+  /** spec.gates with one PromQL gate (`health`: no critical alert firing); absent: none. */
+  gated?: boolean;
+  /** spec.window: windows of this many minutes every 4 minutes from 10:00 to 11:00 UTC; absent or 0: none. */
+  windowOpenMin?: 0 | 1 | 2 | 3;
 }
+
+
 
 export type Event =
   | { e: 'fault'; f: DeliveryFault; n: number }
@@ -45,7 +51,9 @@ export type Event =
   | { e: 'blip'; i: number }
   | { e: 'stuck'; s: number }
   | { e: 'flaky'; n: number }
-  | { e: 'reportFault'; n: number };
+  | { e: 'reportFault'; n: number }
+  | { e: 'health'; v: 'hold' | 'fail' | 'unknown' }
+  | { e: 'edge'; d: -1 | 0 | 1 };
 
 export interface Step {
   /** Seconds that pass before the reconcile. */
@@ -80,6 +88,8 @@ export const setupArb: fc.Arbitrary<Setup> = fc.record({
   upDelayS: fc.integer({ min: 2, max: 25 }),
   staleOnStop: fc.boolean(),
   phases: fc.constantFrom('OnePhase' as const, 'OnePhase' as const, 'TwoPhase' as const),
+  gated: fc.boolean(),
+  windowOpenMin: fc.constantFrom(0 as const, 0 as const, 1 as const, 2 as const, 3 as const),
 });
 
 const eventArb: fc.Arbitrary<Event> = fc.oneof(
@@ -97,6 +107,10 @@ const eventArb: fc.Arbitrary<Event> = fc.oneof(
   { weight: 2, arbitrary: fc.record({ e: fc.constant('stuck' as const), s: fc.constantFrom(30, 90, 200, 400) }) },
   { weight: 1, arbitrary: fc.record({ e: fc.constant('flaky' as const), n: fc.integer({ min: 1, max: 4 }) }) },
   { weight: 1, arbitrary: fc.record({ e: fc.constant('reportFault' as const), n: fc.integer({ min: 1, max: 4 }) }) },
+  // A gate flapping (a critical alert firing and clearing, Prometheus going away), and time moved to a window's edge
+  // (a crash there is a leader change at the edge).
+  { weight: 8, arbitrary: fc.record({ e: fc.constant('health' as const), v: fc.constantFrom('hold' as const, 'fail' as const, 'fail' as const, 'unknown' as const) }) },
+  { weight: 2, arbitrary: fc.record({ e: fc.constant('edge' as const), d: fc.constantFrom(-1 as const, 0 as const, 1 as const) }) },
 );
 
 const stepArb: fc.Arbitrary<Step> = fc.record(
@@ -118,6 +132,8 @@ export function specOf(s: Setup): ApiServerUpgradeSpec {
     strategy: { batchSize: s.batchSize, soakDuration: s.soak, batchTimeout: s.batchTimeout, ...(s.phases === 'TwoPhase' ? { phases: 'TwoPhase', phaseSoakDuration: '15s' } : {}) },
     proxy: { gate: s.gate, revertAfter: s.revertAfter, allowAlphaGate: true },
     analysis: { interval: '10s', failureLimit: s.failureLimit, onBreach: s.onBreach, thresholds: { discoveryConvergence: '1m' } },
+    ...(s.gated ? { gates: { prometheus: { address: 'http://prometheus:9090' }, queries: [{ name: 'health', query: 'ALERTS{alertstate="firing",severity="critical"}' }] } } : {}),
+    ...(s.windowOpenMin ? { window: { timeZone: 'UTC', recurring: WINDOW_STARTS.map((start) => ({ days: ['Sun', 'Mon', 'Tue', 'Wed', 'Thu', 'Fri', 'Sat'] as const, start, duration: `${s.windowOpenMin}m` })).map((r) => ({ ...r, days: [...r.days] })) } } : {}),
   };
 }
 
@@ -135,6 +151,8 @@ function runSetup(s: Setup): RunSetup {
     spec: specOf(s),
     batchTimeoutMs: s.batchTimeout === '1m' ? 60_000 : 180_000,
     twoPhase: s.phases === 'TwoPhase',
+    gated: s.gated === true,
+    windowOpenMin: s.windowOpenMin ?? 0,
   };
 }
 
@@ -144,7 +162,7 @@ export function renderSchedule(sc: Schedule): string {
   const head =
     `setup: ${s.servers} servers on ${OLD}${s.suffix} gate ${s.gateOn ? 'on' : 'off'} -> ${s.target}; batchSize ${s.batchSize}, soak ${s.soak}, batchTimeout ${s.batchTimeout}, ` +
     `failureLimit ${s.failureLimit}, onBreach ${s.onBreach}, proxy.gate ${s.gate}${s.revertAfter ? ' revertAfter' : ''}, storage ${s.storageSafe ? 'safe' : 'UNSAFE'} to roll back, ` +
-    `${s.phases === 'TwoPhase' ? 'TwoPhase, ' : ''}${s.pausedAtCreation ? 'created paused, ' : ''}ops stop after ${s.downDelayS}s and return ${s.upDelayS}s later${s.staleOnStop ? ' (stops leave stale leases)' : ''}`;
+    `${s.phases === 'TwoPhase' ? 'TwoPhase, ' : ''}${s.gated ? 'gate health, ' : ''}${s.windowOpenMin ? `windows of ${s.windowOpenMin}m every 4m 10:00-11:00 UTC, ` : ''}${s.pausedAtCreation ? 'created paused, ' : ''}ops stop after ${s.downDelayS}s and return ${s.upDelayS}s later${s.staleOnStop ? ' (stops leave stale leases)' : ''}`;
   const lines = sc.steps.map((st, i) => `  ${String(i + 1).padStart(2)}. wait ${st.dt}s${st.ev ? `, ${renderEvent(st.ev)}` : ''}, reconcile${st.crash >= 0 ? ` crashing ${renderCrash(st.crash)}` : ''}`);
   return [head, ...lines, '  then: faults stop (calm) and the run must come to rest'].join('\n');
 }
@@ -184,6 +202,10 @@ function renderEvent(ev: Event): string {
       return `next ${ev.n} storage reads incomplete`;
     case 'reportFault':
       return `next ${ev.n} driver report reads fail (unknown, or the read throws)`;
+    case 'health':
+      return `gate health: ${ev.v === 'hold' ? 'holds' : ev.v === 'fail' ? 'a critical alert fires' : 'Prometheus down (cannot be evaluated)'}`;
+    case 'edge':
+      return `time moves to the next window edge${ev.d === 0 ? '' : ev.d < 0 ? ' less 1 ms' : ' plus 1 ms'}`;
   }
 }
 
@@ -240,6 +262,12 @@ function apply(run: ModelRun, ev: Event): void {
     case 'reportFault':
       w.reportFaults += ev.n;
       break;
+    case 'health':
+      w.health = ev.v;
+      break;
+    case 'edge':
+      if ((run.setup.windowOpenMin ?? 0) > 0) w.advance(Math.max(0, nextWindowEdge(w.now, run.setup.windowOpenMin!) + ev.d - w.now));
+      break;
   }
   run.note(`~ ${renderEvent(ev)}`);
 }
@@ -288,7 +316,14 @@ function calm(run: ModelRun, limits: Limits): void {
   w.flakyStorage = 0;
   w.reportFaults = 0;
   if (run.spec.paused) run.editSpec({ paused: false });
-  run.note('~ calm: faults stop; spec.paused false');
+  // The gate holds again; the windows go (a later one may be a day away): what is left must come to rest.
+  w.health = 'hold';
+  if (run.spec.window) {
+    const { window: _w, ...rest } = run.spec;
+    run.spec = rest;
+    run.upgrade = { ...run.upgrade, generation: run.upgrade.generation + 1 };
+  }
+  run.note('~ calm: faults stop; spec.paused false; gate holds; no window');
   let resumes = 0;
   let steps = 0;
   let since = w.now;

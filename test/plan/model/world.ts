@@ -166,6 +166,8 @@ export class World {
   flakyStorage = 0;
   /** The next this-many report reads fail: alternately an `unknown` answer and a read that throws. */
   reportFaults = 0;
+  /** The truth of spec.gates' one query gate (`health`): it holds, fails (a firing alert), or cannot be evaluated (Prometheus down). */
+  health: 'hold' | 'fail' | 'unknown' = 'hold';
   /** Every delivery, for the trace. */
   deliveries: { at: number; request: DriverRequest; outcome: CallOutcome; fault: DeliveryFault | undefined }[] = [];
   /** Hostnames whose proxy gate an op turned on (it was off before): the only ones a revert may turn off. */
@@ -431,6 +433,8 @@ export class World {
       analysis: this.analysis(),
       // Nobody creates objects of the target-only resource here: a phase-two rollback orphans nothing.
       ...(this.p.twoPhase ? { orphans: [] } : {}),
+      // spec.gates' query gate, as the gates' Prometheus answers it (read whether or not the spec has gates).
+      gates: { queries: [this.health === 'unknown' ? { name: 'health', error: 'GET http://prometheus:9090/api/v1/query: connect ECONNREFUSED' } : { name: 'health', samples: this.health === 'fail' ? [{ labels: { alertname: 'EtcdMembersDown', severity: 'critical' }, value: 1 }] : [] }] },
     };
     if (this.flakyStorage > 0) {
       this.flakyStorage--;
@@ -445,4 +449,25 @@ export class World {
     }
     return obs;
   }
+}
+
+/** The maintenance windows of a setup (UTC): open `openMin` minutes at 10:00, 10:04, ... 10:56 every day. */
+export const WINDOW_STARTS = Array.from({ length: 15 }, (_, i) => `10:${String(i * 4).padStart(2, '0')}`);
+
+/** The truth, computed apart from the planner's window code: whether a window is open at `t`. */
+export function windowOpenAt(t: number, openMin: number): boolean {
+  const ms = ((t % 86_400_000) + 86_400_000) % 86_400_000;
+  const since = ms - 10 * 3_600_000;
+  return since >= 0 && since < 60 * 60_000 && since % (4 * 60_000) < openMin * 60_000;
+}
+
+/** The next instant after `t` at which a window opens or closes. */
+export function nextWindowEdge(t: number, openMin: number): number {
+  const day = t - (((t % 86_400_000) + 86_400_000) % 86_400_000);
+  const edges: number[] = [];
+  for (const d of [0, 86_400_000]) for (const [i] of WINDOW_STARTS.entries()) {
+    const start = day + d + 10 * 3_600_000 + i * 4 * 60_000;
+    edges.push(start, start + openMin * 60_000);
+  }
+  return Math.min(...edges.filter((e) => e > t));
 }
