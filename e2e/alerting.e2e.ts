@@ -13,7 +13,9 @@
 //   with the rules the page's `helm template … | sed …` renders from the real chart;
 // - a real Alertmanager with the page's alertmanager.yml, whose receivers post to an HTTP server of this test;
 // - an upgrade that pauses on its own (the e2e hook refuses the call: DriverFailed) and one that preflight
-//   refuses (SkipsMinor: Failed), so one critical and one warning alert go through the routing.
+//   refuses (SkipsMinor: Failed), so one critical and one warning alert go through the routing;
+// - an upgrade the operator's policy refuses (--policy-file lists the e2e hook only), which waits in preflight:
+//   ApiServerUpgradeWaiting goes to the ticket receiver with the cluster's name (Prometheus' external label).
 // Shortened for the test, and only here: scrape and evaluation every second (Prometheus's `global:`, which the
 // page leaves to the reader) and the alerts' `for:` (5 s instead of 1m) through the values file, which the chart
 // lets set; Alertmanager's group_wait stays the page's 30 s.
@@ -52,6 +54,10 @@ const METRICS_SERVICE = `${RELEASE}-metrics`;
 /** The alerts' `for:` in this test (the chart's default is 1m): set through the values file, as a reader could. */
 const ALERT_FOR = '5s';
 const PAUSED = 'alerting-refused';
+/** An upgrade the operator's policy refuses (its hook URL is not listed): it waits in preflight, NotAllowedByPolicy. */
+const POLICY_REFUSED = 'alerting-policy-refused';
+/** The cluster's name, as kube-prometheus-stack users set it: an external label of their Prometheus. */
+const CLUSTER_NAME = 'e2e-east';
 const FAILED = 'alerting-skips-minor';
 /** A version no binary is built for: the e2e hook refuses to stop a server it cannot start again (422). */
 const UNBUILDABLE = 'v1.36.99';
@@ -127,6 +133,8 @@ before(async () => {
   const values = parse(block('monitoring-values.yaml').text) as { prometheusRule: Record<string, unknown> };
   values.prometheusRule.paused = { for: ALERT_FOR };
   values.prometheusRule.failed = { for: ALERT_FOR };
+  // ApiServerUpgradeWaiting after 5 s of waiting (30m by default), for 5 s.
+  values.prometheusRule.waiting = { after: '5s', for: ALERT_FOR, severity: 'warning' };
   writeFileSync(join(work, 'monitoring-values.yaml'), stringify(values));
 
   await k(['create', 'namespace', NS]);
@@ -138,9 +146,12 @@ before(async () => {
   // EndpointSlice may carry.
   const metricsPort = await freePort();
   metricsAddress = `${cluster.netns.hostAddress}:${metricsPort}`;
+  // The operator's policy allows the e2e hook, and only it.
+  const policyFile = join(work, 'policy.yaml');
+  writeFileSync(policyFile, `apiVersion: upgrade.apiserver.dev/v1alpha1\nkind: OperatorPolicy\nwebhooks:\n  - url: ${hook.url}\n`);
   op = await startOperator(cluster, {
     healthPort: await freePort(),
-    extraArgs: [`--metrics-port=${metricsPort}`, `--metrics-host=${cluster.netns.hostAddress}`, '--metrics-auth=true'],
+    extraArgs: [`--metrics-port=${metricsPort}`, `--metrics-host=${cluster.netns.hostAddress}`, '--metrics-auth=true', '--policy-file', policyFile],
   });
   await k(['apply', '-f', '-'], await renderChart('templates/service.yaml'));
   // What the EndpointSlice controller writes for the Service's one ready Pod: the slice's port is the Pod's
@@ -160,13 +171,13 @@ before(async () => {
   // The page's rules command, run as written: it writes apiserver-upgrade-operator.rules.yml next to prometheus.yml.
   const rules = await runPageScript('rules.sh', [[PUBLISHED_CHART, 'charts/apiserver-upgrade-operator']]);
   assert.equal(rules.code, 0, `the page's rules command:\n${rules.stdout}${rules.stderr}`);
-  assert.match(rules.stdout, /SUCCESS: 10 rules found/, rules.stdout); // nine alerts, ApiServerUpgradeOperatorDown as a page and as a ticket
+  assert.match(rules.stdout, /SUCCESS: 12 rules found/, rules.stdout); // eleven alerts, ApiServerUpgradeOperatorDown as a page and as a ticket
 
   const lb = new URL(cluster.lbUrl);
   prom = await startInClusterPrometheus({
     bin: promBin,
     dir: work,
-    config: `global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\n  evaluation_interval: 1s\n${substitute(block('prometheus.yml'), [['alertmanager.monitoring.svc:9093', am.address]])}`,
+    config: `global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\n  evaluation_interval: 1s\n  external_labels:\n    cluster: ${CLUSTER_NAME}\n${substitute(block('prometheus.yml'), [['alertmanager.monitoring.svc:9093', am.address]])}`,
     token: (await k(['create', 'token', 'prometheus', '-n', MONITORING, '--duration=1h'])).trim(),
     caFile: cluster.pki.caCert,
     api: { host: lb.hostname, port: Number(lb.port) },
@@ -183,16 +194,16 @@ after(async () => {
   await cluster?.teardown();
 });
 
-test('the rules file of the page is the chart\'s nine alerts, with the values\' labels and for:', () => {
+test('the rules file of the page is the chart\'s eleven alerts, with the values\' labels and for:', () => {
   const file = parse(readFileSync(join(work, 'apiserver-upgrade-operator.rules.yml'), 'utf8')) as { groups: { name: string; rules: { alert: string; for: string; labels: Record<string, string>; expr: string }[] }[] };
   const rules = file.groups.flatMap((g) => g.rules);
-  assert.equal(rules.length, 10);
-  assert.equal(new Set(rules.map((r) => r.alert)).size, 9, 'nine alerts: ApiServerUpgradeOperatorDown has a paging rule and a ticket rule');
+  assert.equal(rules.length, 12);
+  assert.equal(new Set(rules.map((r) => r.alert)).size, 11, 'eleven alerts: ApiServerUpgradeOperatorDown has a paging rule and a ticket rule');
   const paused = rules.find((r) => r.alert === 'ApiServerUpgradePaused');
   assert.deepEqual(paused?.labels, { severity: 'critical', team: 'control-plane' });
   assert.equal(paused?.for, ALERT_FOR);
   assert.match(paused?.expr ?? '', new RegExp(`job="${METRICS_SERVICE}", namespace="${NS}"`), 'the rules select the release\'s metrics job and namespace');
-  for (const r of rules) assert.ok(['critical', 'warning'].includes(r.labels.severity!) && r.labels.team === 'control-plane', `${r.alert}: ${JSON.stringify(r.labels)}`);
+  for (const r of rules) assert.ok(['critical', 'warning', 'info'].includes(r.labels.severity!) && r.labels.team === 'control-plane', `${r.alert}: ${JSON.stringify(r.labels)}`);
 });
 
 test('with the page\'s discovery RBAC alone, Prometheus finds the three apiservers and the operator, and each refuses it (403)', async () => {
@@ -286,7 +297,7 @@ test('Alertmanager, with the page\'s routing, pages ApiServerUpgradePaused and f
   assert.equal(pn.receiver, 'control-plane-pager');
   assert.equal(pn.status, 'firing');
   assert.deepEqual(pn.groupLabels, { alertname: 'ApiServerUpgradePaused', upgrade: PAUSED });
-  assert.deepEqual(pa.labels, { alertname: 'ApiServerUpgradePaused', upgrade: PAUSED, reason: 'DriverFailed', severity: 'critical', team: 'control-plane' });
+  assert.deepEqual(pa.labels, { alertname: 'ApiServerUpgradePaused', upgrade: PAUSED, reason: 'DriverFailed', severity: 'critical', team: 'control-plane', cluster: CLUSTER_NAME });
   assert.equal(pa.annotations.runbook_url, undefined);
   assert.match(pa.annotations.runbook ?? '', new RegExp(`kubectl annotate asu ${PAUSED} upgrade.apiserver.dev/resume=`), 'the resume command');
 
@@ -310,3 +321,38 @@ test('the page\'s amtool checks pass on its alertmanager.yml, and amtool fails a
   assert.match(wrong.stdout + wrong.stderr, /control-plane-tickets/);
 });
 
+test('an upgrade the operator\'s policy refuses waits in preflight: ApiServerUpgradeWaiting fires through Alertmanager to the ticket receiver, its summary naming the cluster', async () => {
+  // One upgrade at a time: the paused one goes first (its alert resolves).
+  const del = await cluster!.request('lb', `/apis/upgrade.apiserver.dev/v1alpha1/apiserverupgrades/${PAUSED}`, { method: 'DELETE' });
+  assert.ok(del.status === 200 || del.status === 404, del.body);
+  await createUpgrade(cluster!, {
+    apiVersion: 'upgrade.apiserver.dev/v1alpha1', kind: 'ApiServerUpgrade', metadata: { name: POLICY_REFUSED },
+    spec: { targetVersion: 'v1.36.3', driver: { webhook: { url: 'https://replacer.not-allowed.example/replace' } } },
+  });
+  const u = await waitFor(`${POLICY_REFUSED} waiting on the policy`, 60_000, async () => {
+    const x = await getUpgrade(cluster!, POLICY_REFUSED);
+    return x?.status?.waiting?.reason === 'NotAllowedByPolicy' ? x : undefined;
+  }, 500);
+  assert.equal(u.status?.phase, 'Preflight');
+  assert.deepEqual(u.status?.driverCalls ?? [], []);
+  const t0 = Date.now();
+  const [alert] = await waitFor('ApiServerUpgradeWaiting firing', 90_000, async () => {
+    const a = (await firing()).filter((x) => x.labels.alertname === 'ApiServerUpgradeWaiting');
+    return a.length > 0 ? a : undefined;
+  }, 500);
+  report(`ApiServerUpgradeWaiting firing ${Date.now() - t0} ms after the wait was seen: ${JSON.stringify(alert!.labels)} ${alert!.annotations.summary}`);
+  assert.equal(alert!.labels.upgrade, POLICY_REFUSED);
+  assert.equal(alert!.labels.reason, 'NotAllowedByPolicy');
+  assert.equal(alert!.annotations.summary, `${CLUSTER_NAME}: ApiServerUpgrade ${POLICY_REFUSED} has waited more than 5s (NotAllowedByPolicy)`);
+  const delivered = await waitFor('the ticket receiver to get it', 120_000, async () => {
+    const t = receiver!.alerts(TICKETS_PATH).filter((x) => x.alert.labels.alertname === 'ApiServerUpgradeWaiting');
+    return t.length > 0 ? t : undefined;
+  }, 500);
+  const { notification, alert: got } = delivered[0]!;
+  report(`delivered to ${notification.receiver} ${Date.now() - t0} ms after the wait was seen: ${JSON.stringify(got.labels)}`);
+  assert.equal(notification.receiver, 'control-plane-tickets');
+  assert.equal(got.labels.cluster, CLUSTER_NAME, 'the cluster\'s name is a label of the alert Alertmanager got');
+  assert.equal(got.labels.severity, 'warning');
+  assert.equal(got.annotations.summary, `${CLUSTER_NAME}: ApiServerUpgrade ${POLICY_REFUSED} has waited more than 5s (NotAllowedByPolicy)`);
+  assert.ok(!receiver!.alerts(PAGER_PATH).some((x) => x.alert.labels.alertname === 'ApiServerUpgradeWaiting'), 'a wait is a ticket, not a page');
+});
