@@ -489,6 +489,22 @@ test('promtool test rules: every alert fires on the series the operator exports,
           { eval_time: '35m', alertname: 'ApiServerUpgradeReconcileErrors', exp_alerts: [alert('ApiServerUpgradeReconcileErrors', {}, '15')] },
         ],
       },
+      {
+        // Waiting since the start: on a gate for 40 minutes (waiting.after 30m, then for 1m), and for a window (info only).
+        interval: '1m',
+        input_series: [
+          { series: `up{${op}}`, values: '1x45' },
+          { series: `apiserver_upgrade_operator_leader{${op}}`, values: '1x45' },
+          { series: `apiserver_upgrade_waiting_since_timestamp_seconds{${op}, upgrade="gated", reason="GateNotHeld"}`, values: '0x45' },
+          { series: `apiserver_upgrade_waiting_since_timestamp_seconds{${op}, upgrade="nightly", reason="OutsideWindow"}`, values: '0x45' },
+        ],
+        alert_rule_test: [
+          { eval_time: '20m', alertname: 'ApiServerUpgradeWaiting', exp_alerts: [] },
+          { eval_time: '40m', alertname: 'ApiServerUpgradeWaiting', exp_alerts: [alert('ApiServerUpgradeWaiting', { upgrade: 'gated', reason: 'GateNotHeld' })] },
+          { eval_time: '30s', alertname: 'ApiServerUpgradeWaitingForWindow', exp_alerts: [] },
+          { eval_time: '5m', alertname: 'ApiServerUpgradeWaitingForWindow', exp_alerts: [alert('ApiServerUpgradeWaitingForWindow', { upgrade: 'nightly' })] },
+        ],
+      },
     ],
   };
   // Every alert is tested both ways: firing (with its labels and annotations) and silent.
