@@ -141,7 +141,7 @@ test('plan changes nothing and prints the batches and the calls the upgrade then
   assert.deepEqual([view.phase, view.pause?.reason, view.progress.total], ['Paused', 'PausedBySpec', 3]);
   const rows = JSON.parse(await ok('list', '-o', 'json')) as ListRow[];
   assert.equal(rows.find((r) => r.name === name)?.phase, 'Paused');
-  assert.match(await ok('list'), new RegExp(`^${name} +Paused +${OLD_VERSION.replace(/\./g, '\\.')} +${NEW_VERSION.replace(/\./g, '\\.')} +0/3 +0/3 +PausedBySpec +\\S+$`, 'm'));
+  assert.match(await ok('list'), new RegExp(`^${name} +Paused +${OLD_VERSION.replace(/\./g, '\\.')} +${NEW_VERSION.replace(/\./g, '\\.')} +0/3 +0/3 +PausedBySpec +- +\\S+$`, 'm'));
   // The same through kubectl, which finds the plugin on PATH.
   const bin = mkdtempSync(join(tmpdir(), 'auo-kubectl-plugin-'));
   symlinkSync(PLUGIN, join(bin, 'kubectl-apiserver_upgrade'));
