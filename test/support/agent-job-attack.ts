@@ -182,6 +182,17 @@ export function withServerDefaults(job: Json, uid = '00000000-0000-4000-8000-000
   return j;
 }
 
+/** Whether `job` is `rendered` as the API server stores it, up to the fields the server sets per object. */
+function storedAs(rendered: JsonObject, job: JsonObject, meta: JsonObject): boolean {
+  const uid = typeof meta.uid === 'string' ? meta.uid : undefined;
+  const expected = withServerDefaults(rendered, uid) as JsonObject;
+  for (const k of ['uid', 'creationTimestamp', 'generation', 'managedFields'] as const) {
+    if (meta[k] !== undefined) (expected.metadata as JsonObject)[k] = meta[k];
+    else delete (expected.metadata as JsonObject)[k];
+  }
+  return isDeepStrictEqual(expected, job);
+}
+
 function isObject(v: unknown): v is JsonObject {
   return v !== null && typeof v === 'object' && !Array.isArray(v);
 }
@@ -261,13 +272,7 @@ export function isRenderedAgentJob(job: Json, allows: ChartAllows): boolean {
   const shape = new RegExp(`^auo-${action.toLowerCase()}-([a-z0-9]([-a-z0-9]*[a-z0-9])?-)?[0-9a-f]{16}$`);
   if (typeof name !== 'string' || name.length > 63 || !shape.test(name)) return false;
   (rendered.metadata as JsonObject).name = name;
-  const uid = typeof meta.uid === 'string' ? meta.uid : undefined;
-  const expected = withServerDefaults(rendered, uid) as JsonObject;
-  for (const k of ['uid', 'creationTimestamp', 'generation', 'managedFields'] as const) {
-    if (meta[k] !== undefined) (expected.metadata as JsonObject)[k] = meta[k];
-    else delete (expected.metadata as JsonObject)[k];
-  }
-  return isDeepStrictEqual(expected, job);
+  return storedAs(rendered, job, meta);
 }
 
 // ---- the flag proof Job (src/drivers/flag-proof-job.ts) ----
@@ -335,13 +340,7 @@ export function isRenderedProofJob(job: JsonObject, allows: ChartAllows): boolea
   if (typeof name !== 'string' || name.length > 63 || !/^auo-proveflags-([a-z0-9]([-a-z0-9]*[a-z0-9])?-)?[0-9a-f]{16}$/.test(name)) return false;
   (rendered.metadata as JsonObject).name = name;
   ((rendered.metadata as JsonObject).annotations as JsonObject)['upgrade.apiserver.dev/idempotency-key'] = key;
-  const uid = typeof meta.uid === 'string' ? meta.uid : undefined;
-  const expected = withServerDefaults(rendered, uid) as JsonObject;
-  for (const k of ['uid', 'creationTimestamp', 'generation', 'managedFields'] as const) {
-    if (meta[k] !== undefined) (expected.metadata as JsonObject)[k] = meta[k];
-    else delete (expected.metadata as JsonObject)[k];
-  }
-  return isDeepStrictEqual(expected, job);
+  return storedAs(rendered, job, meta);
 }
 
 /** Known attacks on a flag proof Job, each a change to the rendered Job. */
