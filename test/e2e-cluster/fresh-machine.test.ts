@@ -6,11 +6,14 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { KEEP, purgeCommands, purgePlan, toolPaths } from '../../scripts/fresh-machine.ts';
+import { spawnSync } from 'node:child_process';
+import { dpkgBaseSystem, KEEP, machinePurgePlan, purgeCommands, purgePlan, toolPaths } from '../../scripts/fresh-machine.ts';
 import { SYSTEM } from '../../e2e/cluster/requirements.ts';
 
+const noBase = (): undefined => undefined;
+
 test('every package of SYSTEM is purged or kept with a reason; KEEP names only SYSTEM\'s packages', () => {
-  const plan = purgePlan();
+  const plan = machinePurgePlan();
   const all = new Set(SYSTEM.map((n) => n.pkg));
   assert.deepEqual(new Set([...plan.purge, ...plan.keep.map((k) => k.pkg)]), all);
   assert.deepEqual(plan.purge, [...new Set(plan.purge)].sort(), 'each once, sorted');
@@ -20,7 +23,7 @@ test('every package of SYSTEM is purged or kept with a reason; KEEP names only S
 });
 
 test('a package added to SYSTEM is purged without any other change (the list is read, not copied)', () => {
-  const plan = purgePlan([...SYSTEM, { command: 'skopeo', pkg: 'skopeo', why: 'x', for: ['e2e'] }]);
+  const plan = purgePlan([...SYSTEM, { command: 'skopeo', pkg: 'skopeo', why: 'x', for: ['e2e'] }], noBase);
   assert.ok(plan.purge.includes('skopeo'));
   assert.deepEqual(purgeCommands(plan), [['apt-get', 'purge', '-y', '-q', ...plan.purge], ['apt-get', 'autoremove', '--purge', '-y', '-q']]);
   assert.deepEqual(purgeCommands({ purge: [], keep: [] }), []);
@@ -38,4 +41,24 @@ test('toolPaths: the tool cache always; /usr/local/bin/kubectl only when it is s
   assert.deepEqual(toolPaths({ toolCache: join(dir, 'tools'), kubectl: { installed, built } }), [join(dir, 'tools')]);
   assert.deepEqual(toolPaths({ toolCache: join(dir, 'tools'), kubectl: { installed, built: undefined } }), [join(dir, 'tools')]);
   assert.ok(!toolPaths().some((p) => p.includes('/bin') && p.endsWith('apiserver-upgrade-operator/bin')), 'never the Go binary cache');
+});
+
+test('the base system stays: what dpkg calls Essential or Priority required is kept, whatever SYSTEM declares', () => {
+  const base = (p: string): string | undefined => (p === 'dpkg' ? 'Essential in dpkg' : undefined);
+  const plan = purgePlan([{ command: 'dpkg-deb', pkg: 'dpkg', why: 'x', for: ['e2e'] }, { command: 'haproxy', pkg: 'haproxy', why: 'x', for: ['e2e'] }], base);
+  assert.deepEqual(plan, { purge: ['haproxy'], keep: [{ pkg: 'dpkg', why: 'Essential in dpkg' }] });
+  const mine = dpkgBaseSystem(['dpkg', 'coreutils', 'apt', 'haproxy', 'no-such-package-auo']);
+  for (const p of ['dpkg', 'coreutils', 'apt']) assert.ok(mine(p) !== undefined, `${p} is base on a Debian machine`);
+  assert.equal(mine('no-such-package-auo'), undefined, 'an unknown package is not base (and dpkg-query\'s exit 1 for it is not an error)');
+});
+
+test('apt-get accepts the purge this machine would run (a simulation: nothing is removed)', () => {
+  // The purge of a package the base system needs is refused by apt's resolver; simulating it here finds that
+  // before CI does.
+  const plan = machinePurgePlan();
+  const installed = plan.purge.filter((p) => spawnSync('dpkg-query', ['-W', p], { stdio: 'ignore' }).status === 0);
+  if (installed.length === 0) return;
+  const sim = spawnSync('apt-get', ['-s', '-q', 'purge', ...installed], { encoding: 'utf8', env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' }, maxBuffer: 8 << 20 });
+  assert.equal(sim.status, 0, `apt-get -s purge ${installed.join(' ')} refused:\n${sim.stdout}\n${sim.stderr}`);
+  assert.doesNotMatch(sim.stdout, /^Remv (dpkg|apt|coreutils|ca-certificates|openssl) /m, 'nothing the machine needs to install again goes');
 });
