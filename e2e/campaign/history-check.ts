@@ -47,6 +47,8 @@ export interface StatusSnapshot {
   finishedBatches?: number[];
   /** status.stage of a TwoPhase upgrade: API once phase two (lifting the emulation) began. */
   stage?: string;
+  /** The RollbackSafe condition's status ('True', 'False', 'Unknown'); absent when not set (or not recorded). */
+  rollbackSafe?: string;
 }
 
 /**
@@ -127,7 +129,8 @@ export type Rule =
   | 'BreachActedOn'
   | 'ComesToRest'
   | 'ResumeCompletes'
-  | 'No404AfterConvergence';
+  | 'No404AfterConvergence'
+  | 'RollbackOnlyWhenSafe';
 
 export interface Violation {
   rule: Rule;
@@ -292,7 +295,9 @@ function breachActedOn(h: History): { violations: Violation[]; reactions: number
     // Only an upgrade that replaces servers judges breaches (preflight holds on an unhealthy fleet instead).
     const before = statuses.filter((s) => s.t <= b.from).at(-1);
     if (!before || !ACTIVE.has(before.phase)) continue;
-    const acted = statuses.find((s) => s.t >= b.from && (s.phase === PAUSED || s.phase === 'RollingBack' || TERMINAL.has(s.phase)));
+    // Reaching Succeeded is not an action on a breach: it only ends the upgrade, so the breach needs no action after it.
+    const acted = statuses.find((s) => s.t >= b.from && (s.phase === PAUSED || s.phase === 'RollingBack' || (TERMINAL.has(s.phase) && s.phase !== 'Succeeded')));
+    const succeeded = statuses.find((s) => s.t >= b.from && s.phase === 'Succeeded');
     // A breach seen while no replica led, no server could record a decision, or the server's own call was in
     // flight: the bound runs from when that ended. Spans that begin before the bound of the last one ran out chain
     // (sorted by start, one pass suffices).
@@ -301,11 +306,13 @@ function breachActedOn(h: History): { violations: Violation[]; reactions: number
     for (const x of spans) if (x.from <= blindEnd + bound + h.spec.intervalMs && x.to > blindEnd) blindEnd = x.to;
     if (b.to - blindEnd <= bound) continue;
     const limit = blindEnd + bound + h.spec.intervalMs;
+    if (succeeded && succeeded.t <= limit && (!acted || succeeded.t < acted.t)) continue;
     if (acted && acted.t <= limit) {
       reactions.push(acted.t - b.from);
       continue;
     }
-    violations.push({ rule: 'BreachActedOn', t: limit, message: `a breach from ${b.from} to ${b.to} (longer than failureLimit x interval = ${bound} ms) ${acted ? `was acted on only at ${acted.t} (${acted.phase})` : 'was never acted on'}; bound ${limit}` });
+    const late = acted ? `was acted on only at ${acted.t} (${acted.phase})` : `was never acted on${succeeded ? ` (the upgrade went on to Succeeded at ${succeeded.t})` : ''}`;
+    violations.push({ rule: 'BreachActedOn', t: limit, message: `a breach from ${b.from} to ${b.to} (longer than failureLimit x interval = ${bound} ms) ${late}; bound ${limit}` });
   }
   return { violations, reactions };
 }
@@ -367,6 +374,44 @@ function no404AfterConvergence(h: History): Violation[] {
   return bad.length ? [{ rule: 'No404AfterConvergence', t: bad[0]!.t, message: `${bad.length} 404 answer(s) for ${[...new Set(bad.map((a) => a.resource))].join(', ')} after batch 1 converged at ${converged.t}` }] : [];
 }
 
+/** How much later than a driver call the watch may see the status write that came before it (the same machine's clock). */
+export const WATCH_LAG_MS = 1_000;
+
+/** Pause reasons that say rollback is not allowed now: unknown is unsafe (docs/lifecycle.md). */
+const ROLLBACK_HELD = new Set(['RollbackSafetyUnknown', 'RollbackUnsafe', 'RollbackOrphans']);
+
+/**
+ * A Rollback to the from-version's binary is carried out only while the operator's own status says rollback is safe
+ * (docs/lifecycle.md: "Unknown is unsafe"; docs/two-phase.md: phase one's rollback needs RollbackSafe). The status
+ * that allowed it is the one in force at the call, or one the watch saw up to WATCH_LAG_MS after it (the operator
+ * writes status before it calls). It must not be paused on a rollback-safety reason, and must show RollbackSafe=True; histories recorded before the
+ * condition was kept fall back to whether the target's storage hashes were known (without them the verdict cannot be
+ * True). A rollback begun in phase two of TwoPhase goes to the target emulating the from-version, not to the old
+ * binary, and needs no storage verdict.
+ */
+function rollbackOnlyWhenSafe(h: History): Violation[] {
+  const statuses = [...h.statuses].sort((a, b) => a.t - b.t);
+  const out: Violation[] = [];
+  const unsafe = (s: StatusSnapshot): string | undefined => {
+    if (s.phase === PAUSED && s.pauseReason !== undefined && ROLLBACK_HELD.has(s.pauseReason)) return `the status said Paused ${s.pauseReason}`;
+    if (s.rollbackSafe !== undefined && s.rollbackSafe !== 'True') return `the status said RollbackSafe=${s.rollbackSafe}`;
+    if (s.rollbackSafe === undefined && !s.targetStorageKnown) return 'the target\'s storage hashes were not recorded (the verdict was unknown)';
+    return undefined;
+  };
+  for (const rb of h.ops.filter((o) => o.action === 'Rollback' && !o.emulated).sort((a, b) => a.start - b.start)) {
+    // The status in force when the call went out, and those the watch saw up to WATCH_LAG_MS after it (the write
+    // that allowed the call may arrive there): one of them must allow it.
+    const before = statuses.filter((s) => s.t <= rb.start).at(-1);
+    const seen = [...(before ? [before] : []), ...statuses.filter((s) => s.t > rb.start && s.t <= rb.start + WATCH_LAG_MS)];
+    const began = seen.filter((s) => s.phase === 'RollingBack').at(-1);
+    if ((began ?? before)?.stage === 'API') continue;
+    if (seen.some((s) => unsafe(s) === undefined)) continue;
+    const why = seen.length === 0 ? 'no status was recorded before it' : unsafe(seen[0]!)!;
+    out.push({ rule: 'RollbackOnlyWhenSafe', t: rb.start, message: `Rollback ${rb.server} (${rb.key}) carried out at ${rb.start} while ${why}` });
+  }
+  return out;
+}
+
 /** Checks one upgrade's history against every rule. */
 export function checkHistory(h: History): Verdict {
   const breach = breachActedOn(h);
@@ -380,6 +425,7 @@ export function checkHistory(h: History): Verdict {
     ...comesToRest(h),
     ...resumeCompletes(h),
     ...no404AfterConvergence(h),
+    ...rollbackOnlyWhenSafe(h),
   ].sort((a, b) => a.t - b.t);
   return { violations, breachReactionMs: breach.reactions };
 }

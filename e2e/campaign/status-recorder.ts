@@ -4,6 +4,11 @@ import type { ApiServerUpgrade } from '../../src/api/types.generated.ts';
 import type { CheckRecord, StatusSnapshot } from './history-check.ts';
 import { StatusWatch, type WatchedCluster } from './status-watch.ts';
 
+function rollbackSafe(u: ApiServerUpgrade): Pick<StatusSnapshot, 'rollbackSafe'> {
+  const c = u.status?.conditions?.find((x) => x.type === 'RollbackSafe');
+  return c?.status ? { rollbackSafe: c.status } : {};
+}
+
 export class StatusRecorder {
   readonly statuses: StatusSnapshot[] = [];
   /** Each analysis check the operator wrote (kept apart: a paused upgrade keeps checking, and rest is judged from statuses). */
@@ -25,6 +30,7 @@ export class StatusRecorder {
       targetStorageKnown: (st.plan?.targetStorage?.length ?? 0) > 0,
       finishedBatches: (st.batch?.history ?? []).map((b) => b.index),
       ...(st.stage ? { stage: st.stage } : {}),
+      ...rollbackSafe(u),
     };
     const a = st.lastAnalysis;
     if (a?.time && a.time !== this.checks.at(-1)?.time) {

@@ -58,6 +58,7 @@ test('OneInFlight: a second replacement of a server while the first is in flight
 test('RollbackAfterLanding: a Rollback sent while its server\'s Upgrade had not landed', () => {
   const h = clean();
   h.ops = [{ key: 'k-up', server: 'cp-1', action: 'Upgrade', start: 10_000, end: 30_000, landed: true }, { key: 'k-rb', server: 'cp-1', action: 'Rollback', start: 31_000, end: 40_000, landed: true }];
+  h.statuses.splice(1, 0, { t: 30_500, phase: 'RollingBack', targetStorageKnown: true, rollbackSafe: 'True' }, { t: 32_000, phase: 'Upgrading' });
   assert.deepEqual(rules(h), []);
   h.ops[1] = { ...h.ops[1]!, start: 15_000 };
   assert.ok(rules(h).includes('RollbackAfterLanding'));
@@ -268,4 +269,64 @@ test('BreachActedOn: a server down while its call is in flight is the replacemen
   h.breaches = [{ server: 'cp-1', from: 19_000, to: 150_000 }];
   delete h.spec.batchTimeoutMs;
   assert.ok(rules(h).includes('BreachActedOn'));
+});
+
+/** cp-1 upgraded, then rolled back under the given status; the fleet ends on the old version. */
+function rolledBack(status: Partial<History['statuses'][number]>): History {
+  const h = clean();
+  h.ops = [
+    { key: 'k-up-cp-1', server: 'cp-1', action: 'Upgrade', start: 10_000, end: 20_000, landed: true },
+    { key: 'k-rb-cp-1', server: 'cp-1', action: 'Rollback', start: 40_000, end: 50_000, landed: true },
+  ];
+  h.servers = [
+    ...['cp-1', 'cp-2', 'cp-3'].map((s) => ({ t: 0, server: s, up: true, version: OLD })),
+    { t: 11_000, server: 'cp-1', up: false, version: OLD },
+    { t: 20_000, server: 'cp-1', up: true, version: NEW },
+    { t: 41_000, server: 'cp-1', up: false, version: NEW },
+    { t: 50_000, server: 'cp-1', up: true, version: OLD },
+  ];
+  h.statuses = [
+    { t: 1_000, phase: 'Upgrading' },
+    { t: 30_000, phase: 'Paused', pauseReason: 'PausedBySpec', pauseMessage: 'spec.paused', targetStorageKnown: true, rollbackSafe: 'True' },
+    { t: 39_000, phase: 'RollingBack', targetStorageKnown: true, rollbackSafe: 'True', ...status },
+    { t: 60_000, phase: 'RolledBack', targetStorageKnown: true, rollbackSafe: 'True' },
+  ];
+  h.client = [];
+  return h;
+}
+
+test('RollbackOnlyWhenSafe: a Rollback to the old binary while the status says rollback safety is unknown, unsafe or not True is flagged', () => {
+  assert.deepEqual(rules(rolledBack({})), [], 'RollingBack with RollbackSafe=True is clean');
+  const paused = rolledBack({ phase: 'Paused', pauseReason: 'RollbackSafetyUnknown', pauseMessage: 'the target\'s storage hashes are not known', targetStorageKnown: false, rollbackSafe: 'Unknown' });
+  assert.deepEqual(rules(paused), ['RollbackOnlyWhenSafe']);
+  assert.match(checkHistory(paused).violations[0]!.message, /Rollback cp-1 \(k-rb-cp-1\) carried out at 40000 while the status said Paused RollbackSafetyUnknown/);
+  // The same history with the hashes known but the operator's own verdict Unknown: still flagged (the rule, not the history).
+  assert.deepEqual(rules(rolledBack({ rollbackSafe: 'Unknown' })), ['RollbackOnlyWhenSafe']);
+  assert.deepEqual(rules(rolledBack({ rollbackSafe: 'False' })), ['RollbackOnlyWhenSafe']);
+  // Recorded before the condition was kept: the storage hashes decide.
+  assert.deepEqual(rules(rolledBack({ rollbackSafe: undefined, targetStorageKnown: false })), ['RollbackOnlyWhenSafe']);
+  // The status write before the call may reach the watch a little after it.
+  const late = rolledBack({});
+  late.statuses[2] = { ...late.statuses[2]!, t: 40_500 };
+  assert.deepEqual(rules(late), []);
+});
+
+test('RollbackOnlyWhenSafe: a rollback begun in phase two of TwoPhase (to the target emulating) needs no storage verdict', () => {
+  const h = rolledBack({ rollbackSafe: 'Unknown', stage: 'API' });
+  h.ops[1] = { ...h.ops[1]!, emulated: true };
+  h.servers = h.servers.map((r) => (r.t === 50_000 ? { ...r, version: NEW, emulation: '1.35' } : r));
+  h.servers.push(...['cp-2', 'cp-3'].map((s) => ({ t: 45_000, server: s, up: true, version: NEW, emulation: '1.35' })));
+  assert.ok(!rules(h).includes('RollbackOnlyWhenSafe'), JSON.stringify(checkHistory(h).violations));
+});
+
+test('BreachActedOn: reaching Succeeded is not an action on a breach; a breach the upgrade outran within the bound is fine', () => {
+  const h = clean();
+  h.statuses = [{ t: 1_000, phase: 'Upgrading' }, { t: 35_000, phase: 'Upgrading', finishedBatches: [1] }, { t: 85_000, phase: 'Succeeded', finishedBatches: [1, 2, 3] }];
+  h.breaches = [{ from: 36_000, to: 110_000 }];
+  assert.deepEqual(rules(h), ['BreachActedOn']);
+  assert.match(checkHistory(h).violations[0]!.message, /was never acted on \(the upgrade went on to Succeeded at 85000\)/);
+  assert.doesNotMatch(checkHistory(h).violations[0]!.message, /acted on only at/);
+  h.breaches = [{ from: 56_000, to: 110_000 }];
+  assert.deepEqual(rules(h), [], 'Succeeded before the bound (56 s + 3 x 10 s + 10 s): nothing was owed');
+  assert.deepEqual(checkHistory(h).breachReactionMs, [], 'and it is not counted as a reaction');
 });
