@@ -86,11 +86,18 @@ export function replanRemaining(ctx: PlanContext): void {
     const p = ctx.observed(h);
     return p?.version !== undefined && sameRelease(p.version, ctx.spec.targetVersion) && (p.emulation ?? minorOf(p.version)) === minorOf(ctx.spec.targetVersion);
   };
+  // A stage never starts again once a later one began: after phase two's first batch the fleet serves the target's
+  // API, so a member still on the from-version (a joiner, accepted by a resume) goes straight to it. A phase-one
+  // batch then would take status.stage back to Binaries, and the plan's own phase-two members would read as servers
+  // off phase one's rule (MembershipChanged on every resume).
+  const defs = stageDefs(plan.phases, plan.fromVersion ?? '');
+  const latestStarted = Math.max(-1, ...started.map((b) => defs.findIndex((d) => d.stage === b.stage)));
   const remaining = (d: StageDef): string[] => {
+    if (defs.indexOf(d) < latestStarted) return [];
     const taken = new Set(started.filter((b) => b.stage === d.stage).flatMap((b) => b.servers));
     return members.filter((h) => !taken.has(h) && !(d.emulatedVersion !== undefined && onTargetApi(h)));
   };
-  plan.batches = [...started, ...cutStages(stageDefs(plan.phases, plan.fromVersion ?? ''), remaining, size, started.length + 1)];
+  plan.batches = [...started, ...cutStages(defs, remaining, size, started.length + 1)];
   plan.batchSize = String(ctx.spec.strategy.batchSize);
   if (ctx.status.batch) {
     ctx.status.batch.total = plan.batches.length;

@@ -180,3 +180,39 @@ test('TwoPhase: a server that joins on the target without emulation in phase one
   assert.equal(sim.status?.pause?.reason, 'RollbackUnsafe', JSON.stringify(sim.status?.pause));
   assert.match(sim.status?.pause?.message ?? '', /\/pods/);
 });
+
+for (const batchSize of [1, 3]) {
+  test(`TwoPhase: a server that joins on the from-version after phase two began goes straight to the target's API; the plan's stage never moves back (batch size ${batchSize})`, () => {
+    const sim = newSim(twoPhase({ strategy: { batchSize, soakDuration: '30s', phases: 'TwoPhase', phaseSoakDuration: '1m' } }));
+    const calls: string[] = [];
+    // Until every phase-two call has landed; the last batch then soaks.
+    for (let i = 0; i < 400 && calls.filter((c) => c.endsWith('@-')).length < 3; i++) {
+      sim.step(5000);
+      for (const a of sim.last.actions) if (a.kind === 'callDriver') calls.push(`${a.request.action}:${a.request.server.hostname}@${a.request.emulatedVersion ?? '-'}`);
+      sim.applyDriverCalls();
+    }
+    assert.equal(sim.status?.phase, 'Upgrading', calls.join(', '));
+    assert.equal(sim.status?.stage, 'API');
+    sim.peers.push(peer('cp-4', OLD, 'on'));
+    const stages: string[] = [];
+    const pauses: string[] = [];
+    const after: string[] = [];
+    const phase = (): string | undefined => sim.status?.phase;
+    for (let i = 0; i < 200 && phase() !== 'Succeeded'; i++) {
+      sim.step(5000);
+      stages.push(sim.status?.stage ?? '-');
+      for (const a of sim.last.actions) if (a.kind === 'callDriver') after.push(`${a.request.action}:${a.request.server.hostname}@${a.request.emulatedVersion ?? '-'}`);
+      sim.applyDriverCalls();
+      if (phase() === 'Paused') {
+        pauses.push(`${sim.status?.pause?.reason}: ${sim.status?.pause?.message}`);
+        sim.upgrade = { ...sim.upgrade, annotations: { 'upgrade.apiserver.dev/resume': `r${i}` } };
+      }
+    }
+    assert.equal(pauses.length, 1, `one pause for the joiner, lifted by the resume: ${pauses.length} pauses, the first: ${pauses.slice(0, 2).join(' | ')}`);
+    assert.match(pauses[0]!, /^MembershipChanged: .*joined: cp-4/);
+    assert.equal(phase(), 'Succeeded', pauses.slice(0, 2).join(' | '));
+    assert.deepEqual(after, ['Upgrade:cp-4@-'], 'the joiner gets one call, to the target without emulation: the fleet already serves the target API');
+    assert.ok(stages.every((s) => s === 'API'), `stage stays API: ${[...new Set(stages)].join(', ')}`);
+    assert.ok(sim.peers.every((p) => p.version === NEW && p.emulation === undefined));
+  });
+}

@@ -113,6 +113,13 @@ export const PINNED: Pinned[] = [
     at(45),
     at(90),
   ]),
+  pin('I14: a server that joined on the from-version after phase two began got a phase-one batch: status.stage went back to Binaries and every resume paused MembershipChanged on the plan\'s own phase-two members', { servers: 2, gateOn: true, soak: '40s', storageSafe: true, phases: 'TwoPhase' }, [
+    ...Array.from({ length: 24 }, () => at(5)),
+    at(0, { e: 'join', at: 'from' }),
+    at(5),
+    at(0, { e: 'resume' }),
+    at(5),
+  ]),
 ];
 
 /**

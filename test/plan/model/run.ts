@@ -15,7 +15,7 @@ import { recordCallOutcome } from '../../../src/plan/call-outcome.ts';
 import type { CallReport } from '../../../src/plan/context.ts';
 import { World, GATE, minor, release, short, stamp, storageKey, windowOpenAt } from './world.ts';
 
-export const INVARIANTS = ['I1', 'I2', 'I3', 'I4', 'I5', 'I6', 'I7', 'I8', 'I9', 'I10', 'I11', 'I12', 'I13'] as const;
+export const INVARIANTS = ['I1', 'I2', 'I3', 'I4', 'I5', 'I6', 'I7', 'I8', 'I9', 'I10', 'I11', 'I12', 'I13', 'I14'] as const;
 export type Inv = (typeof INVARIANTS)[number];
 
 export const INVARIANT_TEXT: Record<Inv, string> = {
@@ -31,6 +31,7 @@ export const INVARIANT_TEXT: Record<Inv, string> = {
   I10: 'no downgrade: an EnableProxy or RevertProxy call targets the release its server runs, an Upgrade never a release older than it; only a Rollback goes back',
   I12: 'no first call (the gate pass\'s first EnableProxy, or batch 1) and no new batch starts outside a maintenance window or while a gate does not hold (fails, or cannot be evaluated)',
   I13: 'a rollback is never delayed by a gate or a window: every step plans the same Rollback calls (and RollingBack) as it would without spec.gates and spec.window',
+  I14: 'a plan\'s stage never moves back: once status.stage is API (phase two of TwoPhase began) no step sets it to Binaries, and no Upgrade with emulation is sent after it',
   I11: 'once faults stop, a pause names a real, still-present cause: MembershipChanged a server that joined, is gone or down, runs the target without emulation in phase one or runs neither version; RollbackUnsafe only when storage truly is unsafe; RollbackSafetyUnknown only while a server is down, an Upgrade call is in flight or some storage a server wrote was never observed',
 };
 
@@ -305,6 +306,9 @@ export class ModelRun {
       const cond = p.status.conditions?.find((c) => c.type === 'Paused');
       if (!p.status.pause?.reason || cond?.status !== 'True') this.fail('I6', `Paused without a reason (pause ${JSON.stringify(p.status.pause)}, condition Paused ${cond?.status})`);
     }
+    // I14: phase two, once begun, is where the plan stays (a rollback re-applies emulation with Rollback calls).
+    if (before?.stage === 'API' && p.status.stage !== 'API') this.fail('I14', `status.stage moved back from API to ${p.status.stage ?? 'none'}`);
+    if (before?.stage === 'API') for (const c of calls) if (c.action === 'Upgrade' && c.emulatedVersion !== undefined) this.fail('I14', `${describeCall(c)} re-applies emulation with an Upgrade after phase two began`);
     if (!STOPPING.has(phase) && phase !== 'Pending' && p.requeueAfterMs === undefined) this.fail('I6', `active phase ${phase} asks for no requeue: nothing would wake it`);
     // I12: a first call or a new batch only inside a window and with the gate holding (the truth at this instant).
     const starts = calls.filter((c) => {
