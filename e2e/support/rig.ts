@@ -15,14 +15,14 @@ export interface Rig {
 }
 
 /**
- * What an upgrade scenario needs: 3 servers on the old version with the proxy gate as given (undefined: the
+ * What an upgrade scenario needs: 3 servers (or `servers`) on the old version with the proxy gate as given (undefined: the
  * version's default), the CRD, the replacement webhook, the operator as its own process through the balancer,
  * and a client asking for NEW_ONLY. `from`, `to` and `probe` change the path (e2e/extended/): the servers start
  * on `from`, `to`'s binary is built and checked first, and the client asks for `probe`.
  */
-export async function startRig(o: { gate: boolean | undefined; healthPort: number; trafficMaxMs?: number; operatorEnv?: Record<string, string>; operatorArgs?: string[]; from?: string; to?: string; probe?: string }): Promise<Rig> {
+export async function startRig(o: { gate: boolean | undefined; healthPort: number; trafficMaxMs?: number; operatorEnv?: Record<string, string>; operatorArgs?: string[]; from?: string; to?: string; probe?: string; servers?: number }): Promise<Rig> {
   const featureGates: Record<string, boolean> = o.gate === undefined ? {} : { [PROXY_GATE]: o.gate };
-  const cluster = await Cluster.start({ servers: 3, version: o.from ?? OLD_VERSION, featureGates, verbose: true, replaceVersions: [o.to ?? NEW_VERSION] });
+  const cluster = await Cluster.start({ servers: o.servers ?? 3, version: o.from ?? OLD_VERSION, featureGates, verbose: true, replaceVersions: [o.to ?? NEW_VERSION] });
   const parts: (() => Promise<void>)[] = [() => cluster.teardown()];
   let done = false;
   const teardown = async (): Promise<void> => {
