@@ -49,6 +49,8 @@ export interface StatusSnapshot {
   stage?: string;
   /** The RollbackSafe condition's status ('True', 'False', 'Unknown'); absent when not set (or not recorded). */
   rollbackSafe?: string;
+  /** status.resumedAt: changes with every resume (a new annotation value, or spec.paused set false). */
+  resumedAt?: string;
 }
 
 /**
@@ -120,17 +122,25 @@ export interface History {
   checks?: CheckRecord[];
 }
 
-export type Rule =
-  | 'OncePerKey'
-  | 'OneInFlight'
-  | 'RollbackAfterLanding'
-  | 'TerminalMatchesFleet'
-  | 'DownWithinBatch'
-  | 'BreachActedOn'
-  | 'ComesToRest'
-  | 'ResumeCompletes'
-  | 'No404AfterConvergence'
-  | 'RollbackOnlyWhenSafe';
+/** Every rule of the checker (docs/reliability.md's table maps each to the promise it checks). */
+export const RULES = [
+  'OncePerKey',
+  'OneInFlight',
+  'RollbackAfterLanding',
+  'TerminalMatchesFleet',
+  'DownWithinBatch',
+  'BreachActedOn',
+  'ComesToRest',
+  'ResumeCompletes',
+  'No404AfterConvergence',
+  'RollbackOnlyWhenSafe',
+  'StoppedSendsNothing',
+  'EnableProxyFirst',
+  'PhaseOneFirst',
+  'StageNeverBack',
+] as const;
+
+export type Rule = (typeof RULES)[number];
 
 export interface Violation {
   rule: Rule;
@@ -176,12 +186,18 @@ function oneInFlight(h: History): Violation[] {
   return out;
 }
 
-/** A Rollback of a server only after its Upgrade ended (landed or failed): the rollback waits for the call in flight. */
+/**
+ * Rollback waits for every call in flight to land or time out (docs/lifecycle.md "Rollback"): no Rollback starts while
+ * an Upgrade of any server is still in flight — before the driver ended it, or, when it never ended, before
+ * batchTimeout since it started (less CALL_LAG_MS: the operator's clock starts at its call, a little before the
+ * driver's log). Histories without batchTimeout judge only the calls that ended.
+ */
 function rollbackAfterLanding(h: History): Violation[] {
   const out: Violation[] = [];
+  const timeout = h.spec.batchTimeoutMs;
   for (const rb of h.ops.filter((o) => o.action === 'Rollback')) {
-    const pending = h.ops.find((o) => o.server === rb.server && o.action === 'Upgrade' && o.start < rb.start && (o.end === undefined || o.end > rb.start));
-    if (pending) out.push({ rule: 'RollbackAfterLanding', t: rb.start, message: `Rollback ${rb.server} (${rb.key}) sent while its Upgrade (${pending.key}) had not landed` });
+    const pending = h.ops.find((o) => o.action === 'Upgrade' && o.start < rb.start && (o.end !== undefined ? o.end > rb.start : timeout !== undefined && rb.start < o.start + timeout - CALL_LAG_MS));
+    if (pending) out.push({ rule: 'RollbackAfterLanding', t: rb.start, message: `Rollback ${rb.server} (${rb.key}) sent while the Upgrade of ${pending.server} (${pending.key}) was in flight` });
   }
   return out;
 }
@@ -412,8 +428,76 @@ function rollbackOnlyWhenSafe(h: History): Violation[] {
   return out;
 }
 
-/** Checks one upgrade's history against every rule. */
-export function checkHistory(h: History): Verdict {
+/** How much later than the call's status write a driver call may be seen (the hook's log; a poll of the Jobs in nodes mode). */
+export const CALL_LAG_MS = 3_000;
+
+const sameState = (a: StatusSnapshot, b: StatusSnapshot): boolean =>
+  a.phase === b.phase && a.pauseReason === b.pauseReason && a.pauseMessage === b.pauseMessage && a.resumedAt === b.resumedAt;
+
+/**
+ * A step that stops sends nothing (docs/lifecycle.md): no driver call starts while the upgrade is Paused or terminal,
+ * and none but Rollback while it is RollingBack. The state must be in force from CALL_LAG_MS before the call to the
+ * first snapshot after CALL_LAG_MS past it, unchanged (phase, pause, resumedAt): a watch that was cut re-lists and can
+ * miss the states in between, and a resume, or a pause that lifted, shows in what changed. A pause the operator lifts
+ * by itself (SELF_LIFTING) can come back with the same words, so it is not judged here; a terminal phase is final.
+ */
+function stoppedSendsNothing(h: History): Violation[] {
+  const statuses = [...h.statuses].sort((a, b) => a.t - b.t);
+  const out: Violation[] = [];
+  for (const op of [...h.ops].sort((a, b) => a.start - b.start)) {
+    const before = statuses.filter((s) => s.t <= op.start - CALL_LAG_MS).at(-1);
+    if (!before) continue;
+    const stopped = TERMINAL.has(before.phase) || (before.phase === PAUSED && !SELF_LIFTING.has(before.pauseReason ?? '')) || (before.phase === 'RollingBack' && op.action !== 'Rollback');
+    if (!stopped) continue;
+    if (!TERMINAL.has(before.phase)) {
+      const through = statuses.filter((s) => s.t > before.t && s.t <= op.start + CALL_LAG_MS);
+      const next = statuses.find((s) => s.t > op.start + CALL_LAG_MS);
+      if (!through.every((s) => sameState(s, before)) || next === undefined || !sameState(next, before)) continue;
+    }
+    out.push({ rule: 'StoppedSendsNothing', t: op.start, message: `${op.action} ${op.server} (${op.key}) carried out at ${op.start} while the upgrade was ${before.phase}${before.pauseReason ? ` ${before.pauseReason}` : ''} (since ${before.t})` });
+  }
+  return out;
+}
+
+/**
+ * The Mixed Version Proxy gate is on before any version changes (docs/operations.md, docs/drivers.md): each server
+ * that gets an Upgrade and had an EnableProxy before the first Upgrade of the history, has its last such EnableProxy
+ * landed before that first Upgrade started. (A joiner accepted later gets its EnableProxy later: not judged.)
+ */
+function enableProxyFirst(h: History): Violation[] {
+  const firstUp = [...h.ops].filter((o) => o.action === 'Upgrade').sort((a, b) => a.start - b.start)[0];
+  if (!firstUp) return [];
+  const upgraded = new Set(h.ops.filter((o) => o.action === 'Upgrade').map((o) => o.server));
+  const out: Violation[] = [];
+  for (const server of [...upgraded].sort()) {
+    const last = h.ops.filter((o) => o.server === server && o.action === 'EnableProxy' && o.start < firstUp.start).sort((a, b) => a.start - b.start).at(-1);
+    if (!last || (last.landed && last.end !== undefined && last.end <= firstUp.start)) continue;
+    out.push({ rule: 'EnableProxyFirst', t: firstUp.start, message: `Upgrade ${firstUp.server} (${firstUp.key}) started at ${firstUp.start} while the gate's EnableProxy of ${server} (${last.key}) had ${last.end === undefined ? 'not ended' : last.landed ? `landed only at ${last.end}` : 'failed'}` });
+  }
+  return out;
+}
+
+/**
+ * TwoPhase: phase one's calls (Upgrade with emulation) all come before phase two's (Upgrade without it): no Upgrade
+ * with emulation starts after one without emulation started (docs/two-phase.md). OnePhase histories have none.
+ */
+function phaseOneFirst(h: History): Violation[] {
+  const ups = h.ops.filter((o) => o.action === 'Upgrade').sort((a, b) => a.start - b.start);
+  const firstLift = ups.find((o) => !o.emulated);
+  if (!firstLift || !ups.some((o) => o.emulated)) return [];
+  return ups.filter((o) => o.emulated && o.start > firstLift.start).map((o) => ({ rule: 'PhaseOneFirst' as const, t: o.start, message: `Upgrade ${o.server} (${o.key}) with emulation at ${o.start}, after phase two's first call (${firstLift.server}, ${firstLift.start})` }));
+}
+
+/** status.stage only moves forward: once API (phase two began) it stays API (docs/two-phase.md). */
+function stageNeverBack(h: History): Violation[] {
+  const statuses = [...h.statuses].sort((a, b) => a.t - b.t);
+  const api = statuses.find((s) => s.stage === 'API');
+  const back = api && statuses.find((s) => s.t > api.t && s.stage !== undefined && s.stage !== 'API');
+  return api && back ? [{ rule: 'StageNeverBack', t: back.t, message: `status.stage went back from API (since ${api.t}) to ${back.stage} at ${back.t}` }] : [];
+}
+
+/** Checks one upgrade's history against every rule (or the rules of `only`). */
+export function checkHistory(h: History, only: ReadonlySet<Rule> = new Set(RULES)): Verdict {
   const breach = breachActedOn(h);
   const violations = [
     ...oncePerKey(h),
@@ -426,7 +510,11 @@ export function checkHistory(h: History): Verdict {
     ...resumeCompletes(h),
     ...no404AfterConvergence(h),
     ...rollbackOnlyWhenSafe(h),
-  ].sort((a, b) => a.t - b.t);
+    ...stoppedSendsNothing(h),
+    ...enableProxyFirst(h),
+    ...phaseOneFirst(h),
+    ...stageNeverBack(h),
+  ].filter((v) => only.has(v.rule)).sort((a, b) => a.t - b.t);
   return { violations, breachReactionMs: breach.reactions };
 }
 

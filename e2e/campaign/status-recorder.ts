@@ -31,6 +31,7 @@ export class StatusRecorder {
       finishedBatches: (st.batch?.history ?? []).map((b) => b.index),
       ...(st.stage ? { stage: st.stage } : {}),
       ...rollbackSafe(u),
+      ...(st.resumedAt ? { resumedAt: st.resumedAt } : {}),
     };
     const a = st.lastAnalysis;
     if (a?.time && a.time !== this.checks.at(-1)?.time) {

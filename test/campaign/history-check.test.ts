@@ -2,7 +2,7 @@
 // it is there for (and only that rule fires).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { checkHistory, percentiles, type History, type Rule } from '../../e2e/campaign/history-check.ts';
+import { checkHistory, percentiles, RULES, type History, type Rule } from '../../e2e/campaign/history-check.ts';
 
 const OLD = 'v1.35.4';
 const NEW = 'v1.36.3';
@@ -55,13 +55,22 @@ test('OneInFlight: a second replacement of a server while the first is in flight
   assert.deepEqual(rules(h), ['OneInFlight']);
 });
 
-test('RollbackAfterLanding: a Rollback sent while its server\'s Upgrade had not landed', () => {
+test('RollbackAfterLanding: a Rollback sent while an Upgrade had not landed (its own server\'s, or another\'s); one that never ended is in flight until batchTimeout', () => {
   const h = clean();
   h.ops = [{ key: 'k-up', server: 'cp-1', action: 'Upgrade', start: 10_000, end: 30_000, landed: true }, { key: 'k-rb', server: 'cp-1', action: 'Rollback', start: 31_000, end: 40_000, landed: true }];
   h.statuses.splice(1, 0, { t: 30_500, phase: 'RollingBack', targetStorageKnown: true, rollbackSafe: 'True' }, { t: 32_000, phase: 'Upgrading' });
   assert.deepEqual(rules(h), []);
   h.ops[1] = { ...h.ops[1]!, start: 15_000 };
   assert.ok(rules(h).includes('RollbackAfterLanding'));
+  // Another server's Upgrade that never ended: in flight until batchTimeout (60 s) after it started.
+  const o = clean();
+  o.spec = { ...o.spec, batchTimeoutMs: 60_000 };
+  o.ops = [{ key: 'k-up-cp-2', server: 'cp-2', action: 'Upgrade', start: 10_000, landed: false }, { key: 'k-rb', server: 'cp-1', action: 'Rollback', start: 50_000, end: 55_000, landed: true }];
+  o.statuses = [{ t: 1_000, phase: 'Upgrading' }, { t: 49_000, phase: 'RollingBack', rollbackSafe: 'True' }];
+  assert.ok(checkHistory(o).violations.some((v) => v.rule === 'RollbackAfterLanding' && /Upgrade of cp-2/.test(v.message)));
+  o.ops[1] = { ...o.ops[1]!, start: 71_000, end: 75_000 };
+  o.statuses[1] = { ...o.statuses[1]!, t: 70_500 };
+  assert.ok(!rules(o).includes('RollbackAfterLanding'), 'after its timeout it is no longer in flight');
 });
 
 test('TerminalMatchesFleet: Succeeded with a server on the old version; RolledBack with an emulation flag left', () => {
@@ -330,3 +339,154 @@ test('BreachActedOn: reaching Succeeded is not an action on a breach; a breach t
   assert.deepEqual(rules(h), [], 'Succeeded before the bound (56 s + 3 x 10 s + 10 s): nothing was owed');
   assert.deepEqual(checkHistory(h).breachReactionMs, [], 'and it is not counted as a reaction');
 });
+
+test('StoppedSendsNothing: no call while Paused or terminal, none but Rollback while RollingBack; a state the watch may have missed a change of is not judged', () => {
+  const h = clean();
+  h.statuses = [
+    { t: 1_000, phase: 'Upgrading' },
+    { t: 35_000, phase: 'Upgrading', finishedBatches: [1] },
+    { t: 38_000, phase: 'Paused', pauseReason: 'AnalysisBreach', pauseMessage: 'breach' },
+    { t: 60_000, phase: 'Paused', pauseReason: 'AnalysisBreach', pauseMessage: 'breach' },
+  ];
+  h.ops = [h.ops[0]!, { ...h.ops[1]!, start: 45_000, end: 50_000 }];
+  h.servers = h.servers.filter((r) => r.server !== 'cp-3');
+  const v = checkHistory(h).violations.filter((x) => x.rule === 'StoppedSendsNothing');
+  assert.equal(v.length, 1, JSON.stringify(checkHistory(h).violations));
+  assert.match(v[0]!.message, /Upgrade cp-2 \(k-up-cp-2\) carried out at 45000 while the upgrade was Paused AnalysisBreach/);
+  // A resume the watch saw only in resumedAt (the Upgrading between was missed): not judged.
+  h.statuses[3] = { ...h.statuses[3]!, resumedAt: '2026-12-06T10:00:44Z' };
+  assert.ok(!rules(h).includes('StoppedSendsNothing'));
+  // A pause the operator lifts by itself is not judged either.
+  h.statuses = h.statuses.map((s) => (s.phase === 'Paused' ? { ...s, pauseReason: 'MembershipChanged', resumedAt: undefined } : s));
+  assert.ok(!rules(h).includes('StoppedSendsNothing'));
+  // After a terminal phase nothing at all.
+  const t = clean();
+  t.ops.push({ key: 'k-late', server: 'cp-1', action: 'Upgrade', start: 110_000, end: 115_000, landed: true });
+  assert.ok(rules(t).includes('StoppedSendsNothing'));
+  // RollingBack: an Upgrade is flagged, a Rollback is not.
+  const r = rolledBack({});
+  r.statuses.push({ t: 62_000, phase: 'RollingBack', targetStorageKnown: true, rollbackSafe: 'True' });
+  r.statuses.sort((a, b) => a.t - b.t);
+  r.statuses = r.statuses.filter((s) => s.phase !== 'RolledBack');
+  r.statuses.push({ t: 90_000, phase: 'RollingBack', targetStorageKnown: true, rollbackSafe: 'True' });
+  assert.ok(!rules(r).includes('StoppedSendsNothing'), JSON.stringify(checkHistory(r).violations));
+  r.ops.push({ key: 'k-up-cp-2', server: 'cp-2', action: 'Upgrade', start: 70_000, end: 75_000, landed: true });
+  assert.ok(rules(r).includes('StoppedSendsNothing'));
+});
+
+test('EnableProxyFirst: the gate pass\'s EnableProxy of every upgraded server lands before the first Upgrade', () => {
+  const h = clean();
+  h.ops.unshift(
+    { key: 'k-ep-cp-1', server: 'cp-1', action: 'EnableProxy', start: 2_000, end: 5_000, landed: true },
+    { key: 'k-ep-cp-2', server: 'cp-2', action: 'EnableProxy', start: 5_500, end: 9_000, landed: true },
+  );
+  assert.deepEqual(rules(h), []);
+  h.ops[1] = { ...h.ops[1]!, end: 12_000 };
+  assert.deepEqual(rules(h), ['EnableProxyFirst']);
+  h.ops[1] = { key: 'k-ep-cp-2', server: 'cp-2', action: 'EnableProxy', start: 5_500, end: 6_000, landed: false };
+  assert.deepEqual(rules(h), ['EnableProxyFirst'], 'its EnableProxy failed');
+  // Retried under a new key after a failed one, and landed: fine.
+  h.ops.splice(2, 0, { key: 'k-ep-cp-2b', server: 'cp-2', action: 'EnableProxy', start: 7_000, end: 9_500, landed: true });
+  assert.deepEqual(rules(h), []);
+});
+
+test('PhaseOneFirst and StageNeverBack: no emulated Upgrade after phase two\'s first call; status.stage never leaves API once there', () => {
+  const h = clean();
+  h.ops = h.ops.map((o) => ({ ...o, emulated: true }));
+  h.ops.push({ key: 'k-lift-cp-1', server: 'cp-1', action: 'Upgrade', start: 85_000, end: 90_000, landed: true });
+  h.statuses = [{ t: 1_000, phase: 'Upgrading', stage: 'Binaries' }, { t: 84_000, phase: 'Upgrading', stage: 'API' }];
+  assert.deepEqual(rules(h).filter((r) => r === 'PhaseOneFirst' || r === 'StageNeverBack'), []);
+  h.ops.push({ key: 'k-again-cp-4', server: 'cp-4', action: 'Upgrade', start: 95_000, end: 99_000, landed: true, emulated: true });
+  h.statuses.push({ t: 94_000, phase: 'Upgrading', stage: 'Binaries' });
+  const found = rules(h);
+  assert.ok(found.includes('PhaseOneFirst') && found.includes('StageNeverBack'), found.join(', '));
+  assert.match(checkHistory(h).violations.find((v) => v.rule === 'StageNeverBack')!.message, /from API \(since 84000\) to Binaries at 94000/);
+});
+
+/** For each rule, a hand-made history that breaks its promise and no other: without the rule the history is clean. */
+const VIOLATING: Record<Rule, () => History> = {
+  OncePerKey: () => {
+    const h = clean();
+    h.ops.push({ ...h.ops[0]!, start: 95_000, end: 96_000 });
+    return h;
+  },
+  OneInFlight: () => {
+    const h = clean();
+    h.ops.push({ key: 'k-other', server: 'cp-1', action: 'Upgrade', start: 15_000, end: 25_000, landed: true });
+    return h;
+  },
+  RollbackAfterLanding: () => {
+    // cp-1 rolled back while cp-2's Upgrade, accepted a moment before the breach, was still in flight.
+    const h = rolledBack({});
+    h.ops.push({ key: 'k-up-cp-2', server: 'cp-2', action: 'Upgrade', start: 38_000, end: 45_000, landed: false });
+    return h;
+  },
+  TerminalMatchesFleet: () => {
+    const h = clean();
+    h.servers = h.servers.filter((r) => !(r.server === 'cp-3' && r.version === NEW));
+    return h;
+  },
+  DownWithinBatch: () => {
+    const h = clean();
+    h.servers.push({ t: 12_000, server: 'cp-2', up: false, version: OLD }, { t: 14_000, server: 'cp-2', up: true, version: OLD });
+    h.ops.push({ key: 'k-early', server: 'cp-2', action: 'Upgrade', start: 11_500, end: 14_000, landed: false });
+    return h;
+  },
+  BreachActedOn: () => {
+    const h = clean();
+    h.breaches = [{ from: 36_000, to: 110_000 }];
+    h.statuses[2] = { ...h.statuses[2]!, t: 85_000 };
+    return h;
+  },
+  ComesToRest: () => {
+    const h = clean();
+    h.statuses = h.statuses.slice(0, 2);
+    h.servers = h.servers.filter((r) => r.t < 40_000);
+    h.ops = h.ops.slice(0, 1);
+    return h;
+  },
+  ResumeCompletes: () => {
+    const h = clean();
+    h.statuses = [...h.statuses.slice(0, 2), { t: 60_000, phase: 'Paused', pauseReason: 'AnalysisBreach', pauseMessage: 'error rate 0.4 over 3 checks' }];
+    h.ops = h.ops.slice(0, 2);
+    h.servers = h.servers.filter((r) => r.server !== 'cp-3' || r.t === 0);
+    h.healedAt = 50_000;
+    h.resumesAfterHeal = [85_000];
+    return h;
+  },
+  No404AfterConvergence: () => {
+    const h = clean();
+    h.client.push({ t: 50_000, resource: 'admissionregistration.k8s.io/v1/mutatingadmissionpolicies', code: 404 });
+    return h;
+  },
+  RollbackOnlyWhenSafe: () => rolledBack({ rollbackSafe: 'Unknown' }),
+  StoppedSendsNothing: () => {
+    const h = clean();
+    h.ops.push({ key: 'k-late', server: 'cp-1', action: 'Upgrade', start: 110_000, end: 115_000, landed: true });
+    h.servers.push({ t: 111_000, server: 'cp-1', up: false, version: NEW }, { t: 115_000, server: 'cp-1', up: true, version: NEW });
+    return h;
+  },
+  EnableProxyFirst: () => {
+    const h = clean();
+    h.ops.unshift({ key: 'k-ep-cp-2', server: 'cp-2', action: 'EnableProxy', start: 5_500, end: 12_000, landed: true });
+    return h;
+  },
+  PhaseOneFirst: () => {
+    const h = clean();
+    h.ops = h.ops.map((o, i) => ({ ...o, emulated: i !== 1 }));
+    return h;
+  },
+  StageNeverBack: () => {
+    const h = clean();
+    h.statuses = [{ t: 1_000, phase: 'Upgrading', stage: 'API' }, { t: 35_000, phase: 'Upgrading', stage: 'Binaries', finishedBatches: [1] }, { t: 100_000, phase: 'Succeeded', stage: 'API', finishedBatches: [1, 2, 3] }];
+    return h;
+  },
+};
+
+for (const rule of RULES) {
+  test(`rule table: ${rule} alone flags its violating history; without ${rule} that history is clean`, () => {
+    const h = VIOLATING[rule]();
+    assert.deepEqual(rules(h), [rule], JSON.stringify(checkHistory(h).violations));
+    assert.deepEqual(checkHistory(h, new Set(RULES.filter((r) => r !== rule))).violations, []);
+  });
+}
