@@ -3,6 +3,7 @@ import { parseArgs } from 'node:util';
 import { ACTION_COMMANDS, type ActionCommand } from './actions.ts';
 import type { OutputFormat } from './format.ts';
 import { JsonPathError, parseJsonPath } from './jsonpath.ts';
+import { formatDuration, tryParseDuration } from '../api/duration.ts';
 
 export const COMMANDS = ['get', 'list', 'plan', ...ACTION_COMMANDS, 'completion', 'version'] as const;
 export const SHELLS = ['bash', 'zsh', 'fish'] as const;
@@ -23,7 +24,16 @@ export interface Options {
   context: string | undefined;
   /** How many Events `get` shows. */
   events: number;
+  /** list over several kubeconfig contexts: every one (--all-contexts) or the named ones (--contexts a,b), in that order. */
+  fleet?: FleetSelection | undefined;
+  /** The deadline of each cluster's answer in a fleet list (--cluster-timeout). */
+  clusterTimeoutMs: number;
 }
+
+export type FleetSelection = { all: true } | { all: false; names: string[] };
+
+/** --cluster-timeout's default. */
+export const CLUSTER_TIMEOUT_MS = 10_000;
 
 export type Parsed = { help: true; command: Command | undefined } | { help: false; options: Options };
 
@@ -57,6 +67,9 @@ export function parseCommandLine(argv: readonly string[]): Parsed {
         kubeconfig: { type: 'string' },
         context: { type: 'string' },
         events: { type: 'string' },
+        'all-contexts': { type: 'boolean' },
+        contexts: { type: 'string' },
+        'cluster-timeout': { type: 'string' },
         help: { type: 'boolean', short: 'h' },
       },
     });
@@ -115,17 +128,45 @@ export function parseCommandLine(argv: readonly string[]): Parsed {
   }
   if (v.kubeconfig === '') throw new UsageError('--kubeconfig needs a path');
   if (v.context === '') throw new UsageError('--context needs a name');
+  const fleet = fleetSelection(cmd, v['all-contexts'] === true, v.contexts, v.context);
+  let clusterTimeoutMs = CLUSTER_TIMEOUT_MS;
+  if (v['cluster-timeout'] !== undefined) {
+    if (fleet === undefined) throw new UsageError('--cluster-timeout is for list with --all-contexts or --contexts');
+    const ms = tryParseDuration(v['cluster-timeout']);
+    if (ms === undefined || ms < 1) throw new UsageError(`--cluster-timeout must be a duration such as 10s or 1m, not "${v['cluster-timeout']}"`);
+    clusterTimeoutMs = ms;
+  }
+  if (fleet !== undefined && output === 'name') throw new UsageError('-o name names the objects of one cluster; with --all-contexts or --contexts use -o json, yaml or jsonpath');
 
   return {
     help: false,
-    options: { command: cmd, name: cmd === 'completion' ? undefined : name, output, ...(jsonpath === undefined ? {} : { jsonpath }), ...(shell === undefined ? {} : { shell }), watch: v.watch === true, filename: v.filename, kubeconfig: v.kubeconfig, context: v.context, events },
+    options: { command: cmd, name: cmd === 'completion' ? undefined : name, output, ...(jsonpath === undefined ? {} : { jsonpath }), ...(shell === undefined ? {} : { shell }), watch: v.watch === true, filename: v.filename, kubeconfig: v.kubeconfig, context: v.context, events, ...(fleet === undefined ? {} : { fleet }), clusterTimeoutMs },
   };
+}
+
+/** --all-contexts or --contexts a,b,c: for list only, one of them, and not with --context. */
+function fleetSelection(cmd: Command, all: boolean, contexts: string | undefined, context: string | undefined): FleetSelection | undefined {
+  if (!all && contexts === undefined) return undefined;
+  const flag = all ? '--all-contexts' : '--contexts';
+  if (cmd !== 'list') throw new UsageError(`${flag} is for list, not ${cmd}`);
+  if (all && contexts !== undefined) throw new UsageError('--all-contexts and --contexts cannot both be given');
+  if (context !== undefined) throw new UsageError(`--context and ${flag} cannot both be given`);
+  if (all) return { all: true };
+  const names = parseContextList(contexts!);
+  if (names.length === 0) throw new UsageError('--contexts needs at least one context name (a,b,c)');
+  return { all: false, names };
+}
+
+/** `a, b,,a` -> [a, b]: comma-separated, blanks around a name ignored, each name once, in the order given. */
+export function parseContextList(s: string): string[] {
+  return [...new Set(s.split(',').map((n) => n.trim()).filter((n) => n !== ''))];
 }
 
 const COMMAND_LINES: Record<Command, string> = {
   get: `  get [NAME] [-w]       phase, batch progress, servers, last analysis against its thresholds, pause, driver calls, Events;
                         without NAME, every upgrade (as list); -w redraws on every change (of all of them without NAME)`,
-  list: '  list                  every ApiServerUpgrade: phase, versions, progress, age',
+  list: `  list                  every ApiServerUpgrade: phase, versions, progress, age; with --all-contexts or
+                        --contexts, of several clusters at once (a CLUSTER column; one row per cluster that cannot be read)`,
   pause: '  pause NAME            set spec.paused to true (a spec edit: Git tools will see it)',
   resume: `  resume NAME           set spec.paused to false if it is true; otherwise resume an automatic pause
                         (annotation upgrade.apiserver.dev/resume, no spec edit)`,
@@ -148,12 +189,15 @@ const FLAG_LINES = {
   events: '      --events N           get: how many Events to show (default 10)',
   connection: `      --kubeconfig PATH    kubeconfig file (default: $KUBECONFIG, then ~/.kube/config)
       --context NAME       kubeconfig context (default: the current context)`,
+  fleet: `      --all-contexts       list: every context of the kubeconfig, queried in parallel
+      --contexts A,B       list: these contexts (each must exist in the kubeconfig)
+      --cluster-timeout D  list with the two above: each cluster's deadline (default ${formatDuration(CLUSTER_TIMEOUT_MS)})`,
   help: '  -h, --help               this help',
 };
 
 const FLAGS_OF: Record<Command, (keyof typeof FLAG_LINES)[]> = {
   get: ['output', 'watch', 'events', 'connection', 'help'],
-  list: ['output', 'connection', 'help'],
+  list: ['output', 'connection', 'fleet', 'help'],
   plan: ['output', 'filename', 'connection', 'help'],
   pause: ['connection', 'help'],
   resume: ['connection', 'help'],
@@ -163,8 +207,8 @@ const FLAGS_OF: Record<Command, (keyof typeof FLAG_LINES)[]> = {
   version: ['help'],
 };
 
-const EXIT = `Exit status: 0 done; 1 an error, or a command that makes no sense in the upgrade's phase (one line says why);
-2 a command line that cannot be run.
+const EXIT = `Exit status: 0 done; 1 an error, or a command that makes no sense in the upgrade's phase (one line says why),
+or a list over several contexts where a cluster could not be read (its row says why); 2 a command line that cannot be run.
 `;
 
 export const USAGE = `kubectl apiserver-upgrade: inspect and steer ApiServerUpgrades (upgrade.apiserver.dev/v1alpha1, short name asu).

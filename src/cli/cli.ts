@@ -7,7 +7,7 @@ import { ABORT_ANNOTATION, RESUME_ANNOTATION, RETRY_ANNOTATION } from '../api/vo
 import { blockingUpgrade } from '../plan/admission.ts';
 import { KubeApiError } from '../runtime/kube.ts';
 import { decide, type ActionCommand } from './actions.ts';
-import { isActionCommand, parseCommandLine, usage, UsageError, type Options } from './args.ts';
+import { isActionCommand, parseCommandLine, usage, UsageError, type FleetSelection, type Options } from './args.ts';
 import { completionScript } from './completion.ts';
 import { jsonPath } from './jsonpath.ts';
 import { pluginVersion } from './version.ts';
@@ -17,12 +17,16 @@ import type { KubeEvent } from './events.ts';
 import { machine, printable, terminalText } from './format.ts';
 import { buildGetView, renderGet } from './get-view.ts';
 import { listRows, renderList } from './list-view.ts';
+import { queryFleet } from './fleet.ts';
+import { fleetExitCode, fleetFailureLine, fleetView, renderFleet, selectContexts } from './fleet-view.ts';
 import { buildPlanView, renderPlan } from './plan-view.ts';
 
 export interface CliDeps {
   out(text: string): void;
   err(text: string): void;
   connect(c: Connection): UpgradeApi;
+  /** The context names of the kubeconfig (`--kubeconfig`, else the default one kubectl reads). */
+  contexts(kubeconfig: string | undefined): string[];
   now(): Date;
   /** The text of a manifest file; `-` is stdin. */
   readFile(path: string): Promise<string>;
@@ -53,6 +57,7 @@ export async function run(argv: readonly string[], deps: CliDeps): Promise<numbe
       deps.out(`kubectl-apiserver_upgrade ${pluginVersion()} (API ${API_VERSION})\n`);
       return 0;
     }
+    if (o.command === 'list' && o.fleet !== undefined) return await fleetList(o, o.fleet, deps);
     api = deps.connect({ kubeconfig: o.kubeconfig, context: o.context });
     if (o.command === 'list') return await list(api, o, deps);
     if (o.command === 'get') return o.name === undefined ? await (o.watch ? watchAll(api, o, deps) : list(api, o, deps)) : await get(api, o, deps);
@@ -102,6 +107,20 @@ async function listText(api: UpgradeApi, o: Options, deps: CliDeps): Promise<str
 async function list(api: UpgradeApi, o: Options, deps: CliDeps): Promise<number> {
   deps.out(await listText(api, o, deps));
   return 0;
+}
+
+/**
+ * `list --all-contexts | --contexts a,b`: every cluster's upgrades, each cluster within its deadline; a cluster that
+ * could not be read is a row (and an entry of the machine view) saying why, and makes the exit status 1.
+ */
+async function fleetList(o: Options, selection: FleetSelection, deps: CliDeps): Promise<number> {
+  const contexts = selectContexts(deps.contexts(o.kubeconfig), selection);
+  const results = await queryFleet({ kubeconfig: o.kubeconfig, contexts, timeoutMs: o.clusterTimeoutMs, connect: (c) => deps.connect(c) });
+  const view = fleetView(results);
+  deps.out(o.output === 'human' || o.output === 'wide' ? renderFleet(view, deps.now(), o.output === 'wide') : formatted(view, [], o));
+  const failed = fleetFailureLine(results);
+  if (failed !== undefined) deps.err(`error: ${terminalText(failed)}\n`);
+  return fleetExitCode(results);
 }
 
 /** `get -w` without a NAME: the list, redrawn on every change of any upgrade. */

@@ -23,6 +23,9 @@ export class CliError extends Error {
   override readonly name = 'CliError';
 }
 
+/** The cluster does not serve apiserverupgrades (the CRD is not installed): a 404 on the collection. */
+export class CrdNotServedError extends CliError {}
+
 export interface Connection {
   kubeconfig?: string | undefined;
   context?: string | undefined;
@@ -32,7 +35,8 @@ export interface Connection {
 export interface UpgradeApi {
   /** undefined when there is no such object. */
   get(name: string): Promise<ApiServerUpgrade | undefined>;
-  list(): Promise<ApiServerUpgrade[]>;
+  /** `signal` gives up on the request (a deadline the caller keeps). */
+  list(signal?: AbortSignal): Promise<ApiServerUpgrade[]>;
   /** A JSON merge patch of the object (not its status). */
   patch(name: string, patch: Record<string, unknown>): Promise<ApiServerUpgrade>;
   events(name: string): Promise<KubeEvent[]>;
@@ -56,12 +60,21 @@ export function loadConfig(c: Connection): KubeAccess {
   }
 }
 
+/** The context names of the kubeconfig `kubeconfig` or, without it, of the one kubectl reads by default. */
+export function contextNames(kubeconfig: string | undefined): string[] {
+  try {
+    return KubeAccess.contextNames(kubeconfig);
+  } catch (err) {
+    throw new CliError(`cannot load the kubeconfig: ${(err as Error).message}`);
+  }
+}
+
 const UPGRADES = '/apis/upgrade.apiserver.dev/v1alpha1/apiserverupgrades';
 
 /** A 404 on the collection means the CRD is not installed (the name-level 404 is "not found"). */
 function explain(err: unknown): never {
   if (err instanceof KubeApiError && err.statusCode === 404) {
-    throw new CliError(`the cluster does not serve apiserverupgrades.upgrade.apiserver.dev: is the operator's CRD installed? (${err.message})`);
+    throw new CrdNotServedError(`the cluster does not serve apiserverupgrades.upgrade.apiserver.dev: is the operator's CRD installed? (${err.message})`);
   }
   throw err;
 }
@@ -93,9 +106,9 @@ export class KubeUpgradeApi implements UpgradeApi {
     }
   }
 
-  async list(): Promise<ApiServerUpgrade[]> {
+  async list(signal?: AbortSignal): Promise<ApiServerUpgrade[]> {
     try {
-      return (await this.kube.listUpgrades()).items;
+      return (await this.kube.listUpgrades(signal)).items;
     } catch (err) {
       return explain(err);
     }

@@ -47,13 +47,14 @@ export function listRows(items: readonly ApiServerUpgrade[]): ListRow[] {
     });
 }
 
-/** The table; `wide` adds the driver and what the upgrade is doing (or why it paused). */
-export function renderList(listed: readonly ListRow[], now: Date, wide = false): string {
-  if (listed.length === 0) return 'No ApiServerUpgrades found.\n';
-  // Every string from the cluster goes through terminalText before it is laid out.
-  const rows = printable(listed);
-  const headers = ['NAME', 'PHASE', 'FROM', 'TO', 'DONE', 'BATCH', 'PAUSED', 'WAITING', 'AGE', ...(wide ? ['DRIVER', 'MESSAGE'] : [])];
-  return table(headers, rows.map((r) => [
+/** The table's headers; `wide` adds the driver and what the upgrade is doing (or why it paused). */
+export function listHeaders(wide: boolean): string[] {
+  return ['NAME', 'PHASE', 'FROM', 'TO', 'DONE', 'BATCH', 'PAUSED', 'WAITING', 'AGE', ...(wide ? ['DRIVER', 'MESSAGE'] : [])];
+}
+
+/** One row's cells under listHeaders; `r` has been through printable already. */
+export function listCells(r: ListRow, now: Date, wide: boolean): (string | undefined)[] {
+  return [
     r.name,
     r.phase,
     r.from,
@@ -64,5 +65,13 @@ export function renderList(listed: readonly ListRow[], now: Date, wide = false):
     r.waiting,
     age(r.createdAt, now),
     ...(wide ? [r.driver, truncate(r.message, 80)] : []),
-  ]));
+  ];
+}
+
+/** The table; `wide` adds the driver and what the upgrade is doing (or why it paused). */
+export function renderList(listed: readonly ListRow[], now: Date, wide = false): string {
+  if (listed.length === 0) return 'No ApiServerUpgrades found.\n';
+  // Every string from the cluster goes through terminalText before it is laid out.
+  const rows = printable(listed);
+  return table(listHeaders(wide), rows.map((r) => listCells(r, now, wide)));
 }

@@ -20,11 +20,12 @@ function quick(): number | undefined {
 }
 
 async function full(): Promise<number> {
-  const [{ run }, { KubeUpgradeApi }] = await Promise.all([import('./cli.ts'), import('./client.ts')]);
+  const [{ run }, { KubeUpgradeApi, contextNames }] = await Promise.all([import('./cli.ts'), import('./client.ts')]);
   return run(argv, {
     out: (s) => void process.stdout.write(s),
     err: (s) => void process.stderr.write(s),
     connect: (c) => KubeUpgradeApi.connect(c),
+    contexts: (kubeconfig) => contextNames(kubeconfig),
     now: () => new Date(),
     readFile: (path) => (path === '-' ? text(process.stdin) : readFile(path, 'utf8')),
     isTTY: process.stdout.isTTY === true,

@@ -74,22 +74,26 @@ export class KubeAccess {
 
   /** One kubeconfig file; it must exist. */
   static fromFile(file: string, context?: string): KubeAccess {
-    const m = new Merged();
-    const doc = readKubeconfig(file);
-    if (doc === undefined) throw new KubeconfigError(`${file}: the kubeconfig does not exist`);
-    m.add(doc, path.dirname(path.resolve(file)), file);
-    return KubeAccess.select(m, context);
+    return KubeAccess.select(mergeFile(file), context);
   }
 
   /** $KUBECONFIG's list, merged as kubectl does: missing files are skipped, and for each name the first file that sets it wins. */
   static fromFiles(files: readonly string[], context?: string): KubeAccess {
-    const m = new Merged();
-    for (const file of files) {
-      const doc = readKubeconfig(file);
-      if (doc !== undefined) m.add(doc, path.dirname(path.resolve(file)), file);
-    }
-    if (m.sources.length === 0) throw new KubeconfigError(`none of the kubeconfig files exists: ${files.join(', ') || '(no files given)'}`);
-    return KubeAccess.select(m, context);
+    return KubeAccess.select(mergeFiles(files), context);
+  }
+
+  /**
+   * The context names of the kubeconfig kubectl would read: `file` (which must exist), else $KUBECONFIG's list merged,
+   * else ~/.kube/config; in the order the files define them, each name once. A pod's service account has no contexts:
+   * without a kubeconfig this throws, naming where it looked.
+   */
+  static contextNames(file?: string): string[] {
+    if (file) return [...mergeFile(file).contexts.keys()];
+    const list = (process.env.KUBECONFIG ?? '').split(path.delimiter).filter((f) => f !== '');
+    if (list.length > 0) return [...mergeFiles(list).contexts.keys()];
+    const home = path.join(homedir(), '.kube', 'config');
+    if (existsSync(home)) return [...mergeFile(home).contexts.keys()];
+    throw new KubeconfigError(`no kubeconfig: $KUBECONFIG is not set and ${home} does not exist`);
   }
 
   /** A parsed kubeconfig; relative paths in it resolve against `dir`, and errors name it `source`. */
@@ -228,6 +232,26 @@ interface Entry {
   dir: string;
   /** `file: kind "name"`, for errors. */
   where: string;
+}
+
+/** One kubeconfig file, which must exist. */
+function mergeFile(file: string): Merged {
+  const m = new Merged();
+  const doc = readKubeconfig(file);
+  if (doc === undefined) throw new KubeconfigError(`${file}: the kubeconfig does not exist`);
+  m.add(doc, path.dirname(path.resolve(file)), file);
+  return m;
+}
+
+/** A list of kubeconfig files merged as kubectl merges $KUBECONFIG's: missing ones skipped, at least one must exist. */
+function mergeFiles(files: readonly string[]): Merged {
+  const m = new Merged();
+  for (const file of files) {
+    const doc = readKubeconfig(file);
+    if (doc !== undefined) m.add(doc, path.dirname(path.resolve(file)), file);
+  }
+  if (m.sources.length === 0) throw new KubeconfigError(`none of the kubeconfig files exists: ${files.join(', ') || '(no files given)'}`);
+  return m;
 }
 
 /** The parsed file, or undefined when it does not exist. */

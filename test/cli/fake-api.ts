@@ -62,6 +62,7 @@ export async function cli(api: UpgradeApi | (() => never) | undefined, argv: str
       if (api === undefined) throw new Error('must not connect');
       return typeof api === 'function' ? api() : api;
     },
+    contexts: () => [],
     now: () => NOW,
     readFile: async () => { throw new Error('no file'); },
     isTTY: false,

@@ -56,7 +56,7 @@ test('the plugin refuses a proxied API server with a clear error and connects to
     const code = await run(['list', '--kubeconfig', kubeconfig], {
       out: () => undefined, err: (s) => (err += s),
       connect: (c) => KubeUpgradeApi.connect(c, env),
-      now: () => new Date(), readFile: async () => '', isTTY: false, interrupted: async () => undefined,
+      contexts: () => [], now: () => new Date(), readFile: async () => '', isTTY: false, interrupted: async () => undefined,
     });
     assert.equal(code, 1);
     assert.match(err, /^error: HTTPS_PROXY is set \(http:\/\/127\.0\.0\.1:\d+\) and kubectl would reach https:\/\/kube\.auo\.test:6443 through it, but this plugin does not go through proxies: add kube\.auo\.test to NO_PROXY/);
