@@ -24,12 +24,11 @@ export interface Options {
   context: string | undefined;
   /** How many Events `get` shows. */
   events: number;
-  /** list over several kubeconfig contexts: every one (--all-contexts) or the named ones (--contexts a,b), in that order. */
-  fleet?: FleetSelection | undefined;
-  /** The deadline of each cluster's answer in a fleet list (--cluster-timeout). */
-  clusterTimeoutMs: number;
+  /** list over several kubeconfig contexts (--all-contexts, --contexts a,b), each cluster within timeoutMs (--cluster-timeout). */
+  fleet?: { select: FleetSelection; timeoutMs: number } | undefined;
 }
 
+/** Every context of the kubeconfig, or the named ones in that order. */
 export type FleetSelection = { all: true } | { all: false; names: string[] };
 
 /** --cluster-timeout's default. */
@@ -140,7 +139,7 @@ export function parseCommandLine(argv: readonly string[]): Parsed {
 
   return {
     help: false,
-    options: { command: cmd, name: cmd === 'completion' ? undefined : name, output, ...(jsonpath === undefined ? {} : { jsonpath }), ...(shell === undefined ? {} : { shell }), watch: v.watch === true, filename: v.filename, kubeconfig: v.kubeconfig, context: v.context, events, ...(fleet === undefined ? {} : { fleet }), clusterTimeoutMs },
+    options: { command: cmd, name: cmd === 'completion' ? undefined : name, output, ...(jsonpath === undefined ? {} : { jsonpath }), ...(shell === undefined ? {} : { shell }), watch: v.watch === true, filename: v.filename, kubeconfig: v.kubeconfig, context: v.context, events, ...(fleet === undefined ? {} : { fleet: { select: fleet, timeoutMs: clusterTimeoutMs } }) },
   };
 }
 

@@ -57,7 +57,7 @@ export async function run(argv: readonly string[], deps: CliDeps): Promise<numbe
       deps.out(`kubectl-apiserver_upgrade ${pluginVersion()} (API ${API_VERSION})\n`);
       return 0;
     }
-    if (o.command === 'list' && o.fleet !== undefined) return await fleetList(o, o.fleet, deps);
+    if (o.command === 'list' && o.fleet !== undefined) return await fleetList(o, o.fleet.select, o.fleet.timeoutMs, deps);
     api = deps.connect({ kubeconfig: o.kubeconfig, context: o.context });
     if (o.command === 'list') return await list(api, o, deps);
     if (o.command === 'get') return o.name === undefined ? await (o.watch ? watchAll(api, o, deps) : list(api, o, deps)) : await get(api, o, deps);
@@ -113,9 +113,9 @@ async function list(api: UpgradeApi, o: Options, deps: CliDeps): Promise<number>
  * `list --all-contexts | --contexts a,b`: every cluster's upgrades, each cluster within its deadline; a cluster that
  * could not be read is a row (and an entry of the machine view) saying why, and makes the exit status 1.
  */
-async function fleetList(o: Options, selection: FleetSelection, deps: CliDeps): Promise<number> {
+async function fleetList(o: Options, selection: FleetSelection, timeoutMs: number, deps: CliDeps): Promise<number> {
   const contexts = selectContexts(deps.contexts(o.kubeconfig), selection);
-  const results = await queryFleet({ kubeconfig: o.kubeconfig, contexts, timeoutMs: o.clusterTimeoutMs, connect: (c) => deps.connect(c) });
+  const results = await queryFleet({ kubeconfig: o.kubeconfig, contexts, timeoutMs, connect: (c) => deps.connect(c) });
   const view = fleetView(results);
   deps.out(o.output === 'human' || o.output === 'wide' ? renderFleet(view, deps.now(), o.output === 'wide') : formatted(view, [], o));
   const failed = fleetFailureLine(results);

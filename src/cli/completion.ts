@@ -5,7 +5,9 @@
 // completes `kubectl-apiserver_upgrade` typed directly. Pure: the text only.
 import { COMMANDS, SHELLS, type Shell } from './args.ts';
 
-const FLAGS = ['-o', '--output', '-w', '--watch', '-f', '--filename', '--events', '--kubeconfig', '--context', '-h', '--help'];
+const FLAGS = ['-o', '--output', '-w', '--watch', '-f', '--filename', '--events', '--kubeconfig', '--context', '--all-contexts', '--contexts', '--cluster-timeout', '-h', '--help'];
+/** The kubeconfig's context names, for --context and --contexts (as `kubectl config get-contexts -o name` lists them). */
+const CONTEXTS = 'kubectl config get-contexts -o name 2>/dev/null';
 const FORMATS = ['json', 'yaml', 'wide', 'name', 'jsonpath='];
 /** Commands whose argument is an upgrade's name. */
 const NAMED = COMMANDS.filter((c) => c !== 'list' && c !== 'completion' && c !== 'version');
@@ -21,6 +23,9 @@ _kubectl_apiserver_upgrade() {
   case "$prev" in
     -o|--output) COMPREPLY=($(compgen -W "${FORMATS.join(' ')}" -- "$cur")); return ;;
     -f|--filename|--kubeconfig) COMPREPLY=($(compgen -f -- "$cur")); return ;;
+    --context) COMPREPLY=($(compgen -W "$(${CONTEXTS})" -- "$cur")); return ;;
+    --contexts) local head="\${cur%\${cur##*,}}"; COMPREPLY=($(compgen -P "$head" -W "$(${CONTEXTS})" -- "\${cur##*,}")); return ;;
+    --cluster-timeout) return ;;
   esac
   if [[ $COMP_CWORD -eq 1 ]]; then COMPREPLY=($(compgen -W "${COMMANDS.join(' ')}" -- "$cur")); return; fi
   if [[ "$cur" == -* ]]; then COMPREPLY=($(compgen -W "${FLAGS.join(' ')}" -- "$cur")); return; fi
@@ -43,6 +48,9 @@ _kubectl_apiserver_upgrade() {
   case "$words[CURRENT-1]" in
     -o|--output) compadd -- ${FORMATS.join(' ')}; return ;;
     -f|--filename|--kubeconfig) _files; return ;;
+    --context) compadd -- \${(f)"$(${CONTEXTS})"}; return ;;
+    --contexts) compset -P '*,'; compadd -- \${(f)"$(${CONTEXTS})"}; return ;;
+    --cluster-timeout) return ;;
   esac
   if [[ "$words[CURRENT]" == -* ]]; then compadd -- ${FLAGS.join(' ')}; return; fi
   case "$words[2]" in
@@ -67,7 +75,10 @@ function fish(): string {
     'complete -c kubectl-apiserver_upgrade -s f -l filename -r -F',
     'complete -c kubectl-apiserver_upgrade -l events -x',
     'complete -c kubectl-apiserver_upgrade -l kubeconfig -r -F',
-    'complete -c kubectl-apiserver_upgrade -l context -x',
+    `complete -c kubectl-apiserver_upgrade -l context -x -a '(${CONTEXTS})'`,
+    'complete -c kubectl-apiserver_upgrade -l all-contexts',
+    `complete -c kubectl-apiserver_upgrade -l contexts -x -a '(${CONTEXTS})'`,
+    'complete -c kubectl-apiserver_upgrade -l cluster-timeout -x',
     'complete -c kubectl-apiserver_upgrade -s h -l help',
     '',
   ].join('\n');
