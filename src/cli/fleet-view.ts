@@ -54,6 +54,16 @@ function codeOf(err: Error): string | undefined {
   return typeof code === 'string' ? code : undefined;
 }
 
+/** The message of a Kubernetes Status body (who may not do what, for a 403), if the body is one. */
+function statusMessage(body: string): string | undefined {
+  try {
+    const m = (JSON.parse(body) as { message?: unknown } | null)?.message;
+    return typeof m === 'string' ? m : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 const UNREACHABLE = /^(ECONNREFUSED|ECONNRESET|EHOSTUNREACH|ENETUNREACH|ENOTFOUND|EAI_AGAIN|ETIMEDOUT|EPIPE)$/;
 
 /**
@@ -67,7 +77,7 @@ export function clusterError(err: unknown, timedOut: boolean, timeoutMs: number)
   if (err instanceof CrdNotServedError) return { reason: 'CRDNotServed', message: 'the cluster does not serve apiserverupgrades.upgrade.apiserver.dev (is the CRD installed?)' };
   if (err instanceof KubeApiError) {
     if (err.statusCode === 401) return { reason: 'Unauthorized', message: 'the server refused the credentials (401)' };
-    if (err.statusCode === 403) return { reason: 'Forbidden', message: safe(`403: ${err.message.replace(/^[A-Z]+ \/\S*: 403( Forbidden)?: /, '')}`) };
+    if (err.statusCode === 403) return { reason: 'Forbidden', message: safe(`403: ${statusMessage(err.body) ?? err.body}`) };
     return { reason: 'Error', message: safe(err.message) };
   }
   // Loading the context (its kubeconfig entries, files, a proxy it would need) failed before any request.
