@@ -49,6 +49,12 @@ const UNPRINTABLE_IN_STRING = /(?![\n\t])[\p{Cc}\p{Cf}\p{Zl}\p{Zp}\p{Default_Ign
 const UNPRINTABLE_IN_LAYOUT = new RegExp(UNPRINTABLE_IN_STRING.source, 'gu');
 
 /**
+ * A multi-line string with a line that starts with a space or a tab: as a block scalar (`|`) its indentation is
+ * ambiguous (` \n` reads back as `\n`, and some such strings are not even valid YAML), so it is double-quoted.
+ */
+const BLOCK_AMBIGUOUS = /\n[ \t]|^[ \t][^\n]*\n/u;
+
+/**
  * JSON (2-space indented) or YAML of any view; both end with a newline. Unlike the human views, the values are kept
  * as they are, but written so that no unprintable character reaches the terminal as itself: JSON escapes them
  * (`\u202e`), and in YAML a string that holds one is double-quoted, where it is escaped the same way.
@@ -61,7 +67,7 @@ export function machine(value: unknown, format: 'json' | 'yaml'): string {
       const text = node.value;
       if (typeof text !== 'string') return;
       node.value = text.toWellFormed();
-      if (UNPRINTABLE_IN_STRING.test(text)) node.type = 'QUOTE_DOUBLE';
+      if (UNPRINTABLE_IN_STRING.test(text) || BLOCK_AMBIGUOUS.test(text)) node.type = 'QUOTE_DOUBLE';
     },
   });
   return doc.toString({ lineWidth: 0 }).replace(UNPRINTABLE_IN_LAYOUT, quotedEscape);
