@@ -1,7 +1,7 @@
 // `kubectl apiserver-upgrade list --all-contexts` on real servers: two clusters (one kube-apiserver and etcd each,
-// the CRD installed, one ApiServerUpgrade each, one with a status set through the status subresource), a context
-// whose address nothing listens on (a loopback port bound and closed) and one whose address accepts connections and
-// never answers. The kubeconfig is two files in $KUBECONFIG, merged as kubectl merges them. The plugin runs through
+// the CRD installed, one ApiServerUpgrade each, one with a status set through the status subresource), a third
+// without the CRD, a context with a token the server does not know (401), one whose address nothing listens on (a
+// loopback port bound and closed) and one whose address accepts connections and never answers. The kubeconfig is two files in $KUBECONFIG, merged as kubectl merges them. The plugin runs through
 // its launcher, as a user runs it: every cluster is in the output by its context name, the dead ones each as one row
 // with its reason, within the cluster deadline, and the exit status is 1; with only the live ones it is 0.
 import { test, before, after } from 'node:test';
@@ -54,9 +54,10 @@ function file(path: string, ...parts: Kubeconfig[]): string {
 
 before(async () => {
   // One after the other: the machine is shared, and each start builds nothing (the binaries are cached).
-  for (let i = 0; i < 2; i++) clusters.push(await Cluster.start({ servers: 1, version: OLD_VERSION, verbose: true }));
-  const [east, west] = clusters as [Cluster, Cluster];
-  for (const c of clusters) await installCrd(c);
+  for (let i = 0; i < 3; i++) clusters.push(await Cluster.start({ servers: 1, version: OLD_VERSION, verbose: true }));
+  const [east, west, bare] = clusters as [Cluster, Cluster, Cluster];
+  // The third cluster does not have the CRD.
+  for (const c of [east, west]) await installCrd(c);
   await createUpgrade(east, { apiVersion: 'upgrade.apiserver.dev/v1alpha1', kind: 'ApiServerUpgrade', metadata: { name: 'east-to-v1-36' }, spec: { targetVersion: NEW_VERSION, driver: { webhook: { url: 'https://cpm.example.com/replace' } } } });
   await createUpgrade(west, { apiVersion: 'upgrade.apiserver.dev/v1alpha1', kind: 'ApiServerUpgrade', metadata: { name: 'west-to-v1-36' }, spec: { targetVersion: NEW_VERSION, driver: { webhook: { url: 'https://cpm.example.com/replace' } } } });
   // The operator's status, written as it writes it (no operator runs here): west waits for its window.
@@ -74,7 +75,10 @@ before(async () => {
   dir = mkdtempSync(join(tmpdir(), 'asu-fleet-'));
   // Two files, as $KUBECONFIG lists them: kubectl (and the plugin) merge them.
   const a = file(join(dir, 'a.kubeconfig'), entries(east, 'east'), entries(east, 'gone', `https://127.0.0.1:${await closedPort()}`));
-  const b = file(join(dir, 'b.kubeconfig'), entries(west, 'west'), entries(west, 'silent', `https://127.0.0.1:${silentPort}`));
+  // A token the server does not know: it answers 401.
+  const stranger = entries(west, 'stranger');
+  stranger.users[0]!.user = { token: 'not-a-token-of-this-cluster' };
+  const b = file(join(dir, 'b.kubeconfig'), entries(west, 'west'), entries(west, 'silent', `https://127.0.0.1:${silentPort}`), stranger, entries(bare, 'bare'));
   env = { ...process.env, KUBECONFIG: [a, b].join(delimiter) };
 });
 
@@ -104,7 +108,7 @@ async function plugin(...args: string[]): Promise<Out> {
   });
 }
 
-test('--all-contexts: both clusters\' upgrades by context name, one row each for the dead and the silent context, within the deadline, exit 1', async () => {
+test('--all-contexts: both clusters\' upgrades by context name, one row each for no CRD, 401, nothing listening and no answer, within the deadline, exit 1', async () => {
   // What the command costs without any cluster (Node's start and the modules, seconds on a loaded machine): a
   // refusal that loads everything and asks nobody.
   const base = await plugin('list', '--contexts', 'nobody');
@@ -116,12 +120,14 @@ test('--all-contexts: both clusters\' upgrades by context name, one row each for
   assert.ok(r.ms >= CLUSTER_TIMEOUT_S * 1000, `took ${r.ms} ms: the silent context was waited on for its deadline`);
   const lines = r.stdout.trimEnd().split('\n');
   assert.match(lines[0]!, /^CLUSTER +NAME +PHASE +FROM +TO +DONE +BATCH +PAUSED +WAITING +AGE +ERROR$/);
-  assert.match(lines[1]!, /^east +east-to-v1-36 +Pending +- +v1\.36\.3 +- +- +- +- +\d+[sm]\S* +-$/);
-  assert.match(lines[2]!, /^gone +- +(- +){8}Unreachable: connect ECONNREFUSED 127\.0\.0\.1:\d+$/);
-  assert.match(lines[3]!, new RegExp(`^silent +- +(- +){8}Timeout: no answer within ${CLUSTER_TIMEOUT_S}s$`));
-  assert.match(lines[4]!, /^west +west-to-v1-36 +Pending +- +v1\.36\.3 +- +- +- +OutsideWindow until 2030-01-01T01:00:00Z +\d+[sm]\S* +-$/);
-  assert.equal(lines.length, 5);
-  assert.equal(r.stderr, 'error: 2 of 4 clusters could not be read: gone, silent\n');
+  assert.match(lines[1]!, /^bare +- +(- +){8}CRDNotServed: the cluster does not serve apiserverupgrades\.upgrade\.apiserver\.dev \(is the CRD installed\?\)$/);
+  assert.match(lines[2]!, /^east +east-to-v1-36 +Pending +- +v1\.36\.3 +- +- +- +- +\d+[sm]\S* +-$/);
+  assert.match(lines[3]!, /^gone +- +(- +){8}Unreachable: connect ECONNREFUSED 127\.0\.0\.1:\d+$/);
+  assert.match(lines[4]!, new RegExp(`^silent +- +(- +){8}Timeout: no answer within ${CLUSTER_TIMEOUT_S}s$`));
+  assert.match(lines[5]!, /^stranger +- +(- +){8}Unauthorized: the server refused the credentials \(401\)$/);
+  assert.match(lines[6]!, /^west +west-to-v1-36 +Pending +- +v1\.36\.3 +- +- +- +OutsideWindow until 2030-01-01T01:00:00Z +\d+[sm]\S* +-$/);
+  assert.equal(lines.length, 7);
+  assert.equal(r.stderr, 'error: 4 of 6 clusters could not be read: bare, gone, silent, stranger\n');
 });
 
 test('--contexts of the live clusters: exit 0, no ERROR column; -o json names each cluster and carries an error as data', async () => {
@@ -146,5 +152,5 @@ test('a context the kubeconfig does not define is refused by name before any clu
   const r = await plugin('list', '--contexts', 'east,typo');
   assert.equal(r.code, 1);
   assert.equal(r.stdout, '');
-  assert.match(r.stderr, /^error: context "typo" is not defined in the kubeconfig \(contexts: east, gone, west, silent\)\n$/);
+  assert.match(r.stderr, /^error: context "typo" is not defined in the kubeconfig \(contexts: east, gone, west, silent, stranger, bare\)\n$/);
 });
