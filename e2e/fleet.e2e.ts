@@ -1,6 +1,6 @@
 // `kubectl apiserver-upgrade list --all-contexts` on real servers: two clusters (one kube-apiserver and etcd each,
 // the CRD installed, one ApiServerUpgrade each, one with a status set through the status subresource), a third
-// without the CRD, a context with a token the server does not know (401), one whose address nothing listens on (a
+// without the CRD, a context with a token the server does not know (401), a user RBAC grants nothing (403), one whose address nothing listens on (a
 // loopback port bound and closed) and one whose address accepts connections and never answers. The kubeconfig is two files in $KUBECONFIG, merged as kubectl merges them. The plugin runs through
 // its launcher, as a user runs it: every cluster is in the output by its context name, the dead ones each as one row
 // with its reason, within the cluster deadline, and the exit status is 1; with only the live ones it is 0.
@@ -13,6 +13,7 @@ import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
 import { parse, stringify } from 'yaml';
 import { Cluster, NEW_VERSION, OLD_VERSION } from './cluster/index.ts';
+import { createClientCert } from './cluster/pki.ts';
 import { createUpgrade, installCrd } from './support/operator.ts';
 import { closedPort } from './support/tcp-forward.ts';
 import type { FleetView } from '../src/cli/fleet-view.ts';
@@ -78,7 +79,11 @@ before(async () => {
   // A token the server does not know: it answers 401.
   const stranger = entries(west, 'stranger');
   stranger.users[0]!.user = { token: 'not-a-token-of-this-cluster' };
-  const b = file(join(dir, 'b.kubeconfig'), entries(west, 'west'), entries(west, 'silent', `https://127.0.0.1:${silentPort}`), stranger, entries(bare, 'bare'));
+  // A user the server knows (a client certificate of its CA) and RBAC grants nothing: it answers 403.
+  const nobody = await createClientCert(west.pki, 'nobody', 'nobody');
+  const denied = entries(west, 'denied');
+  denied.users[0]!.user = { 'client-certificate': nobody.cert, 'client-key': nobody.key };
+  const b = file(join(dir, 'b.kubeconfig'), entries(west, 'west'), entries(west, 'silent', `https://127.0.0.1:${silentPort}`), stranger, entries(bare, 'bare'), denied);
   env = { ...process.env, KUBECONFIG: [a, b].join(delimiter) };
 });
 
@@ -108,7 +113,7 @@ async function plugin(...args: string[]): Promise<Out> {
   });
 }
 
-test('--all-contexts: both clusters\' upgrades by context name, one row each for no CRD, 401, nothing listening and no answer, within the deadline, exit 1', async () => {
+test('--all-contexts: both clusters\' upgrades by context name, one row each for no CRD, 401, 403, nothing listening and no answer, within the deadline, exit 1', async () => {
   // What the command costs without any cluster (Node's start and the modules, seconds on a loaded machine): a
   // refusal that loads everything and asks nobody.
   const base = await plugin('list', '--contexts', 'nobody');
@@ -121,13 +126,14 @@ test('--all-contexts: both clusters\' upgrades by context name, one row each for
   const lines = r.stdout.trimEnd().split('\n');
   assert.match(lines[0]!, /^CLUSTER +NAME +PHASE +FROM +TO +DONE +BATCH +PAUSED +WAITING +AGE +ERROR$/);
   assert.match(lines[1]!, /^bare +- +(- +){8}CRDNotServed: the cluster does not serve apiserverupgrades\.upgrade\.apiserver\.dev \(is the CRD installed\?\)$/);
-  assert.match(lines[2]!, /^east +east-to-v1-36 +Pending +- +v1\.36\.3 +- +- +- +- +\d+[sm]\S* +-$/);
-  assert.match(lines[3]!, /^gone +- +(- +){8}Unreachable: connect ECONNREFUSED 127\.0\.0\.1:\d+$/);
-  assert.match(lines[4]!, new RegExp(`^silent +- +(- +){8}Timeout: no answer within ${CLUSTER_TIMEOUT_S}s$`));
-  assert.match(lines[5]!, /^stranger +- +(- +){8}Unauthorized: the server refused the credentials \(401\)$/);
-  assert.match(lines[6]!, /^west +west-to-v1-36 +Pending +- +v1\.36\.3 +- +- +- +OutsideWindow until 2030-01-01T01:00:00Z +\d+[sm]\S* +-$/);
-  assert.equal(lines.length, 7);
-  assert.equal(r.stderr, 'error: 4 of 6 clusters could not be read: bare, gone, silent, stranger\n');
+  assert.match(lines[2]!, /^denied +- +(- +){8}Forbidden: 403: apiserverupgrades\.upgrade\.apiserver\.dev is forbidden: User "nobody" cannot list resource "apiserverupgrades" in API group "upgrade\.apiserver\.dev" at the cluster scope$/);
+  assert.match(lines[3]!, /^east +east-to-v1-36 +Pending +- +v1\.36\.3 +- +- +- +- +\d+[sm]\S* +-$/);
+  assert.match(lines[4]!, /^gone +- +(- +){8}Unreachable: connect ECONNREFUSED 127\.0\.0\.1:\d+$/);
+  assert.match(lines[5]!, new RegExp(`^silent +- +(- +){8}Timeout: no answer within ${CLUSTER_TIMEOUT_S}s$`));
+  assert.match(lines[6]!, /^stranger +- +(- +){8}Unauthorized: the server refused the credentials \(401\)$/);
+  assert.match(lines[7]!, /^west +west-to-v1-36 +Pending +- +v1\.36\.3 +- +- +- +OutsideWindow until 2030-01-01T01:00:00Z +\d+[sm]\S* +-$/);
+  assert.equal(lines.length, 8);
+  assert.equal(r.stderr, 'error: 5 of 7 clusters could not be read: bare, denied, gone, silent, stranger\n');
 });
 
 test('--contexts of the live clusters: exit 0, no ERROR column; -o json names each cluster and carries an error as data', async () => {
@@ -152,5 +158,5 @@ test('a context the kubeconfig does not define is refused by name before any clu
   const r = await plugin('list', '--contexts', 'east,typo');
   assert.equal(r.code, 1);
   assert.equal(r.stdout, '');
-  assert.match(r.stderr, /^error: context "typo" is not defined in the kubeconfig \(contexts: east, gone, west, silent, stranger, bare\)\n$/);
+  assert.match(r.stderr, /^error: context "typo" is not defined in the kubeconfig \(contexts: east, gone, west, silent, stranger, bare, denied\)\n$/);
 });

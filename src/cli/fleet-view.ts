@@ -27,7 +27,7 @@ export interface FleetView {
 }
 
 /** The most of an error's text a row shows. */
-const MESSAGE_MAX = 160;
+const MESSAGE_MAX = 200;
 
 /**
  * The contexts to query: every context of the kubeconfig (sorted by name, as `kubectl config get-contexts` shows
