@@ -83,6 +83,6 @@ export const rollbackWindowSchema: Schema = {
     safe: { type: 'string', description: 'The storage verdict of going back to toVersion: True, False or Unknown (unknown is unsafe).', enum: ['True', 'False', 'Unknown'] },
     reason: stringField('The verdict\'s reason, as in the RollbackSafe condition (StorageVersionsReadable, StorageVersionsMoved, StorageVersionsUnknown, WouldOrphanObjects).', 64),
     message: stringField('The verdict in words.', 4096),
-    checkedAt: timeField('When this was decided.'),
+    checkedAt: timeField('When it last changed (or, once the upgrade ended, when it ended).'),
   },
 };

@@ -589,7 +589,8 @@ export interface ApiServerUpgradeStatus {
   pause?: PauseStatus;
   /**
    * Why the upgrade waits before its next step without being paused; absent when it does not wait. It goes on
-   * by itself once the cause is gone.
+   * by itself once the cause is gone — except AwaitingApproval, which waits for an approval (or its
+   * deadline).
    */
   waiting?: WaitingStatus;
   /**
@@ -1122,12 +1123,13 @@ export type PauseReasonName = 'PausedBySpec' | 'AnalysisBreach' | 'BatchTimeout'
 
 /**
  * Why the upgrade waits before its next step without being paused; absent when it does not wait. It goes on
- * by itself once the cause is gone.
+ * by itself once the cause is gone — except AwaitingApproval, which waits for an approval (or its deadline).
  */
 export interface WaitingStatus {
   /**
-   * GateNotHeld, GateUnknown, OutsideWindow, or the PreflightPassed reason preflight waits on
-   * (AlphaGateNotAllowed, NotAllowedByPolicy, UnhealthyFleet, ...).
+   * GateNotHeld, GateUnknown, OutsideWindow, AwaitingApproval (a TwoPhase upgrade held before phase two), or
+   * the PreflightPassed reason preflight waits on (AlphaGateNotAllowed, NotAllowedByPolicy, UnhealthyFleet,
+   * ...).
    */
   reason: string;
   /** What it waits for: the gate, its query and its value; the window; the preflight finding. */
@@ -1136,7 +1138,10 @@ export interface WaitingStatus {
   gate?: string;
   /** Since when it has waited for this reason. */
   since?: string;
-  /** When it may go on at the earliest: the next window start (OutsideWindow). */
+  /**
+   * When it may go on at the earliest: the next window start (OutsideWindow); the hold's deadline
+   * (AwaitingApproval).
+   */
   until?: string;
 }
 
@@ -1208,7 +1213,7 @@ export interface RollbackWindow {
   reason?: string;
   /** The verdict in words. */
   message?: string;
-  /** When this was decided. */
+  /** When it last changed (or, once the upgrade ended, when it ended). */
   checkedAt?: string;
 }
 

@@ -40,7 +40,7 @@ export function reportRollbackWindow(ctx: PlanContext): void {
   const goal = rollbackGoal(ctx);
   const c = verdictCondition(rollbackVerdict(ctx));
   const h = ctx.status.phaseTwoHold;
-  ctx.status.rollbackWindow = {
+  const next = {
     available: phase !== 'RollingBack',
     toVersion: from,
     ...(goal.emulatedVersion === undefined ? {} : { toEmulatedVersion: goal.emulatedVersion }),
@@ -48,8 +48,16 @@ export function reportRollbackWindow(ctx: PlanContext): void {
     safe: c.status,
     reason: c.reason,
     message: c.message.slice(0, 4096),
-    checkedAt,
   };
+  // checkedAt moves only with what it dates: a step that finds the same window writes no new status for it.
+  const { checkedAt: prevAt, ...prev } = ctx.status.rollbackWindow ?? {};
+  ctx.status.rollbackWindow = { ...next, checkedAt: prevAt !== undefined && sameFields(prev, next) ? prevAt : checkedAt };
+}
+
+/** Whether two flat records hold the same values, whatever their key order (a stored status may reorder keys). */
+function sameFields(a: Record<string, unknown>, b: Record<string, unknown>): boolean {
+  const keys = new Set([...Object.keys(a), ...Object.keys(b)]);
+  return [...keys].every((k) => a[k] === b[k]);
 }
 
 /**

@@ -229,3 +229,20 @@ test('the resolver refuses what the CRD refuses: a deadline without onDeadline, 
   }
   assert.deepEqual(resolveSpec(spec({ strategy: { phases: 'TwoPhase', phaseTwo: { start: 'Approval', deadline: '1h30m', onDeadline: 'Rollback' } } })).strategy.phaseTwo, { start: 'Approval', deadlineMs: 5_400_000, onDeadline: 'Rollback' });
 });
+
+test('status.rollbackWindow.checkedAt moves only when the window changes: a step that finds the same writes the same status', () => {
+  const sim = newSim();
+  runUntil(sim, inHold);
+  const at = sim.status?.rollbackWindow?.checkedAt;
+  sim.step(10_000);
+  assert.equal(sim.status?.rollbackWindow?.checkedAt, at);
+  // Keys reordered, as a stored status may be: still the same window.
+  const w = sim.status!.rollbackWindow!;
+  sim.status!.rollbackWindow = Object.fromEntries(Object.entries(w).reverse());
+  sim.step(10_000);
+  assert.equal(sim.status?.rollbackWindow?.checkedAt, at);
+  sim.upgrade = { ...sim.upgrade, annotations: { [ABORT_ANNOTATION]: 'x' } };
+  sim.step(1000);
+  assert.equal(sim.status?.rollbackWindow?.available, false);
+  assert.notEqual(sim.status?.rollbackWindow?.checkedAt, at);
+});
