@@ -1,5 +1,5 @@
 import type { DeadlineAction, PhaseTwoPolicy, PhaseTwoStart } from './types.generated.ts';
-import { tryParseDuration } from './duration.ts';
+import { formatDuration, tryParseDuration } from './duration.ts';
 
 /** spec.strategy.phaseTwo (or its frozen copy in status.plan) with the deadline parsed. */
 export interface ResolvedPhaseTwo {
@@ -24,4 +24,9 @@ export function resolvePhaseTwo(p: PhaseTwoPolicy | undefined): ResolvedPhaseTwo
   if (ms === undefined) return `phaseTwo.deadline ${JSON.stringify(p.deadline)} must be a Go duration such as 10s, 2m or 1h30m`;
   if (p.onDeadline !== 'Proceed' && p.onDeadline !== 'Rollback') return `phaseTwo.onDeadline ${JSON.stringify(p.onDeadline)} must be Proceed or Rollback`;
   return { start, deadlineMs: ms, onDeadline: p.onDeadline };
+}
+
+/** The policy to freeze into status.plan at preflight, from the resolved spec. */
+export function phaseTwoToFreeze(p: ResolvedPhaseTwo): PhaseTwoPolicy {
+  return { start: p.start, ...(p.deadlineMs === undefined || p.onDeadline === undefined ? {} : { deadline: formatDuration(p.deadlineMs), onDeadline: p.onDeadline }) };
 }

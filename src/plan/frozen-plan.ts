@@ -4,7 +4,7 @@ import type { PlanContext } from './context.ts';
 import type { ObservedStorage } from './observation.ts';
 import { peerRowFrom } from './peers.ts';
 import { minorOf, sameRelease } from './version.ts';
-import { phaseTwoToFreeze } from './phase-two-hold.ts';
+import { phaseTwoToFreeze } from '../api/phase-two.ts';
 
 /** What one stage of the plan does to each server: TwoPhase has two, OnePhase one (no stage fields). */
 interface StageDef {

@@ -1,6 +1,4 @@
-import type { PhaseTwoPolicy } from '../api/types.generated.ts';
 import { resolvePhaseTwo, type ResolvedPhaseTwo } from '../api/phase-two.ts';
-import { formatDuration } from '../api/duration.ts';
 import { APPROVAL_WAIT, APPROVE_ANNOTATION, type WaitReason } from '../api/vocabulary.ts';
 import type { PlanContext } from './context.ts';
 import { startRollback } from './breach.ts';
@@ -26,11 +24,6 @@ if (HOLD_WAIT.reason !== APPROVAL_WAIT) throw new Error('HOLD_WAIT must be APPRO
 /** The frozen policy: status.plan.phaseTwo, or Automatic for a plan made before the field existed. */
 export function frozenPhaseTwo(ctx: PlanContext): ResolvedPhaseTwo | string {
   return resolvePhaseTwo(ctx.status.plan?.phaseTwo);
-}
-
-/** The policy to freeze into the plan at preflight, from the resolved spec. */
-export function phaseTwoToFreeze(p: ResolvedPhaseTwo): PhaseTwoPolicy {
-  return { start: p.start, ...(p.deadlineMs === undefined || p.onDeadline === undefined ? {} : { deadline: formatDuration(p.deadlineMs), onDeadline: p.onDeadline }) };
 }
 
 /** Whether a hold is on: started and not ended. */
