@@ -1,5 +1,5 @@
 import { resolvePhaseTwo, type ResolvedPhaseTwo } from '../api/phase-two.ts';
-import { APPROVAL_WAIT, APPROVE_ANNOTATION, type WaitReason } from '../api/vocabulary.ts';
+import { APPROVE_ANNOTATION, type WaitReason } from '../api/vocabulary.ts';
 import type { PlanContext } from './context.ts';
 import { startRollback } from './breach.ts';
 
@@ -17,9 +17,8 @@ import { startRollback } from './breach.ts';
  *   phase two, Rollback rolls back to the old binaries through the rollback safety checks. A pause holds it.
  */
 
-/** The wait of a hold, as a `reason:` literal so test/docs/reasons.test.ts finds it. */
+/** The wait of a hold (APPROVAL_WAIT of the vocabulary), as a `reason:` literal so test/docs/reasons.test.ts finds it. */
 export const HOLD_WAIT = { reason: 'AwaitingApproval' } as const satisfies { reason: WaitReason };
-if (HOLD_WAIT.reason !== APPROVAL_WAIT) throw new Error('HOLD_WAIT must be APPROVAL_WAIT');
 
 /** The frozen policy: status.plan.phaseTwo, or Automatic for a plan made before the field existed. */
 export function frozenPhaseTwo(ctx: PlanContext): ResolvedPhaseTwo | string {

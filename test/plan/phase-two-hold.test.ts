@@ -7,7 +7,8 @@ import assert from 'node:assert/strict';
 import { Sim, peer, spec, storage, OLD, NEW } from './fleet.ts';
 import type { ObservedPeer, Observation } from '../../src/plan/index.ts';
 import type { PhaseTwoPolicy } from '../../src/api/types.generated.ts';
-import { APPROVE_ANNOTATION, ABORT_ANNOTATION } from '../../src/api/vocabulary.ts';
+import { APPROVE_ANNOTATION, ABORT_ANNOTATION, APPROVAL_WAIT } from '../../src/api/vocabulary.ts';
+import { HOLD_WAIT } from '../../src/plan/phase-two-hold.ts';
 import { resolveSpec, SpecError } from '../../src/api/defaults.ts';
 
 const R35 = ['/v1/pods', 'apps/v1/deployments'];
@@ -53,6 +54,7 @@ test('Approval: phase two is held after the soak, the fleet stays emulating, sta
   assert.ok(since);
   assert.equal(sim.status?.phaseTwoHold?.deadline, undefined);
   assert.equal(sim.condition('Waiting')?.reason, 'AwaitingApproval');
+  assert.equal(HOLD_WAIT.reason, APPROVAL_WAIT, 'the vocabulary\'s word');
   assert.deepEqual(
     { available: sim.status?.rollbackWindow?.available, toVersion: sim.status?.rollbackWindow?.toVersion, safe: sim.status?.rollbackWindow?.safe, until: sim.status?.rollbackWindow?.until },
     { available: true, toVersion: OLD, safe: 'True', until: undefined },
