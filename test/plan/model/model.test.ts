@@ -107,9 +107,10 @@ test('the generated schedules reach gate and window waits and batches finished a
       if (run.waitReasons.includes('OutsideWindow')) windowWaits++;
       if (finishedAfterClose(sc, run)) afterClose++;
     }),
-    { seed: FIXED_SEED + 200, numRuns: 400 },
+    // 600 runs: the held-phase-two events and setups share the generator, so gate waits are a little rarer per run.
+    { seed: FIXED_SEED + 200, numRuns: 600 },
   );
-  assert.ok(gateWaits >= 8 && windowWaits >= 15 && afterClose >= 30, `of 400 runs: ${gateWaits} waited on a gate, ${windowWaits} on a window, ${afterClose} finished a batch after its window closed`);
+  assert.ok(gateWaits >= 8 && windowWaits >= 15 && afterClose >= 30, `of 600 runs: ${gateWaits} waited on a gate, ${windowWaits} on a window, ${afterClose} finished a batch after its window closed`);
 });
 
 // I14 holds vacuously unless runs hold phase two and end it every way: the generator must get there.
