@@ -238,3 +238,24 @@ test('promtool: ApiServerUpgradeWaiting fires for an upgrade waiting on a gate o
     assert.match((await rules([`prometheusRule.waiting.after=${after}`])).rule('ApiServerUpgradeWaiting').expr, new RegExp(`> ${seconds}$`));
   }
 });
+
+test('promtool: a phase two held for an approval (AwaitingApproval) does not fire ApiServerUpgradeStuck, which still fires for an Upgrading upgrade whose batch does not move; ApiServerUpgradeWaiting reminds of the hold', async () => {
+  const file = await rules();
+  const stuck = file.rule('ApiServerUpgradeStuck');
+  const waiting = file.rule('ApiServerUpgradeWaiting');
+  const op = `${OP}, pod="op-x"`;
+  await promtoolTest(file, [{
+    interval: '1m',
+    input_series: [
+      { series: `apiserver_upgrade_phase{${op}, upgrade="held", phase="Upgrading"}`, values: '1x120' },
+      { series: `apiserver_upgrade_batch_current{${op}, upgrade="held"}`, values: '3x120' },
+      { series: `apiserver_upgrade_waiting_since_timestamp_seconds{${op}, upgrade="held", reason="AwaitingApproval"}`, values: '0x120' },
+      { series: `apiserver_upgrade_phase{${op}, upgrade="stuck", phase="Upgrading"}`, values: '1x120' },
+      { series: `apiserver_upgrade_batch_current{${op}, upgrade="stuck"}`, values: '2x120' },
+    ],
+    alert_rule_test: [
+      { eval_time: '100m', alertname: 'ApiServerUpgradeStuck', exp_alerts: [firing(stuck, { upgrade: 'stuck' })] },
+      { eval_time: '100m', alertname: 'ApiServerUpgradeWaiting', exp_alerts: [firing(waiting, { upgrade: 'held', reason: 'AwaitingApproval' })] },
+    ],
+  }]);
+});

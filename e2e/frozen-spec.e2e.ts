@@ -2,14 +2,14 @@
 // kube-apiserver: the CRD is installed, an upgrade created, its status set to a phase through the status
 // subresource as the operator writes it, and then the spec edited as a user would. While the upgrade is under way
 // (EnablingProxy, Upgrading, RollingBack, Paused after preflight) every driver setting, the proxy policy and
-// strategy.phases are refused with a 422 naming the field; spec.paused, strategy.batchSize and the pause, resume
+// strategy.phases and strategy.phaseTwo are refused with a 422 naming the field; spec.paused, strategy.batchSize and the pause, resume
 // and abort annotations stay editable. Before preflight froze a plan, and once the upgrade ended, the spec is free.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { Cluster, OLD_VERSION, NEW_VERSION } from './cluster/index.ts';
 import { installCrd, createUpgrade } from './support/operator.ts';
 import { API_VERSION, KIND, GROUP, VERSION, PLURAL } from '../src/api/constants.ts';
-import { ABORT_ANNOTATION, RESUME_ANNOTATION } from '../src/api/vocabulary.ts';
+import { ABORT_ANNOTATION, APPROVE_ANNOTATION, RESUME_ANNOTATION } from '../src/api/vocabulary.ts';
 
 const UPGRADES = `/apis/${GROUP}/${VERSION}/${PLURAL}`;
 const MERGE = { 'Content-Type': 'application/merge-patch+json' };
@@ -101,6 +101,20 @@ test('under way: spec.paused, strategy.batchSize and the pause, resume and abort
   assertOk(await patch(name, { metadata: { annotations: { [ABORT_ANNOTATION]: 'a1' } } }), 'the abort annotation');
   // Re-applying the same frozen values is no change.
   assertOk(await patch(name, { spec: { driver: { staticPod: { agentImage: staticPodSpec.driver.staticPod.agentImage } } } }), 'the same agentImage again');
+});
+
+test('under way: how phase two starts (strategy.phaseTwo) is refused, each leaf naming its field; the approve annotation stays editable', async () => {
+  const name = 'frozen-hold';
+  await create(name, { ...webhookSpec, strategy: { phases: 'TwoPhase', phaseTwo: { start: 'Approval' } } });
+  await setStatus(name, { phase: 'Upgrading' });
+  assertFrozen(await patch(name, { spec: { strategy: { phaseTwo: { start: 'Automatic' } } } }), 'spec.strategy.phaseTwo.start', 'phaseTwo.start Approval -> Automatic while Upgrading');
+  const deadline = await patch(name, { spec: { strategy: { phaseTwo: { deadline: '1h', onDeadline: 'Proceed' } } } });
+  assertFrozen(deadline, 'spec.strategy.phaseTwo.deadline', 'a deadline added while Upgrading');
+  assertFrozen(deadline, 'spec.strategy.phaseTwo.onDeadline', 'onDeadline added while Upgrading');
+  assertOk(await patch(name, { metadata: { annotations: { [APPROVE_ANNOTATION]: 'go' } } }), 'the approve annotation');
+  // Once it ended, the spec is free again.
+  await setStatus(name, { phase: 'Succeeded' });
+  assertOk(await patch(name, { spec: { strategy: { phaseTwo: { start: 'Automatic' } } } }), 'phaseTwo after the end');
 });
 
 test('the phases that freeze: EnablingProxy, RollingBack and Paused after preflight; not Pending, Preflight, a pause held before preflight, or the end', async () => {

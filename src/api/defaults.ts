@@ -17,6 +17,7 @@ import { applySchemaDefaults } from './schema-defaults.ts';
 import { tryParseDuration } from './duration.ts';
 import { VERSION_PATTERN, compile } from './patterns.ts';
 import { BatchSizeError, resolveBatchSize } from './batch-size.ts';
+import { resolvePhaseTwo, type ResolvedPhaseTwo } from './phase-two.ts';
 
 /**
  * The spec with every default applied and every duration parsed, so the planner reads plain numbers.
@@ -29,7 +30,7 @@ export interface ResolvedSpec {
   targetVersion: string;
   paused: boolean;
   allowPrerelease: boolean;
-  strategy: { batchSize: number | string; soakMs: number; batchTimeoutMs: number; phases: UpgradePhases; phaseSoakMs: number };
+  strategy: { batchSize: number | string; soakMs: number; batchTimeoutMs: number; phases: UpgradePhases; phaseSoakMs: number; phaseTwo: ResolvedPhaseTwo };
   rollback: { orphanedObjects: OrphanPolicy };
   proxy: { gate: ProxyGateMode; revertAfter: boolean; allowAlphaGate: boolean };
   /** spec.trust (docs/trust.md): whether AnyFrontProxyCertTrusted refuses the upgrade at preflight. */
@@ -107,6 +108,7 @@ export function resolveSpec(spec: ApiServerUpgradeSpec): ResolvedSpec {
       batchTimeoutMs: duration(strategy.batchTimeout, 'spec.strategy.batchTimeout'),
       phases: strategy.phases,
       phaseSoakMs: duration(strategy.phaseSoakDuration, 'spec.strategy.phaseSoakDuration'),
+      phaseTwo: phaseTwo(strategy),
     },
     rollback: { orphanedObjects: s.rollback?.orphanedObjects ?? 'Pause' },
     proxy: { gate: s.proxy?.gate ?? 'Auto', revertAfter: s.proxy?.revertAfter === true, allowAlphaGate: s.proxy?.allowAlphaGate === true },
@@ -235,6 +237,13 @@ function duration(value: string | undefined, field: string): number {
   const ms = value === undefined ? undefined : tryParseDuration(value);
   if (ms === undefined) throw new SpecError(`${field} ${JSON.stringify(value)} must be a Go duration such as 10s, 2m or 1h30m`);
   return ms;
+}
+
+function phaseTwo(strategy: UpgradeStrategy): ResolvedPhaseTwo {
+  const r = resolvePhaseTwo(strategy.phaseTwo);
+  if (typeof r === 'string') throw new SpecError(`spec.strategy.${r}`);
+  if (r.start === 'Approval' && strategy.phases !== 'TwoPhase') throw new SpecError('spec.strategy.phaseTwo.start Approval needs phases TwoPhase: only a TwoPhase upgrade has a phase two to hold');
+  return r;
 }
 
 function positiveInteger(value: number, field: string): number {

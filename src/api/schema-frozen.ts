@@ -17,6 +17,9 @@ export const FROZEN_SUBTREES: readonly (readonly string[])[] = [
   ['proxy'],
   // Frozen in status.plan at preflight anyway: refused here rather than silently ignored.
   ['strategy', 'phases'],
+  // How phase two starts (an approval, a deadline and what it does): frozen in status.plan too, so switching a hold to
+  // Automatic or moving its deadline is never a way around the approval.
+  ['strategy', 'phaseTwo'],
 ];
 
 /**

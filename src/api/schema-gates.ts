@@ -143,14 +143,14 @@ export const startConditions: Readonly<Record<string, Schema>> = { gates: gatesS
 export const waitingStatusSchema: Schema = {
   tsType: 'WaitingStatus',
   type: 'object',
-  description: 'Why the upgrade waits before its next step without being paused; absent when it does not wait. It goes on by itself once the cause is gone.',
+  description: 'Why the upgrade waits before its next step without being paused; absent when it does not wait. It goes on by itself once the cause is gone — except AwaitingApproval, which waits for an approval (or its deadline).',
   required: ['reason'],
   properties: {
-    reason: stringField('GateNotHeld, GateUnknown, OutsideWindow, or the PreflightPassed reason preflight waits on (AlphaGateNotAllowed, NotAllowedByPolicy, UnhealthyFleet, ...).', 128),
+    reason: stringField('GateNotHeld, GateUnknown, OutsideWindow, AwaitingApproval (a TwoPhase upgrade held before phase two), or the PreflightPassed reason preflight waits on (AlphaGateNotAllowed, NotAllowedByPolicy, UnhealthyFleet, ...).', 128),
     message: stringField('What it waits for: the gate, its query and its value; the window; the preflight finding.', 4096),
     gate: stringField('The gate that does not hold.', 63),
     since: timeField('Since when it has waited for this reason.'),
-    until: timeField('When it may go on at the earliest: the next window start (OutsideWindow).'),
+    until: timeField('When it may go on at the earliest: the next window start (OutsideWindow); the hold\'s deadline (AwaitingApproval).'),
   },
 };
 

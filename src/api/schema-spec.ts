@@ -1,6 +1,7 @@
 import type { Schema } from './schema-types.ts';
 import { DURATION_PATTERN, IMAGE_REF_MAX_LENGTH, IMAGE_REF_PATTERN, PERCENT_PATTERN } from './patterns.ts';
 import { absolutePathField, durationField, secretKeyRefField, stringField, versionField } from './schema-builders.ts';
+import { phaseTwoSchema } from './schema-hold.ts';
 import { AGENT_READY_TIMEOUT_MAX_SECONDS, AGENT_READY_TIMEOUT_MIN_SECONDS } from './constants.ts';
 
 /**
@@ -66,7 +67,15 @@ const strategy: Schema = {
       '0s',
       '168h',
     ),
+    phaseTwo: phaseTwoSchema,
   },
+  'x-kubernetes-validations': [
+    {
+      rule: "!has(self.phaseTwo) || !has(self.phaseTwo.start) || self.phaseTwo.start == 'Automatic' || (has(self.phases) && self.phases == 'TwoPhase')",
+      message: 'phaseTwo.start Approval needs phases TwoPhase: only a TwoPhase upgrade has a phase two to hold',
+      fieldPath: '.phaseTwo.start',
+    },
+  ],
 };
 
 const rollbackPolicy: Schema = {

@@ -1,6 +1,7 @@
 import type { Schema } from './schema-types.ts';
 import { CONDITION_REASON_PATTERN, CONDITION_TYPE_PATTERN } from './patterns.ts';
 import { stringField, timeField } from './schema-builders.ts';
+import { phaseTwoHoldSchema, phaseTwoSchema, rollbackWindowSchema } from './schema-hold.ts';
 import { acceptedRisksStatusSchema, waitingStatusSchema, windowStatusSchema } from './schema-gates.ts';
 import { CALL_RESULTS, COVERAGE_KINDS, GATE_STATES, KUBEADM_CHECKS, KUBEADM_CONFIG_RESULTS, KUBEADM_SEVERITIES, PAUSE_REASONS, PEER_STATES, PHASES, TRUST_CHECKS, TRUST_RESULTS } from './vocabulary.ts';
 
@@ -262,6 +263,8 @@ const frozenPlan: Schema = {
     batches: { type: 'array', description: 'The batches, in order.', maxItems: 256, 'x-kubernetes-list-type': 'atomic', items: frozenBatch },
     batchSize: stringField('The strategy.batchSize the batches were computed with.', 8),
     phases: { type: 'string', description: 'strategy.phases when the plan was made.', enum: ['OnePhase', 'TwoPhase'] },
+    // strategy.phaseTwo when the plan was made (the same schema, so the same type); absent in a plan made before it existed: Automatic.
+    phaseTwo: phaseTwoSchema,
     fromResources: {
       type: 'array',
       description: 'TwoPhase: the group/version/resources the from-version serves itself, read at preflight: phase one checks that the emulating servers serve exactly these.',
@@ -480,6 +483,8 @@ export const statusSchema: Schema = {
     lastAnalysis,
     pause,
     waiting: waitingStatusSchema,
+    phaseTwoHold: phaseTwoHoldSchema,
+    rollbackWindow: rollbackWindowSchema,
     window: windowStatusSchema,
     acceptedRisks: acceptedRisksStatusSchema,
     rollbackStartedAt: timeField('When the upgrade went RollingBack.'),
@@ -488,6 +493,10 @@ export const statusSchema: Schema = {
     resumedAt: timeField('When the upgrade was last resumed: calls that failed before it are retried under a new key, not paused on again.'),
     observedResume: stringField(
       'The last value of the upgrade.apiserver.dev/resume annotation acted on. An automatic pause ends when the annotation is set to a new value, so resuming needs no spec edit (Git does not drift).',
+      253,
+    ),
+    observedApprove: stringField(
+      'The last value of the upgrade.apiserver.dev/approve annotation seen. A value approves a held phase two only when first seen while the hold is on; one seen before approves nothing later.',
       253,
     ),
     rollbackBlockedBy: {

@@ -114,6 +114,11 @@ export interface UpgradeStrategy {
    * Default: `"5m"`.
    */
   phaseSoakDuration?: string;
+  /**
+   * TwoPhase only: how phase two (lifting the emulation) starts once phaseSoakDuration is over. Frozen while
+   * the upgrade is under way, like phases.
+   */
+  phaseTwo?: PhaseTwoPolicy;
 }
 
 /**
@@ -124,6 +129,45 @@ export interface UpgradeStrategy {
  * server (docs/two-phase.md). Default: `"OnePhase"`.
  */
 export type UpgradePhases = 'OnePhase' | 'TwoPhase';
+
+/**
+ * TwoPhase only: how phase two (lifting the emulation) starts once phaseSoakDuration is over. Frozen while
+ * the upgrade is under way, like phases.
+ */
+export interface PhaseTwoPolicy {
+  /**
+   * Automatic: phase two starts when phaseSoakDuration ends. Approval: the upgrade holds there — every server
+   * on the new binary emulating the old version, so aborting goes back to the old binaries — until the
+   * upgrade.apiserver.dev/approve annotation gets a new value while the hold is on (kubectl apiserver-upgrade
+   * approve NAME), or the deadline passes. Default: `"Automatic"`.
+   */
+  start?: PhaseTwoStart;
+  /**
+   * Approval only: how long the hold lasts, from the moment it starts (the end of phaseSoakDuration); when it
+   * passes without an approval, onDeadline applies. Absent: the hold lasts until an approval or an abort. A
+   * Go duration (10s, 2m, 1h30m) between 10s and 720h.
+   */
+  deadline?: string;
+  /**
+   * What the deadline does, required with it: Proceed starts phase two as an approval would; Rollback rolls
+   * back to the old binaries (through the rollback safety checks, ending RolledBack).
+   */
+  onDeadline?: DeadlineAction;
+}
+
+/**
+ * Automatic: phase two starts when phaseSoakDuration ends. Approval: the upgrade holds there — every server
+ * on the new binary emulating the old version, so aborting goes back to the old binaries — until the
+ * upgrade.apiserver.dev/approve annotation gets a new value while the hold is on (kubectl apiserver-upgrade
+ * approve NAME), or the deadline passes. Default: `"Automatic"`.
+ */
+export type PhaseTwoStart = 'Automatic' | 'Approval';
+
+/**
+ * What the deadline does, required with it: Proceed starts phase two as an approval would; Rollback rolls
+ * back to the old binaries (through the rollback safety checks, ending RolledBack).
+ */
+export type DeadlineAction = 'Proceed' | 'Rollback';
 
 /**
  * Policy for the Mixed Version Proxy (feature gate UnknownVersionInteroperabilityProxy). The proxy only helps
@@ -545,9 +589,21 @@ export interface ApiServerUpgradeStatus {
   pause?: PauseStatus;
   /**
    * Why the upgrade waits before its next step without being paused; absent when it does not wait. It goes on
-   * by itself once the cause is gone.
+   * by itself once the cause is gone — except AwaitingApproval, which waits for an approval (or its
+   * deadline).
    */
   waiting?: WaitingStatus;
+  /**
+   * A TwoPhase upgrade held before phase two (spec.strategy.phaseTwo.start Approval): when the hold started,
+   * its deadline, the approval seen and how it ended.
+   */
+  phaseTwoHold?: PhaseTwoHold;
+  /**
+   * Where a rollback goes and whether it is safe, as of checkedAt. While the upgrade runs: what an abort
+   * would bring the fleet to. After it ended: whether the from-version could still read what the target wrote
+   * (storage versions), before anyone writes a new object.
+   */
+  rollbackWindow?: RollbackWindow;
   /** spec.window as last evaluated. */
   window?: WindowStatus;
   /** The blocking findings preflight let through because spec.acceptRisks named them. */
@@ -574,6 +630,11 @@ export interface ApiServerUpgradeStatus {
    * annotation is set to a new value, so resuming needs no spec edit (Git does not drift).
    */
   observedResume?: string;
+  /**
+   * The last value of the upgrade.apiserver.dev/approve annotation seen. A value approves a held phase two
+   * only when first seen while the hold is on; one seen before approves nothing later.
+   */
+  observedApprove?: string;
   /**
    * Resources (group/resource) whose storage version the old servers cannot read; rollback is refused while
    * any is listed.
@@ -655,6 +716,11 @@ export interface FrozenPlan {
   batchSize?: string;
   /** strategy.phases when the plan was made. */
   phases?: 'OnePhase' | 'TwoPhase';
+  /**
+   * TwoPhase only: how phase two (lifting the emulation) starts once phaseSoakDuration is over. Frozen while
+   * the upgrade is under way, like phases.
+   */
+  phaseTwo?: PhaseTwoPolicy;
   /**
    * TwoPhase: the group/version/resources the from-version serves itself, read at preflight: phase one checks
    * that the emulating servers serve exactly these.
@@ -1057,12 +1123,13 @@ export type PauseReasonName = 'PausedBySpec' | 'AnalysisBreach' | 'BatchTimeout'
 
 /**
  * Why the upgrade waits before its next step without being paused; absent when it does not wait. It goes on
- * by itself once the cause is gone.
+ * by itself once the cause is gone — except AwaitingApproval, which waits for an approval (or its deadline).
  */
 export interface WaitingStatus {
   /**
-   * GateNotHeld, GateUnknown, OutsideWindow, or the PreflightPassed reason preflight waits on
-   * (AlphaGateNotAllowed, NotAllowedByPolicy, UnhealthyFleet, ...).
+   * GateNotHeld, GateUnknown, OutsideWindow, AwaitingApproval (a TwoPhase upgrade held before phase two), or
+   * the PreflightPassed reason preflight waits on (AlphaGateNotAllowed, NotAllowedByPolicy, UnhealthyFleet,
+   * ...).
    */
   reason: string;
   /** What it waits for: the gate, its query and its value; the window; the preflight finding. */
@@ -1071,8 +1138,83 @@ export interface WaitingStatus {
   gate?: string;
   /** Since when it has waited for this reason. */
   since?: string;
-  /** When it may go on at the earliest: the next window start (OutsideWindow). */
+  /**
+   * When it may go on at the earliest: the next window start (OutsideWindow); the hold's deadline
+   * (AwaitingApproval).
+   */
   until?: string;
+}
+
+/**
+ * A TwoPhase upgrade held before phase two (spec.strategy.phaseTwo.start Approval): when the hold started,
+ * its deadline, the approval seen and how it ended.
+ */
+export interface PhaseTwoHold {
+  /**
+   * When the hold started (phaseSoakDuration over, every server on the new binary emulating the old version).
+   */
+  heldSince?: string;
+  /** When onDeadline applies if no approval came; absent: no deadline. */
+  deadline?: string;
+  /**
+   * What the deadline does, required with it: Proceed starts phase two as an approval would; Rollback rolls
+   * back to the old binaries (through the rollback safety checks, ending RolledBack).
+   */
+  onDeadline?: DeadlineAction;
+  /** The value of the upgrade.apiserver.dev/approve annotation that approved phase two. */
+  approval?: string;
+  /** When that approval was seen. */
+  approvedAt?: string;
+  /**
+   * What ended the hold: Approved, DeadlineProceeded (the deadline passed under onDeadline Proceed),
+   * DeadlineRolledBack (under onDeadline Rollback, the rollback started) or RollbackStarted (an abort, or a
+   * breach under onBreach Rollback); absent while it is on.
+   */
+  endedBy?: HoldEnding;
+  /** When the hold ended. */
+  endedAt?: string;
+}
+
+/**
+ * What ended the hold: Approved, DeadlineProceeded (the deadline passed under onDeadline Proceed),
+ * DeadlineRolledBack (under onDeadline Rollback, the rollback started) or RollbackStarted (an abort, or a
+ * breach under onBreach Rollback); absent while it is on.
+ */
+export type HoldEnding = 'Approved' | 'DeadlineProceeded' | 'DeadlineRolledBack' | 'RollbackStarted';
+
+/**
+ * Where a rollback goes and whether it is safe, as of checkedAt. While the upgrade runs: what an abort would
+ * bring the fleet to. After it ended: whether the from-version could still read what the target wrote
+ * (storage versions), before anyone writes a new object.
+ */
+export interface RollbackWindow {
+  /**
+   * Whether aborting this upgrade now rolls the fleet back to toVersion (false once it ended, or while it is
+   * already rolling back).
+   */
+  available?: boolean;
+  /** The binary a rollback goes to: the from-version. */
+  toVersion?: string;
+  /**
+   * Phase two of TwoPhase: the rollback keeps the new binary and re-applies --emulated-version of this minor.
+   */
+  toEmulatedVersion?: string;
+  /**
+   * In a hold with a deadline: when onDeadline applies (Proceed: phase two starts and the rollback target
+   * becomes the old API on the new binary; Rollback: the fleet goes back by itself).
+   */
+  until?: string;
+  /** The storage verdict of going back to toVersion: True, False or Unknown (unknown is unsafe). */
+  safe?: 'True' | 'False' | 'Unknown';
+  /**
+   * The verdict's reason, as in the RollbackSafe condition (StorageVersionsReadable, StorageVersionsMoved,
+   * StorageVersionsUnknown, WouldOrphanObjects).
+   */
+  reason?: string;
+  /** The verdict in words. */
+  message?: string;
+  /** When it last changed (or, once the upgrade ended, when it ended). */
+  checkedAt?: string;
 }
 
 /** spec.window as last evaluated. */

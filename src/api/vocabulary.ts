@@ -50,6 +50,22 @@ export const SELF_RESUMING: ReadonlySet<PauseReason> = new Set<PauseReason>(['Pa
 export const RESUME_ANNOTATION = 'upgrade.apiserver.dev/resume';
 export const ABORT_ANNOTATION = 'upgrade.apiserver.dev/abort';
 export const RETRY_ANNOTATION = 'upgrade.apiserver.dev/retry';
+/**
+ * Approves phase two of a TwoPhase upgrade held by spec.strategy.phaseTwo.start Approval. A value counts only when
+ * first seen while the hold is on (status.phaseTwoHold.heldSince set, not ended): one set earlier is recorded as
+ * seen and approves nothing later (docs/two-phase.md "Holding phase two").
+ */
+export const APPROVE_ANNOTATION = 'upgrade.apiserver.dev/approve';
+
+/** spec.strategy.phaseTwo.start: Automatic after phaseSoakDuration, or held until the approve annotation. */
+export const PHASE_TWO_STARTS = ['Automatic', 'Approval'] as const;
+export type PhaseTwoStart = (typeof PHASE_TWO_STARTS)[number];
+/** spec.strategy.phaseTwo.onDeadline: what a held phase two does when its deadline passes unapproved. */
+export const DEADLINE_ACTIONS = ['Proceed', 'Rollback'] as const;
+export type DeadlineAction = (typeof DEADLINE_ACTIONS)[number];
+/** status.phaseTwoHold.endedBy: what ended a hold. */
+export const HOLD_ENDINGS = ['Approved', 'DeadlineProceeded', 'DeadlineRolledBack', 'RollbackStarted'] as const;
+export type HoldEnding = (typeof HOLD_ENDINGS)[number];
 
 /**
  * The Mixed Version Proxy's trust checks, one row per server and check in status.trust (docs/trust.md), and what
@@ -83,13 +99,15 @@ export type WeekdayName = (typeof WEEKDAYS)[number];
 
 /**
  * Why an upgrade waits before its next step without being paused (status.waiting.reason, the Waiting condition):
- * a gate that does not hold or cannot be evaluated, outside its maintenance window — or a preflight verdict that is
- * not final (its PreflightPassed reason: AlphaGateNotAllowed, NotAllowedByPolicy, UnhealthyFleet, ...). Only
+ * a gate that does not hold or cannot be evaluated, outside its maintenance window, phase two held for an approval
+ * (AwaitingApproval) — or a preflight verdict that is not final (its PreflightPassed reason: AlphaGateNotAllowed, NotAllowedByPolicy, UnhealthyFleet, ...). Only
  * OutsideWindow is expected and never pages (charts/.../prometheusrule.yaml ApiServerUpgradeWaiting).
  */
-export const WAIT_REASONS = ['GateNotHeld', 'GateUnknown', 'OutsideWindow'] as const;
+export const WAIT_REASONS = ['GateNotHeld', 'GateUnknown', 'OutsideWindow', 'AwaitingApproval'] as const;
 export type WaitReason = (typeof WAIT_REASONS)[number];
 export const WINDOW_WAIT: WaitReason = 'OutsideWindow';
+/** A TwoPhase upgrade held between the phases until the approve annotation (or its deadline): status.phaseTwoHold. */
+export const APPROVAL_WAIT: WaitReason = 'AwaitingApproval';
 
 /**
  * Findings that block preflight and that spec.acceptRisks may accept by name: not a safety rule of the upgrade

@@ -1,16 +1,16 @@
-// pause / resume / abort / retry: what each command changes on the object, or why it refuses. Pure: the
+// pause / resume / abort / retry / approve: what each command changes on the object, or why it refuses. Pure: the
 // command reads the object, decides here, and sends the merge patch (guarded by the resourceVersion it read).
 import type { ApiServerUpgrade } from '../api/types.generated.ts';
-import { ABORT_ANNOTATION, RESUME_ANNOTATION, RETRY_ANNOTATION, isTerminal } from '../api/vocabulary.ts';
+import { ABORT_ANNOTATION, APPROVE_ANNOTATION, RESUME_ANNOTATION, RETRY_ANNOTATION, isTerminal } from '../api/vocabulary.ts';
 
-export const ACTION_COMMANDS = ['pause', 'resume', 'abort', 'retry'] as const;
+export const ACTION_COMMANDS = ['pause', 'resume', 'abort', 'retry', 'approve'] as const;
 export type ActionCommand = (typeof ACTION_COMMANDS)[number];
 
 export type Decision =
   | { ok: true; patch: Record<string, unknown>; message: string }
   | { ok: false; why: string };
 
-type ObservedField = 'observedResume' | 'observedAbort' | 'observedRetry';
+type ObservedField = 'observedResume' | 'observedAbort' | 'observedRetry' | 'observedApprove';
 
 /**
  * A new value for an action annotation: the time, made distinct from the value the annotation has and from
@@ -99,6 +99,23 @@ export function decide(cmd: ActionCommand, u: ApiServerUpgrade, now: Date): Deci
         };
       }
       return { ok: false, why: `cannot retry ${name}: it is ${phase}; retry re-runs a Failed upgrade or resumes a paused one` };
+    }
+    case 'approve': {
+      if (isTerminal(phase)) return { ok: false, why: `cannot approve ${name}: it is ${phase}, finished` };
+      const hold = u.status?.phaseTwoHold;
+      // Only while the hold is on: the operator ignores a value it first sees at any other time (docs/two-phase.md).
+      if (hold?.heldSince === undefined || hold.endedBy !== undefined) {
+        const why = hold?.endedBy !== undefined ? `its hold ended (${hold.endedBy})` : u.spec?.strategy?.phaseTwo?.start === 'Approval' ? 'phase two is not held yet (the hold starts once phase one and phaseSoakDuration are over; an approval set earlier would not count)' : 'it holds no phase two (spec.strategy.phaseTwo.start is not Approval)';
+        return { ok: false, why: `nothing to approve on ${name}: ${why}` };
+      }
+      if (hold.approvedAt !== undefined) return { ok: false, why: `${name}: phase two was already approved at ${hold.approvedAt} (${hold.approval ?? ''})` };
+      const token = newToken(u, APPROVE_ANNOTATION, 'observedApprove', now);
+      const paused = phase === 'Paused' ? ` It is paused${pausedBy}: phase two starts once it is resumed.` : '';
+      return {
+        ok: true,
+        patch: annotate(u, APPROVE_ANNOTATION, token),
+        message: `${name}: annotated ${APPROVE_ANNOTATION}=${token} (no spec edit). The operator ends the hold and starts phase two (lifting the emulation, batch by batch); from then on a rollback goes back to the old API on the new binary, no longer to the old binaries.${paused}`,
+      };
     }
   }
 }

@@ -173,6 +173,8 @@ const COMMAND_LINES: Record<Command, string> = {
                         (annotation upgrade.apiserver.dev/abort); RolledBack at once if nothing was touched`,
   retry: `  retry NAME            re-run a Failed upgrade from preflight, or resume a paused one
                         (annotation upgrade.apiserver.dev/retry)`,
+  approve: `  approve NAME          start phase two of a TwoPhase upgrade held for an approval (spec.strategy.phaseTwo)
+                        (annotation upgrade.apiserver.dev/approve); only while the hold is on`,
   plan: `  plan -f FILE | NAME   dry run: observe the fleet as the operator does and run its planner; prints the
                         inventory, the preflight verdict, the batches and every driver call it would make.
                         Writes nothing and calls no driver.`,
@@ -202,6 +204,7 @@ const FLAGS_OF: Record<Command, (keyof typeof FLAG_LINES)[]> = {
   resume: ['connection', 'help'],
   abort: ['connection', 'help'],
   retry: ['connection', 'help'],
+  approve: ['connection', 'help'],
   completion: ['help'],
   version: ['help'],
 };

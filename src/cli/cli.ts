@@ -3,7 +3,7 @@ import { parseAllDocuments } from 'yaml';
 import type { ApiServerUpgrade, ApiServerUpgradeSpec } from '../api/types.generated.ts';
 import { API_VERSION, KIND } from '../api/constants.ts';
 import { resolveSpec, SpecError } from '../api/defaults.ts';
-import { ABORT_ANNOTATION, RESUME_ANNOTATION, RETRY_ANNOTATION } from '../api/vocabulary.ts';
+import { ABORT_ANNOTATION, APPROVE_ANNOTATION, RESUME_ANNOTATION, RETRY_ANNOTATION } from '../api/vocabulary.ts';
 import { blockingUpgrade } from '../plan/admission.ts';
 import { KubeApiError } from '../runtime/kube.ts';
 import { decide, type ActionCommand } from './actions.ts';
@@ -250,7 +250,7 @@ async function planCommand(api: UpgradeApi, o: Options, deps: CliDeps): Promise<
   const name = u.metadata?.name ?? '(unnamed)';
   const uid = u.metadata?.uid;
   // Planned as a fresh upgrade: no status, and no action annotation taken as new.
-  const actionAnnotations = [RESUME_ANNOTATION, ABORT_ANNOTATION, RETRY_ANNOTATION];
+  const actionAnnotations = [RESUME_ANNOTATION, ABORT_ANNOTATION, RETRY_ANNOTATION, APPROVE_ANNOTATION];
   const ignoredAnnotations = actionAnnotations.filter((a) => u.metadata?.annotations?.[a] !== undefined);
   // Objects read from the API carry their timestamps as JSON text, which blockingUpgrade compares as text.
   const created = (u.metadata?.creationTimestamp ?? now.toISOString()) as unknown as Date;

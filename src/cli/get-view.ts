@@ -3,7 +3,7 @@
 import type { CoverageReport, TrustReport, ApiServerUpgrade, ApiServerUpgradeStatus, Condition } from '../api/types.generated.ts';
 import { resolveSpec, type ResolvedSpec } from '../api/defaults.ts';
 import { formatDuration } from '../api/duration.ts';
-import { isTerminal, RESUME_ANNOTATION } from '../api/vocabulary.ts';
+import { APPROVAL_WAIT, isTerminal, RESUME_ANNOTATION } from '../api/vocabulary.ts';
 import { eventsAbout, type EventRow, type KubeEvent } from './events.ts';
 import { age, bar, iso, num, printable, table, truncate, when } from './format.ts';
 import { renderCoverage, renderTrust } from './trust-view.ts';
@@ -54,6 +54,9 @@ export interface GetView {
   pause: { reason: string; message: string | undefined; since: string | undefined; resumePhase: string | undefined; servers: string[]; howToResume: string } | undefined;
   /** Why it waits before its next step without pausing (status.waiting), and until when. */
   waiting: { reason: string; message: string | undefined; gate: string | undefined; since: string | undefined; until: string | undefined } | undefined;
+  /** A held phase two (status.phaseTwoHold) and where a rollback goes (status.rollbackWindow). */
+  hold: { heldSince: string | undefined; deadline: string | undefined; onDeadline: string | undefined; approvedAt: string | undefined; approval: string | undefined; endedBy: string | undefined; endedAt: string | undefined } | undefined;
+  rollbackWindow: { available: boolean | undefined; toVersion: string | undefined; toEmulatedVersion: string | undefined; until: string | undefined; safe: string | undefined; reason: string | undefined; message: string | undefined } | undefined;
   /** spec.window as last evaluated (status.window). */
   window: { open: boolean | undefined; closesAt: string | undefined; nextStart: string | undefined } | undefined;
   /** Findings preflight let through because spec.acceptRisks named them (status.acceptedRisks). */
@@ -175,6 +178,8 @@ export function buildGetView(u: ApiServerUpgrade, events: readonly KubeEvent[], 
       ? { reason: st.pause.reason, message: st.pause.message, since: st.pause.since, resumePhase: st.pause.resumePhase, servers: [...(st.pause.servers ?? [])], howToResume: howToResume(name, st.pause.reason, u.spec?.paused === true) }
       : undefined,
     waiting: st?.waiting ? { reason: st.waiting.reason, message: st.waiting.message, gate: st.waiting.gate, since: st.waiting.since, until: st.waiting.until } : undefined,
+    hold: st?.phaseTwoHold ? { heldSince: st.phaseTwoHold.heldSince, deadline: st.phaseTwoHold.deadline, onDeadline: st.phaseTwoHold.onDeadline, approvedAt: st.phaseTwoHold.approvedAt, approval: st.phaseTwoHold.approval, endedBy: st.phaseTwoHold.endedBy, endedAt: st.phaseTwoHold.endedAt } : undefined,
+    rollbackWindow: st?.rollbackWindow ? { available: st.rollbackWindow.available, toVersion: st.rollbackWindow.toVersion, toEmulatedVersion: st.rollbackWindow.toEmulatedVersion, until: st.rollbackWindow.until, safe: st.rollbackWindow.safe, reason: st.rollbackWindow.reason, message: st.rollbackWindow.message } : undefined,
     window: st?.window ? { open: st.window.open, closesAt: st.window.closesAt, nextStart: st.window.nextStart } : undefined,
     acceptedRisks: (st?.acceptedRisks ?? []).map((r) => ({ name: r.name, object: r.object, value: r.value, generation: r.generation, time: r.time })),
     conditions: (st?.conditions ?? []).map((c) => ({ type: c.type, status: c.status, reason: c.reason, message: c.message, lastTransitionTime: c.lastTransitionTime })),
@@ -241,7 +246,17 @@ export function renderGet(view: GetView, now: Date): string {
 
   if (v.waiting) {
     out.push(`Waiting: ${v.waiting.reason}${v.waiting.since ? ` since ${when(v.waiting.since, now)}` : ''}${v.waiting.until ? `, until ${when(v.waiting.until, now)}` : ''}\n` +
-      `  ${v.waiting.message ?? ''}\n  it goes on by itself once the cause is gone (no resume needed)\n`);
+      `  ${v.waiting.message ?? ''}\n  ${v.waiting.reason === APPROVAL_WAIT ? `approve: kubectl apiserver-upgrade approve ${v.name}; or roll back: kubectl apiserver-upgrade abort ${v.name}` : 'it goes on by itself once the cause is gone (no resume needed)'}\n`);
+  }
+  if (v.hold) {
+    const h = v.hold;
+    const ended = h.endedBy ? `; ended ${h.endedBy}${h.endedAt ? ` ${when(h.endedAt, now)}` : ''}` : '';
+    out.push(`Phase two hold: since ${when(h.heldSince, now) ?? '?'}${h.deadline ? `, deadline ${when(h.deadline, now)} (then ${h.onDeadline ?? '?'})` : ', no deadline'}${h.approvedAt ? `; approved ${when(h.approvedAt, now)} (${h.approval ?? ''})` : ''}${ended}\n`);
+  }
+  if (v.rollbackWindow) {
+    const r = v.rollbackWindow;
+    const to = `${r.toVersion ?? '?'}${r.toEmulatedVersion ? ` (the new binary emulating ${r.toEmulatedVersion})` : ''}`;
+    out.push(`Rollback: ${r.available ? `available to ${to}${r.until ? ` until ${when(r.until, now)}` : ''}` : `not by this upgrade (to ${to})`}; safe ${r.safe ?? 'Unknown'}${r.reason ? ` (${r.reason})` : ''}\n`);
   }
   if (v.window && !isTerminal(v.phase)) {
     out.push(`Window: ${v.window.open ? `open${v.window.closesAt ? `, closes ${when(v.window.closesAt, now)}` : ''}` : 'closed'}${v.window.nextStart ? `; next opens ${when(v.window.nextStart, now)}` : ''}\n`);

@@ -29,7 +29,7 @@ export class OperatorMetrics {
     this.serverVersion = new Gauge({ name: 'apiserver_upgrade_server_info', help: 'One series per server with its observed version and proxy gate.', labelNames: ['upgrade', 'server', 'version', 'proxy_gate', 'ready'], registers });
     this.signal = new Gauge({ name: 'apiserver_upgrade_signal', help: 'Last analysed signal values (ratios, seconds).', labelNames: ['upgrade', 'signal'], registers });
     this.consecutiveBreaches = new Gauge({ name: 'apiserver_upgrade_consecutive_breaches', help: 'Consecutive breaching analysis checks.', labelNames: ['upgrade'], registers });
-    this.waitingSince = new Gauge({ name: 'apiserver_upgrade_waiting_since_timestamp_seconds', help: 'While an upgrade waits before its next step without pausing (status.waiting): since when, by reason (GateNotHeld, GateUnknown, OutsideWindow, or the preflight reason).', labelNames: ['upgrade', 'reason'], registers });
+    this.waitingSince = new Gauge({ name: 'apiserver_upgrade_waiting_since_timestamp_seconds', help: 'While an upgrade waits before its next step without pausing (status.waiting): since when, by reason (GateNotHeld, GateUnknown, OutsideWindow, AwaitingApproval, or the preflight reason).', labelNames: ['upgrade', 'reason'], registers });
     this.windowNextStart = new Gauge({ name: 'apiserver_upgrade_window_next_start_timestamp_seconds', help: 'When the next maintenance window of the upgrade opens (status.window.nextStart); absent without a window or none within 60 days.', labelNames: ['upgrade'], registers });
     this.driverCalls = new Counter({ name: 'apiserver_upgrade_driver_calls_total', help: 'Driver calls by action and outcome.', labelNames: ['action', 'outcome'], registers });
   }

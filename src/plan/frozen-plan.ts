@@ -4,6 +4,7 @@ import type { PlanContext } from './context.ts';
 import type { ObservedStorage } from './observation.ts';
 import { peerRowFrom } from './peers.ts';
 import { minorOf, sameRelease } from './version.ts';
+import { phaseTwoToFreeze } from '../api/phase-two.ts';
 
 /** What one stage of the plan does to each server: TwoPhase has two, OnePhase one (no stage fields). */
 interface StageDef {
@@ -53,6 +54,7 @@ export function freezePlan(ctx: PlanContext, fromVersion: string, fromStorage: O
     batches: cutStages(stageDefs(phases, fromVersion), () => members, size, 1),
     batchSize: String(ctx.spec.strategy.batchSize),
     phases,
+    ...(phases === 'TwoPhase' ? { phaseTwo: phaseTwoToFreeze(ctx.spec.strategy.phaseTwo) } : {}),
     // Every call the operator makes asks for the gate on (unless Unmanaged), so where it is off now, the
     // operator is the one turning it on: the only servers revertAfter may turn it off on again.
     gateTurnedOn: ctx.spec.proxy.gate === 'Unmanaged' ? [] : ctx.obs.peers.filter((p) => p.proxyGate === 'off').map((p) => p.hostname).sort(),

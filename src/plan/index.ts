@@ -1,4 +1,5 @@
 export { plan, RESUME_ANNOTATION, ABORT_ANNOTATION, RETRY_ANNOTATION, type Plan } from './planner.ts';
+export { APPROVE_ANNOTATION } from '../api/vocabulary.ts';
 export type { Observation, ObservedPeer, ObservedAnalysis, ObservedStorage } from './observation.ts';
 export type { Action, DriverRequest } from './actions.ts';
 export type { UpgradeInput } from './context.ts';

@@ -20,6 +20,8 @@ import { checkSpec, type Policy, type PolicyViolation } from './policy.ts';
 import { policyGate, policyPause, refusePreflight } from './policy-gate.ts';
 import { markKubeadmConfigPending } from './kubeadm-config.ts';
 import { sameRelease } from './version.ts';
+import { settleHold, takeApproval } from './phase-two-hold.ts';
+import { reportRollbackWindow } from './rollback-window.ts';
 import { gatePassStarted, recordWindow, settleWaiting, startHeld } from './start-gates.ts';
 
 export { RESUME_ANNOTATION, ABORT_ANNOTATION, RETRY_ANNOTATION };
@@ -74,6 +76,8 @@ export function planResolved(upgrade: UpgradeInput, spec: ResolvedSpec, statusIn
   if (ctx.status.plan) reportRollbackSafety(ctx);
   const resumeToken = takeToken(ctx, RESUME_ANNOTATION, 'observedResume') ?? (ctx.phase === 'Paused' ? retryToken : undefined);
   const abortToken = takeToken(ctx, ABORT_ANNOTATION, 'observedAbort');
+  // Before any decision of this step: an approval seen while the hold is on is the hold's (src/plan/phase-two-hold.ts).
+  takeApproval(ctx);
 
   if (ctx.phase === 'Pending') {
     ctx.status.startedAt = now.toISOString();
@@ -182,6 +186,7 @@ function retryFailed(ctx: PlanContext, token: string): void {
   delete ctx.status.completedAt;
   delete ctx.status.plan;
   delete ctx.status.batch;
+  delete ctx.status.phaseTwoHold;
   ctx.setPhase('Preflight');
   ctx.condition({ type: 'Complete', status: 'False', reason: 'Retried', message: why });
   ctx.condition({ type: 'Progressing', status: 'True', reason: 'Retried', message: why });
@@ -237,6 +242,8 @@ function done(ctx: PlanContext): Plan {
     const droppedNew = new Set(dropped.flatMap((a) => (a.kind === 'callDriver' && ctx.newCalls.has(a.request.idempotencyKey) ? [a.request.idempotencyKey] : [])));
     ctx.status.driverCalls = (ctx.status.driverCalls ?? []).filter((c) => !droppedNew.has(c.key));
   }
+  settleHold(ctx);
+  reportRollbackWindow(ctx);
   // Why it waits (a gate, the window, preflight), and the window's next start, in status on every step.
   if (!isTerminal(phase) && !ctx.waiting) recordWindow(ctx);
   settleWaiting(ctx);

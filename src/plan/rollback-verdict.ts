@@ -123,12 +123,17 @@ function orphanVerdict(ctx: PlanContext): RollbackVerdict {
   return { verdict: 'orphans', orphans: with_, message: `re-applying the emulation would orphan objects only ${ctx.spec.targetVersion} serves — they stay in etcd, answer 404 and are no longer enforced: ${what}` };
 }
 
+/** A verdict as the RollbackSafe condition (and status.rollbackWindow) says it. */
+export function verdictCondition(v: RollbackVerdict): { status: 'True' | 'False' | 'Unknown'; reason: string; message: string } {
+  if (v.verdict === 'safe') return { status: 'True', reason: 'StorageVersionsReadable', message: v.message };
+  if (v.verdict === 'unsafe') return { status: 'False', reason: 'StorageVersionsMoved', message: v.message };
+  if (v.verdict === 'orphans') return { status: 'False', reason: 'WouldOrphanObjects', message: v.message };
+  return { status: 'Unknown', reason: 'StorageVersionsUnknown', message: v.message };
+}
+
 /** Reflects the verdict in the RollbackSafe condition. */
 export function reportRollbackSafety(ctx: PlanContext): RollbackVerdict {
   const v = rollbackVerdict(ctx);
-  if (v.verdict === 'safe') ctx.condition({ type: 'RollbackSafe', status: 'True', reason: 'StorageVersionsReadable', message: v.message });
-  else if (v.verdict === 'unsafe') ctx.condition({ type: 'RollbackSafe', status: 'False', reason: 'StorageVersionsMoved', message: v.message });
-  else if (v.verdict === 'orphans') ctx.condition({ type: 'RollbackSafe', status: 'False', reason: 'WouldOrphanObjects', message: v.message });
-  else ctx.condition({ type: 'RollbackSafe', status: 'Unknown', reason: 'StorageVersionsUnknown', message: v.message });
+  ctx.condition({ type: 'RollbackSafe', ...verdictCondition(v) });
   return v;
 }

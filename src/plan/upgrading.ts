@@ -9,6 +9,7 @@ import { emulationCheck } from './two-phase.ts';
 import { finishSucceeded } from './preflight.ts';
 import { proxyGateOnByDefault } from './version-facts.ts';
 import { startHeld } from './start-gates.ts';
+import { phaseTwoHeld } from './phase-two-hold.ts';
 
 function startBatch(ctx: PlanContext, k: number): void {
   const servers = batchOf(ctx, k);
@@ -150,6 +151,8 @@ function betweenStages(ctx: PlanContext, k: number): boolean {
     ctx.requeue(Math.min(left, ctx.spec.analysis.intervalMs));
     return false;
   }
+  // spec.strategy.phaseTwo.start Approval (frozen in the plan): held here until an approval or the deadline.
+  if (phaseTwoHeld(ctx, cur?.emulatedVersion)) return false;
   delete b.phaseSoakUntil;
   ctx.event('Normal', 'PhaseTwoStarted', `lifting the emulation: servers move to the ${ctx.spec.targetVersion} API batch by batch`);
   return true;

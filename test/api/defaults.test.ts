@@ -12,7 +12,7 @@ test('withDefaults fills what the API server would, from the schema', () => {
     targetVersion: 'v1.36.3',
     paused: false,
     allowPrerelease: false,
-    strategy: { batchSize: 1, soakDuration: '2m', batchTimeout: '10m', phases: 'OnePhase', phaseSoakDuration: '5m' },
+    strategy: { batchSize: 1, soakDuration: '2m', batchTimeout: '10m', phases: 'OnePhase', phaseSoakDuration: '5m', phaseTwo: { start: 'Automatic' } },
     proxy: { gate: 'Auto', revertAfter: false, allowAlphaGate: false },
     driver: { webhook: { url: 'https://h.example/replace', timeout: '30s', reportsStatus: false } },
     analysis: {

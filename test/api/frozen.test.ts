@@ -10,15 +10,16 @@ import { rootSchema, specSchema } from '../../src/api/schema.ts';
 
 const root = join(import.meta.dirname, '..', '..');
 
-test('frozen: every driver setting, the proxy policy and strategy.phases; never paused, batchSize, analysis or the annotations', () => {
+test('frozen: every driver setting, the proxy policy, strategy.phases and strategy.phaseTwo; never paused, batchSize, analysis or the annotations', () => {
   const fields = frozenFieldRules(specSchema).map((r) => r.fieldPath);
   for (const f of [
     '.spec.driver.webhook.url', '.spec.driver.webhook.caBundle', '.spec.driver.webhook.timeout', '.spec.driver.webhook.reportsStatus', '.spec.driver.webhook.authSecretRef.name',
     '.spec.driver.webhook.authSecretRef.namespace', '.spec.driver.webhook.authSecretRef.key', '.spec.driver.staticPod.image', '.spec.driver.staticPod.agentImage',
     '.spec.driver.staticPod.manifestPath', '.spec.driver.staticPod.backupDir', '.spec.driver.staticPod.peerCAFile', '.spec.driver.staticPod.namespace',
     '.spec.driver.staticPod.readyTimeout', '.spec.proxy.gate', '.spec.proxy.revertAfter', '.spec.strategy.phases',
+    '.spec.strategy.phaseTwo.start', '.spec.strategy.phaseTwo.deadline', '.spec.strategy.phaseTwo.onDeadline',
   ]) assert.ok(fields.includes(f), f);
-  for (const f of fields) assert.match(f!, /^\.spec\.(driver|proxy|strategy\.phases)/, `${f}: only what a call or the agent uses`);
+  for (const f of fields) assert.match(f!, /^\.spec\.(driver|proxy|strategy\.phases|strategy\.phaseTwo)/, `${f}: only what a call or the agent uses, and how phase two starts`);
   assert.ok(!fields.some((f) => /paused|batchSize|soakDuration|batchTimeout|analysis|metadata/.test(f!)));
 });
 

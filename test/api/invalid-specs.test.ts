@@ -54,7 +54,7 @@ for (const c of invalidSpecs) {
 }
 
 // What resolveSpec checks must agree with the API server; the rest (ranges, enums, URL schemes) only the server checks.
-const CLIENT_CHECKED = /^(version-|batch-size-|soak-|interval-|no-driver|two-drivers|driver-missing|failure-limit-|prometheus-without-)/;
+const CLIENT_CHECKED = /^(version-|batch-size-|soak-|interval-|no-driver|two-drivers|driver-missing|failure-limit-|prometheus-without-|phase-two-(deadline-without|action-without|deadline-when|approval-one|on-deadline))/;
 for (const c of invalidSpecs.filter((x) => x.before === undefined && CLIENT_CHECKED.test(x.name))) {
   test(`invalid spec ${c.name}: resolveSpec refuses it too`, () => {
     // The manifest is deliberately malformed, so it is not an ApiServerUpgradeSpec.

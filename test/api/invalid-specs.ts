@@ -89,6 +89,29 @@ export const invalidSpecs: readonly InvalidSpecCase[] = [
   c('failure-limit-zero', 'spec.analysis.failureLimit', 'openapi', 'should be greater than or equal to 1', (s) => (s.analysis.failureLimit = 0)),
   c('on-breach-unknown', 'spec.analysis.onBreach', 'openapi', 'Unsupported value: "Abort"', (s) => (s.analysis.onBreach = 'Abort')),
   c('proxy-gate-unknown', 'spec.proxy.gate', 'openapi', 'Unsupported value: "On"', (s) => (s.proxy = { gate: 'On' })),
+  c('phase-two-deadline-without-action', 'spec.strategy.phaseTwo', 'cel', 'phaseTwo.deadline and phaseTwo.onDeadline go together', (s) => {
+    s.strategy.phases = 'TwoPhase';
+    s.strategy.phaseTwo = { start: 'Approval', deadline: '1h' };
+  }),
+  c('phase-two-action-without-deadline', 'spec.strategy.phaseTwo', 'cel', 'phaseTwo.deadline and phaseTwo.onDeadline go together', (s) => {
+    s.strategy.phases = 'TwoPhase';
+    s.strategy.phaseTwo = { start: 'Approval', onDeadline: 'Rollback' };
+  }),
+  c('phase-two-deadline-when-automatic', 'spec.strategy.phaseTwo.deadline', 'cel', 'phaseTwo.deadline needs start Approval', (s) => {
+    s.strategy.phases = 'TwoPhase';
+    s.strategy.phaseTwo = { start: 'Automatic', deadline: '1h', onDeadline: 'Proceed' };
+  }),
+  c('phase-two-approval-one-phase', 'spec.strategy.phaseTwo.start', 'cel', 'phaseTwo.start Approval needs phases TwoPhase', (s) => {
+    s.strategy.phaseTwo = { start: 'Approval' };
+  }),
+  c('phase-two-deadline-too-short', 'spec.strategy.phaseTwo.deadline', 'cel', 'must be between 10s and 720h', (s) => {
+    s.strategy.phases = 'TwoPhase';
+    s.strategy.phaseTwo = { start: 'Approval', deadline: '5s', onDeadline: 'Proceed' };
+  }),
+  c('phase-two-on-deadline-unknown', 'spec.strategy.phaseTwo.onDeadline', 'openapi', 'Unsupported value: "Wait"', (s) => {
+    s.strategy.phases = 'TwoPhase';
+    s.strategy.phaseTwo = { start: 'Approval', deadline: '1h', onDeadline: 'Wait' };
+  }),
   c('no-driver', 'spec.driver', 'cel', ONE_DRIVER_MSG, (s) => (s.driver = {})),
   c('two-drivers', 'spec.driver', 'cel', ONE_DRIVER_MSG, (s) => (s.driver = { ...s.driver, staticPod: { agentImage: 'example.com/agent:v1' } })),
   c('driver-missing', 'spec.driver', 'openapi', 'Required value', (s) => delete s.driver),

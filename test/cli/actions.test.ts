@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { decide, newToken, type ActionCommand } from '../../src/cli/actions.ts';
-import { ABORT_ANNOTATION, RESUME_ANNOTATION, RETRY_ANNOTATION } from '../../src/api/vocabulary.ts';
+import { ABORT_ANNOTATION, APPROVE_ANNOTATION, RESUME_ANNOTATION, RETRY_ANNOTATION } from '../../src/api/vocabulary.ts';
 import { NOW, paused, upgrading, withPhase } from './fixtures.ts';
 import type { ApiServerUpgrade } from '../../src/api/types.generated.ts';
 
@@ -85,4 +85,24 @@ test('a new annotation value always differs from the current one and from the la
   u.status!.observedResume = `${NOW.toISOString()}-1`;
   assert.equal(newToken(u, RESUME_ANNOTATION, 'observedResume', NOW), `${NOW.toISOString()}-2`);
   assert.equal(newToken(upgrading(), RESUME_ANNOTATION, 'observedResume', NOW), NOW.toISOString());
+});
+
+test('approve: a new approve annotation value only while phase two is held and not yet approved; refused otherwise, saying why', () => {
+  const held = (hold: NonNullable<NonNullable<ApiServerUpgrade['status']>['phaseTwoHold']>, phase: 'Upgrading' | 'Paused' = 'Upgrading'): ApiServerUpgrade => {
+    const u = phase === 'Paused' ? paused('AnalysisBreach') : upgrading();
+    return { ...u, metadata: { ...u.metadata, annotations: { [APPROVE_ANNOTATION]: NOW.toISOString() } }, status: { ...u.status, phaseTwoHold: hold, observedApprove: NOW.toISOString() } };
+  };
+  const d = decide('approve', held({ heldSince: '2026-12-01T00:00:00Z' }), NOW);
+  assert.ok(d.ok);
+  const token = annotationOf(d.patch)?.[APPROVE_ANNOTATION];
+  assert.ok(token !== undefined && token !== NOW.toISOString(), 'a value the operator has not seen');
+  assert.match(d.message, /starts phase two/);
+  assert.match((decide('approve', held({ heldSince: '2026-12-01T00:00:00Z' }, 'Paused'), NOW) as { message: string }).message, /phase two starts once it is resumed/);
+  assert.match(why('approve', upgrading()), /nothing to approve on to-v1-36: it holds no phase two/);
+  const notYet = upgrading();
+  notYet.spec = { ...notYet.spec!, strategy: { phases: 'TwoPhase', phaseTwo: { start: 'Approval' } } };
+  assert.match(why('approve', notYet), /phase two is not held yet/);
+  assert.match(why('approve', held({ heldSince: '2026-12-01T00:00:00Z', endedBy: 'DeadlineProceeded' })), /its hold ended \(DeadlineProceeded\)/);
+  assert.match(why('approve', held({ heldSince: '2026-12-01T00:00:00Z', approvedAt: '2026-12-01T01:00:00Z', approval: 'a' })), /already approved/);
+  assert.match(why('approve', withPhase('Succeeded')), /cannot approve to-v1-36: it is Succeeded, finished/);
 });

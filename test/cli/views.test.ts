@@ -127,3 +127,20 @@ test('list and get: an upgrade waiting for its window says why and until when; o
   assert.match(gout, /^ {2}DeprecatedAPIRemovedByTarget +4 +flowcontrol/m);
   assert.equal(listRows([g])[0]!.waiting, 'GateNotHeld');
 });
+
+test('list and get: a phase two held for an approval says so, how to approve or abort, the hold and where a rollback goes until when', () => {
+  const u = upgrading();
+  const deadline = '2026-03-04T12:00:00.000Z';
+  u.status!.waiting = { reason: 'AwaitingApproval', message: 'phase two waits for an approval', since: ago(600), until: deadline };
+  u.status!.phaseTwoHold = { heldSince: ago(600), deadline, onDeadline: 'Rollback' };
+  u.status!.rollbackWindow = { available: true, toVersion: 'v1.35.4', until: deadline, safe: 'True', reason: 'StorageVersionsReadable' };
+  assert.equal(listRows([u])[0]!.waiting, `AwaitingApproval until ${deadline}`);
+  const out = renderGet(buildGetView(u, []), NOW);
+  assert.match(out, /^Waiting: AwaitingApproval since .*, until 2026-03-04T12:00:00\.000Z/m);
+  assert.match(out, /^ {2}approve: kubectl apiserver-upgrade approve to-v1-36; or roll back: kubectl apiserver-upgrade abort to-v1-36$/m);
+  assert.match(out, /^Phase two hold: since .*, deadline 2026-03-04T12:00:00\.000Z.* \(then Rollback\)$/m);
+  assert.match(out, /^Rollback: available to v1\.35\.4 until 2026-03-04T12:00:00\.000Z.*; safe True \(StorageVersionsReadable\)$/m);
+  const done = withPhase('Succeeded');
+  done.status!.rollbackWindow = { available: false, toVersion: 'v1.35.4', safe: 'Unknown', reason: 'StorageVersionsUnknown' };
+  assert.match(renderGet(buildGetView(done, []), NOW), /^Rollback: not by this upgrade \(to v1\.35\.4\); safe Unknown \(StorageVersionsUnknown\)$/m);
+});

@@ -161,3 +161,30 @@ export const GATE_AND_WINDOW_SCENARIOS: Pinned[] = [
     at(5),
   ]),
 ];
+
+/**
+ * A held phase two (spec.strategy.phaseTwo) through leader changes: each scenario reaches the hold within its steps and
+ * crashes there (a plan lost before it was persisted, a crash around a delivery), so the hold is carried by status alone.
+ */
+const tenSeconds = (n: number): Step[] => Array.from({ length: n }, () => at(10));
+export const HOLD_SCENARIOS: Pinned[] = [
+  pin('held until an approval: one set before the hold is ignored; leader changes in the hold; the approval seen by a plan that is lost, then again', { servers: 2, gateOn: true, phases: 'TwoPhase', hold: 'approval', upDelayS: 5, storageSafe: true }, [
+    at(0, { e: 'approve' }),
+    ...tenSeconds(14),
+    at(10, undefined, 0),
+    at(20, undefined, 0),
+    at(45),
+    at(10, { e: 'approve' }, 0),
+    at(5),
+    at(10),
+  ]),
+  pin('a 2m deadline that rolls back, passed while the leader changes: the plan that sees it first is lost, the next rolls back to the old binaries', { servers: 2, gateOn: true, phases: 'TwoPhase', hold: 'rollback', upDelayS: 5, storageSafe: true }, [
+    ...tenSeconds(14),
+    at(45, undefined, 0),
+    at(45, undefined, 0),
+    at(45, undefined, 0),
+    at(10),
+    at(10, undefined, 1),
+    at(10),
+  ]),
+];

@@ -10,12 +10,13 @@
 //        outcome = driver(request)                         (crash point 2+2i: after delivery i, before recording)
 //        persist recordCallOutcome(status, key, outcome, now)
 import type { ApiServerUpgradeSpec, ApiServerUpgradeStatus, DriverCall } from '../../../src/api/types.generated.ts';
-import { plan, ABORT_ANNOTATION, RESUME_ANNOTATION, type Plan, type UpgradeInput, type Observation, type DriverRequest } from '../../../src/plan/index.ts';
+import { plan, ABORT_ANNOTATION, RESUME_ANNOTATION, APPROVE_ANNOTATION, type Plan, type UpgradeInput, type Observation, type DriverRequest } from '../../../src/plan/index.ts';
 import { recordCallOutcome } from '../../../src/plan/call-outcome.ts';
+import { parseDuration } from '../../../src/api/duration.ts';
 import type { CallReport } from '../../../src/plan/context.ts';
 import { World, GATE, minor, release, short, stamp, storageKey, windowOpenAt } from './world.ts';
 
-export const INVARIANTS = ['I1', 'I2', 'I3', 'I4', 'I5', 'I6', 'I7', 'I8', 'I9', 'I10', 'I11', 'I12', 'I13', 'I14'] as const;
+export const INVARIANTS = ['I1', 'I2', 'I3', 'I4', 'I5', 'I6', 'I7', 'I8', 'I9', 'I10', 'I11', 'I12', 'I13', 'I14', 'I15'] as const;
 export type Inv = (typeof INVARIANTS)[number];
 
 export const INVARIANT_TEXT: Record<Inv, string> = {
@@ -32,6 +33,7 @@ export const INVARIANT_TEXT: Record<Inv, string> = {
   I12: 'no first call (the gate pass\'s first EnableProxy, or batch 1) and no new batch starts outside a maintenance window or while a gate does not hold (fails, or cannot be evaluated)',
   I13: 'a rollback is never delayed by a gate or a window: every step plans the same Rollback calls (and RollingBack) as it would without spec.gates and spec.window',
   I14: 'a plan\'s stage never moves back: once status.stage is API (phase two of TwoPhase began) no step sets it to Binaries, and no Upgrade with emulation is sent after it',
+  I15: 'a held phase two (strategy.phaseTwo.start Approval) starts only on an approve value set while the persisted hold was on, or under onDeadline Proceed once its deadline (heldSince + the frozen deadline) passed; a deadline Rollback only once it passed, and ends RolledBack on the old binaries; under onDeadline Rollback, Succeeded only after an approval',
   I11: 'once faults stop, a pause names a real, still-present cause: MembershipChanged a server that joined, is gone or down, runs the target without emulation in phase one or runs neither version; RollbackUnsafe only when storage truly is unsafe; RollbackSafetyUnknown only while a server is down, an Upgrade call is in flight or some storage a server wrote was never observed',
 };
 
@@ -96,6 +98,10 @@ export class ModelRun {
   private targetRunSeen = false;
   private resumes = 0;
   private aborts = 0;
+  /** Reconciles that crashed (a leader change) while the persisted hold was on. */
+  crashesInHold = 0;
+  /** Every approve value a human set, and whether the persisted status then showed the hold on. */
+  readonly approvals = new Map<string, { at: number; whileHeld: boolean }>();
   private batchSucceededEvents = 0;
   /** When the last resume of an automatic pause took effect (the persisted phase left Paused). */
   private lastResumeAt: number | undefined;
@@ -167,6 +173,15 @@ export class ModelRun {
     this.upgrade = { ...this.upgrade, generation: this.upgrade.generation + 1 };
   }
 
+  /** A human sets the approve annotation to a new value (kubectl apiserver-upgrade approve, or ahead of the hold). */
+  approve(): string {
+    const value = `approve-${this.approvals.size + 1}`;
+    const h = this.persisted?.phaseTwoHold;
+    this.approvals.set(value, { at: this.world.now, whileHeld: h?.heldSince !== undefined && h.endedBy === undefined });
+    this.upgrade = { ...this.upgrade, annotations: { ...this.upgrade.annotations, [APPROVE_ANNOTATION]: value } };
+    return value;
+  }
+
   /** A human sets the abort annotation to a new value. */
   abort(): string {
     const value = `abort-${++this.aborts}`;
@@ -212,6 +227,8 @@ export class ModelRun {
   reconcile(crash = -1): Plan {
     this.flushWorld();
     this.reconciles++;
+    const hold = this.persisted?.phaseTwoHold;
+    if (crash >= 0 && hold?.heldSince !== undefined && hold.endedBy === undefined) this.crashesInHold++;
     const obs = this.world.observe();
     const before = this.persisted;
     const now = new Date(this.world.now);
@@ -406,6 +423,30 @@ export class ModelRun {
     return blocked;
   }
 
+  /** I15: a held phase two ends only on its approval or its deadline, and a deadline Rollback ends on the old binaries. */
+  private checkHold(before: ApiServerUpgradeStatus | undefined, s: ApiServerUpgradeStatus, fresh: DriverCall[]): void {
+    const policy = s.plan?.phaseTwo;
+    if (!this.setup.twoPhase || policy?.start !== 'Approval') return;
+    const apiBatches = new Set((s.plan?.batches ?? []).filter((b) => b.stage === 'API').map((b) => b.index));
+    const hadApi = (before?.driverCalls ?? []).some((c) => c.action === 'Upgrade' && apiBatches.has(c.batch ?? 0));
+    const h = s.phaseTwoHold;
+    const now = this.world.now;
+    const deadlineMs = policy.deadline === undefined ? undefined : parseDuration(policy.deadline);
+    const deadlinePassed = h?.deadline !== undefined && h.heldSince !== undefined && deadlineMs !== undefined && Date.parse(h.deadline) === Date.parse(h.heldSince) + deadlineMs && now >= Date.parse(h.deadline);
+    const approvedInHold = h?.endedBy === 'Approved' && h.approval !== undefined && this.approvals.get(h.approval)?.whileHeld === true;
+    for (const c of fresh.filter((x) => x.action === 'Upgrade' && apiBatches.has(x.batch ?? 0))) {
+      if (hadApi) break;
+      if (h?.heldSince === undefined) this.fail('I15', `phase two started (Upgrade ${c.server} ${short(c.key)}) with no hold recorded`);
+      else if (!approvedInHold && !(h.endedBy === 'DeadlineProceeded' && h.onDeadline === 'Proceed' && deadlinePassed)) {
+        this.fail('I15', `phase two started (Upgrade ${c.server} ${short(c.key)}) with the hold ${JSON.stringify(h)}: no approval set while it was on (${JSON.stringify([...this.approvals])}), nor a passed deadline under Proceed`);
+      }
+      break;
+    }
+    if (h?.endedBy === 'DeadlineRolledBack' && before?.phaseTwoHold?.endedBy !== 'DeadlineRolledBack' && !(h.onDeadline === 'Rollback' && deadlinePassed)) this.fail('I15', `the hold ended DeadlineRolledBack before its deadline: ${JSON.stringify(h)} at ${new Date(now).toISOString()}`);
+    if (s.phase === 'RolledBack' && before?.phase !== 'RolledBack' && h?.endedBy === 'DeadlineRolledBack' && s.stage === 'API') this.fail('I15', 'a deadline Rollback ended RolledBack on the API stage, not on the old binaries');
+    if (s.phase === 'Succeeded' && before?.phase !== 'Succeeded' && policy.onDeadline === 'Rollback' && h?.endedBy !== 'Approved') this.fail('I15', `Succeeded under onDeadline Rollback without an approval: ${JSON.stringify(h)}`);
+  }
+
   /** Checks on a persisted plan: what it decided is now durable. */
   private checkPersisted(before: ApiServerUpgradeStatus | undefined, obs: Observation, p: Plan): void {
     const s = p.status;
@@ -454,6 +495,7 @@ export class ModelRun {
       }
       if (!this.batchStart.has(k)) this.batchStart.set(k, now);
     }
+    this.checkHold(before, s, fresh);
     // I4: rollback only when known safe.
     for (const c of fresh.filter((x) => x.action === 'Rollback')) {
       // A Rollback to the old binary of a server seen up on it, and truly running it, moves nothing (it supersedes

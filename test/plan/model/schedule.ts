@@ -6,6 +6,7 @@
 import fc from 'fast-check';
 import type { ApiServerUpgradeSpec } from '../../../src/api/types.generated.ts';
 import { ModelRun, type Inv, type RunSetup, START } from './run.ts';
+import { APPROVE_ANNOTATION } from '../../../src/api/vocabulary.ts';
 import { WINDOW_STARTS, nextWindowEdge, release, stamp, type DeliveryFault, type Fate } from './world.ts';
 
 export const OLD = 'v1.35.4';
@@ -33,6 +34,8 @@ export interface Setup {
   gated?: boolean;
   /** spec.window: windows of this many minutes every 4 minutes from 10:00 to 11:00 UTC; absent or 0: none. */
   windowOpenMin?: 0 | 1 | 2 | 3;
+  /** TwoPhase: spec.strategy.phaseTwo — none (Automatic), held until an approval, or with a 2m deadline that proceeds or rolls back. */
+  hold?: 'none' | 'approval' | 'proceed' | 'rollback';
 }
 
 
@@ -45,6 +48,7 @@ export type Event =
   | { e: 'onBreach'; v: 'Pause' | 'Rollback' }
   | { e: 'resume' }
   | { e: 'abort' }
+  | { e: 'approve' }
   | { e: 'join'; at: 'from' | 'target' }
   | { e: 'leave'; i: number }
   | { e: 'breach'; s: number; v: 'Breach' | 'Inconclusive' }
@@ -90,6 +94,7 @@ export const setupArb: fc.Arbitrary<Setup> = fc.record({
   phases: fc.constantFrom('OnePhase' as const, 'OnePhase' as const, 'TwoPhase' as const),
   gated: fc.boolean(),
   windowOpenMin: fc.constantFrom(0 as const, 0 as const, 1 as const, 2 as const, 3 as const),
+  hold: fc.constantFrom('none' as const, 'approval' as const, 'approval' as const, 'proceed' as const, 'rollback' as const),
 });
 
 const eventArb: fc.Arbitrary<Event> = fc.oneof(
@@ -100,6 +105,7 @@ const eventArb: fc.Arbitrary<Event> = fc.oneof(
   { weight: 1, arbitrary: fc.record({ e: fc.constant('onBreach' as const), v: fc.constantFrom('Pause' as const, 'Rollback' as const) }) },
   { weight: 3, arbitrary: fc.record({ e: fc.constant('resume' as const) }) },
   { weight: 1, arbitrary: fc.record({ e: fc.constant('abort' as const) }) },
+  { weight: 2, arbitrary: fc.record({ e: fc.constant('approve' as const) }) },
   { weight: 1, arbitrary: fc.record({ e: fc.constant('join' as const), at: fc.constantFrom('from' as const, 'from' as const, 'target' as const) }) },
   { weight: 1, arbitrary: fc.record({ e: fc.constant('leave' as const), i: fc.integer({ min: 0, max: 5 }) }) },
   { weight: 4, arbitrary: fc.record({ e: fc.constant('breach' as const), s: fc.constantFrom(10, 30, 60, 120, 300), v: fc.constantFrom('Breach' as const, 'Breach' as const, 'Inconclusive' as const) }) },
@@ -124,12 +130,17 @@ const stepArb: fc.Arbitrary<Step> = fc.record(
 
 export const scheduleArb = (maxSteps = 24): fc.Arbitrary<Schedule> => fc.record({ setup: setupArb, steps: fc.array(stepArb, { maxLength: maxSteps }) });
 
+function phaseTwoOf(hold: 'approval' | 'proceed' | 'rollback'): NonNullable<NonNullable<ApiServerUpgradeSpec['strategy']>['phaseTwo']> {
+  if (hold === 'approval') return { start: 'Approval' };
+  return { start: 'Approval', deadline: '2m', onDeadline: hold === 'proceed' ? 'Proceed' : 'Rollback' };
+}
+
 export function specOf(s: Setup): ApiServerUpgradeSpec {
   return {
     targetVersion: s.target,
     paused: s.pausedAtCreation,
     driver: { webhook: { url: 'https://hook.example/replace' } },
-    strategy: { batchSize: s.batchSize, soakDuration: s.soak, batchTimeout: s.batchTimeout, ...(s.phases === 'TwoPhase' ? { phases: 'TwoPhase', phaseSoakDuration: '15s' } : {}) },
+    strategy: { batchSize: s.batchSize, soakDuration: s.soak, batchTimeout: s.batchTimeout, ...(s.phases === 'TwoPhase' ? { phases: 'TwoPhase', phaseSoakDuration: '15s', ...(s.hold && s.hold !== 'none' ? { phaseTwo: phaseTwoOf(s.hold) } : {}) } : {}) },
     proxy: { gate: s.gate, revertAfter: s.revertAfter, allowAlphaGate: true },
     analysis: { interval: '10s', failureLimit: s.failureLimit, onBreach: s.onBreach, thresholds: { discoveryConvergence: '1m' } },
     ...(s.gated ? { gates: { prometheus: { address: 'http://prometheus:9090' }, queries: [{ name: 'health', query: 'ALERTS{alertstate="firing",severity="critical"}' }] } } : {}),
@@ -162,7 +173,7 @@ export function renderSchedule(sc: Schedule): string {
   const head =
     `setup: ${s.servers} servers on ${OLD}${s.suffix} gate ${s.gateOn ? 'on' : 'off'} -> ${s.target}; batchSize ${s.batchSize}, soak ${s.soak}, batchTimeout ${s.batchTimeout}, ` +
     `failureLimit ${s.failureLimit}, onBreach ${s.onBreach}, proxy.gate ${s.gate}${s.revertAfter ? ' revertAfter' : ''}, storage ${s.storageSafe ? 'safe' : 'UNSAFE'} to roll back, ` +
-    `${s.phases === 'TwoPhase' ? 'TwoPhase, ' : ''}${s.gated ? 'gate health, ' : ''}${s.windowOpenMin ? `windows of ${s.windowOpenMin}m every 4m 10:00-11:00 UTC, ` : ''}${s.pausedAtCreation ? 'created paused, ' : ''}ops stop after ${s.downDelayS}s and return ${s.upDelayS}s later${s.staleOnStop ? ' (stops leave stale leases)' : ''}`;
+    `${s.phases === 'TwoPhase' ? `TwoPhase${s.hold && s.hold !== 'none' ? ` phase two held (${s.hold})` : ''}, ` : ''}${s.gated ? 'gate health, ' : ''}${s.windowOpenMin ? `windows of ${s.windowOpenMin}m every 4m 10:00-11:00 UTC, ` : ''}${s.pausedAtCreation ? 'created paused, ' : ''}ops stop after ${s.downDelayS}s and return ${s.upDelayS}s later${s.staleOnStop ? ' (stops leave stale leases)' : ''}`;
   const lines = sc.steps.map((st, i) => `  ${String(i + 1).padStart(2)}. wait ${st.dt}s${st.ev ? `, ${renderEvent(st.ev)}` : ''}, reconcile${st.crash >= 0 ? ` crashing ${renderCrash(st.crash)}` : ''}`);
   return [head, ...lines, '  then: faults stop (calm) and the run must come to rest'].join('\n');
 }
@@ -188,6 +199,8 @@ function renderEvent(ev: Event): string {
       return 'resume annotation set to a new value';
     case 'abort':
       return 'abort annotation set to a new value';
+    case 'approve':
+      return 'approve annotation set to a new value';
     case 'join':
       return `a server joins at ${ev.at === 'from' ? 'the from-version' : 'the target version (once the plan is made)'}`;
     case 'leave':
@@ -233,6 +246,9 @@ function apply(run: ModelRun, ev: Event): void {
       break;
     case 'abort':
       run.abort();
+      break;
+    case 'approve':
+      run.approve();
       break;
     case 'join':
       // A node provisioned with the new image joins at the target; before the plan is made that would only
@@ -342,6 +358,11 @@ function calm(run: ModelRun, limits: Limits): void {
       run.note(`~ a human resumes (${run.resume()})`);
       w.advance(5_000);
       continue;
+    }
+    // A phase two held without a deadline waits for a human: they approve it (once per hold).
+    const hold = run.persisted?.phaseTwoHold;
+    if (run.persisted?.waiting?.reason === 'AwaitingApproval' && hold?.deadline === undefined && hold?.approvedAt === undefined && run.persisted.observedApprove === run.upgrade.annotations[APPROVE_ANNOTATION]) {
+      run.note(`~ a human approves phase two (${run.approve()})`);
     }
     run.longestSegment = Math.max(run.longestSegment, ++steps);
     if (steps > limits.segment || w.now - since > limits.segmentMs) {
