@@ -71,7 +71,7 @@ export class UpgradeReconciler {
       step('gatesMs');
     }
     if (reads.flagProof && rc.spec.ok) {
-      obs = { ...obs, flagProof: await readFlagProof(this.c, rc.upgrade, rc.spec.spec, obs) };
+      obs = { ...obs, flagProof: await (this.c.flagProof ?? ((u, s, o) => readFlagProof(this.c, u, s, o)))(rc.upgrade, rc.spec.spec, obs) };
       step('flagProofMs');
     }
     if (reads.preflight) {
