@@ -48,12 +48,24 @@ export function proofWant(spec: ResolvedStaticPod, upgradeUid: string, r: ProofR
   if ((c.args ?? []).length > 0) return { hostname, error: `the kube-apiserver container of ${hostname} has args: the static Pod driver edits only its command` };
   const target = targetImage(spec.image, c.image, r.targetVersion);
   if ('error' in target) return { hostname, error: `${hostname}: ${target.error}` };
-  const edit = callFlagEdit(spec, { featureGates: r.gate === undefined ? {} : { [PROXY_GATE]: r.gate }, server: { identity: '', hostname, ...(r.address === undefined ? {} : { address: r.address }) }, ...(r.emulatedVersion === undefined ? {} : { emulatedVersion: r.emulatedVersion }) });
+  // A server not seen up has no observed address: the one its command line advertises stands in (a call made later
+  // to another address is another key, proven again before it).
+  const address = r.address ?? advertised(c.command ?? []);
+  const edit = callFlagEdit(spec, { featureGates: r.gate === undefined ? {} : { [PROXY_GATE]: r.gate }, server: { identity: '', hostname, ...(address === undefined ? {} : { address }) }, ...(r.emulatedVersion === undefined ? {} : { emulatedVersion: r.emulatedVersion }) });
   if (edit === undefined) return { hostname, error: `${hostname}'s address is not an ip:port: the command line of its call cannot be built` };
   const built = proofCommand(c.command ?? [], edit, { signingKeyPath: PROOF_KEY_PATH });
   if ('error' in built) return { hostname, error: `${hostname}: ${built.error}` };
   const key = proofKey({ upgradeUid, hostname, image: target.image, args: built.args });
   return { hostname, key, image: target.image, command: built.args, ...(r.gate === undefined ? {} : { gate: r.gate }), ...(r.emulatedVersion === undefined ? {} : { emulatedVersion: r.emulatedVersion }) };
+}
+
+/** `--advertise-address` and `--secure-port` (default 6443) of a command line, as ip:port; undefined without the address. */
+export function advertised(command: readonly string[]): string | undefined {
+  const value = (name: string): string | undefined => command.findLast((e) => e.startsWith(`${name}=`))?.slice(name.length + 1);
+  const ip = value('--advertise-address');
+  if (ip === undefined || ip === '') return undefined;
+  const port = value('--secure-port') ?? '6443';
+  return ip.includes(':') ? `[${ip}]:${port}` : `${ip}:${port}`;
 }
 
 /** The newest Pod of a Job (a Job of backoffLimit 0 has one; a Pod deleted and made again: the last). */

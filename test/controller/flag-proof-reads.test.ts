@@ -4,7 +4,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { V1Pod } from '@kubernetes/client-node';
 import { resolveSpec } from '../../src/api/defaults.ts';
-import { proofJobsOf, proofWant } from '../../src/controller/flag-proof-reads.ts';
+import { advertised, proofJobsOf, proofWant } from '../../src/controller/flag-proof-reads.ts';
 import { PROOF_KEY_PATH, proofKey } from '../../src/drivers/flag-proof-job.ts';
 import { PROOF_SENTINEL, PROOF_SENTINEL_ERROR } from '../../src/plan/flag-proof.ts';
 import { spec } from '../plan/fleet.ts';
@@ -39,6 +39,15 @@ test('proofWant: no mirror Pod, a container with args, an address that is not ip
   assert.match(JSON.stringify(proofWant(staticPod, 'u', r, [])), /mirror Pod/);
   assert.match(JSON.stringify(proofWant(staticPod, 'u', r, [mirror(['kube-apiserver'], { args: ['--x=1'] })])), /has args/);
   assert.match(JSON.stringify(proofWant(staticPod, 'u', { ...r, address: 'nowhere' }, [mirror(['kube-apiserver', '--a=1'])])), /not an ip:port/);
+  assert.match(JSON.stringify(proofWant(staticPod, 'u', { hostname: 'cp-1', targetVersion: 'v1.36.3' }, [mirror(['kube-apiserver', '--a=1'])])), /not an ip:port/);
+});
+
+test('proofWant: a server not seen up is proven at the address its command line advertises', () => {
+  assert.equal(advertised(['kube-apiserver', '--advertise-address=10.0.0.7', '--secure-port=8443']), '10.0.0.7:8443');
+  assert.equal(advertised(['kube-apiserver', '--advertise-address=fd00::7']), '[fd00::7]:6443');
+  assert.equal(advertised(['kube-apiserver']), undefined);
+  const w = proofWant(staticPod, 'u', { hostname: 'cp-1', gate: true, targetVersion: 'v1.36.3' }, [mirror(['kube-apiserver', '--advertise-address=10.0.0.7', '--a=1'])]);
+  assert.ok(!('error' in w) && w.command.includes('--peer-advertise-ip=10.0.0.7'), JSON.stringify(w));
 });
 
 test('proofJobsOf: only this upgrade\'s Jobs; the verdict from its newest Pod; none while it runs', () => {
