@@ -15,9 +15,9 @@ import type { ProofJobRequest } from '../plan/actions.ts';
 import { proofRequests, type ProofRequest } from '../plan/flag-proof-gate.ts';
 import { callFlagEdit, proofCommand } from '../drivers/flag-proof-command.ts';
 import { PROOF_ACTION, PROOF_KEY_PATH, proofJob, proofKey, proofOfPod, type ProofPod } from '../drivers/flag-proof-job.ts';
-import { KEY_ANNOTATION, targetImage } from '../drivers/static-pod.ts';
+import { KEY_ANNOTATION, MIRROR_POD_PREFIX, targetImage } from '../drivers/static-pod.ts';
 import { JOB_NAME_LABEL } from '../drivers/job-report.ts';
-import { mirrorPodFor } from '../observe/trust-flags.ts';
+import { MIRROR_ANNOTATION, mirrorPodFor } from '../observe/trust-flags.ts';
 import { APISERVER_PODS_PATH } from '../observe/trust.ts';
 import { KubeApiError } from '../runtime/kube.ts';
 import type { Logger } from '../runtime/logger.ts';
@@ -102,7 +102,9 @@ export async function readFlagProof(c: ReconcilerConfig, u: ApiServerUpgrade, sp
       c.kube.request<{ items?: ProofJobObject[] }>('GET', `/apis/batch/v1/namespaces/${ns}/jobs?labelSelector=${selector}&limit=${MAX_JOBS}`),
       c.kube.request<{ items?: ProofPodObject[] }>('GET', `/api/v1/namespaces/${ns}/pods?labelSelector=${selector}&limit=${MAX_JOBS}`),
     ]);
-    const wants = proofRequests(spec, u.status, obs.peers).map((r) => proofWant(sp, uid, r, mirror.items ?? []));
+    const mirrors = mirror.items ?? [];
+    const mirrorNodes = mirrors.filter((p) => p.metadata?.annotations?.[MIRROR_ANNOTATION] !== undefined && p.metadata.name === `${MIRROR_POD_PREFIX}${p.spec?.nodeName ?? ''}`).flatMap((p) => (p.spec?.nodeName ? [p.spec.nodeName] : []));
+    const wants = proofRequests(spec, u.status, obs.peers, mirrorNodes).map((r) => proofWant(sp, uid, r, mirrors));
     return { wants, jobs: proofJobsOf(name, jobs.items ?? [], pods.items ?? []) };
   } catch (err) {
     return { error: text(err) };

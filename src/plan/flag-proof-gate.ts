@@ -61,13 +61,17 @@ function commonVersion(peers: readonly ObservedPeer[]): string | undefined {
  * of the first batch not yet started before it that holds the node (before the plan is frozen: the first stage's),
  * the address. Empty for any other driver.
  */
-export function proofRequests(spec: ResolvedSpec, status: ApiServerUpgradeStatus | undefined, peers: readonly ObservedPeer[]): ProofRequest[] {
+export function proofRequests(spec: ResolvedSpec, status: ApiServerUpgradeStatus | undefined, peers: readonly ObservedPeer[], mirrorNodes: readonly string[] = []): ProofRequest[] {
   if (spec.driver.kind !== 'staticPod') return [];
   const from = status?.fromVersion ?? commonVersion(peers);
   const gate = upgradeGate(spec, from);
   const current = Math.max(status?.batch?.current ?? 1, 1);
   const batches = status?.plan?.batches;
   const hosts = new Set<string>([...peers.map((p) => p.hostname), ...(status?.peers ?? []).map((p) => p.hostname)]);
+  // A node running a kube-apiserver static Pod whose server is not seen (down since before the upgrade: no identity
+  // Lease) is a control-plane node too: proven all the same.
+  const known = new Set([...hosts].map((h) => h.toLowerCase()));
+  for (const n of mirrorNodes) if (!known.has(n.toLowerCase())) hosts.add(n);
   return [...hosts].sort().map((hostname) => {
     let emulatedVersion: string | undefined;
     if (batches !== undefined) {
@@ -218,7 +222,11 @@ export function flagProofPreflight(ctx: PlanContext): { ok: true } | { ok: false
     return { ok: true };
   }
   const before = ctx.status.flagProof;
-  const step = flagProofStep(ctx.obs.peers.map((p) => p.hostname), ctx.obs.flagProof, before, ctx.now, ctx.spec.targetVersion);
+  // Every server, and every node the shell found a kube-apiserver static Pod on (a want for it).
+  const observed = ctx.obs.flagProof;
+  const hostnames = new Set(ctx.obs.peers.map((p) => p.hostname));
+  if (observed !== undefined && !('error' in observed)) for (const w of observed.wants) hostnames.add(w.hostname);
+  const step = flagProofStep([...hostnames], observed, before, ctx.now, ctx.spec.targetVersion);
   ctx.status.flagProof = step.report;
   requestJobs(ctx, step.create);
   rowEvents(ctx, step.report.nodes ?? [], before);

@@ -93,6 +93,7 @@ test('proofRequests: the Upgrade call\'s gate and emulated version per node; non
   const two = resolveSpec({ ...spec(), strategy: { ...spec().strategy, phases: 'TwoPhase' }, driver: { staticPod: {} } });
   assert.equal(proofRequests(two, undefined, peers)[0]!.emulatedVersion, '1.35', 'phase one runs emulating the from-version');
   assert.deepEqual(proofRequests(resolveSpec(spec()), undefined, peers), []);
+  assert.deepEqual(proofRequests(sp, undefined, peers, ['CP-1', 'cp-9']).map((x) => x.hostname), ['cp-1', 'cp-2', 'cp-9'], 'a node with a kube-apiserver static Pod but no server seen is proven too');
   assert.equal(upgradeGate({ proxy: { ...sp.proxy, gate: 'Unmanaged' }, targetVersion: NEW, allowPrerelease: false }, OLD), undefined);
   assert.equal(upgradeGate({ proxy: { ...sp.proxy, gate: 'Auto' }, targetVersion: 'v1.35.5', allowPrerelease: false }, OLD), undefined, 'a patch upgrade leaves the gate alone');
 });
@@ -205,4 +206,25 @@ test('planner: a proof Job lost before its verdict is created again; the webhook
   assert.equal(hook.status?.phase, 'Succeeded');
   assert.equal(hook.status?.flagProof?.state, 'NotApplicable');
   assert.equal(hook.proofs.created.length, 0);
+});
+
+test('planner: a node whose kube-apiserver static Pod runs but whose server is not seen (no Lease) is proven at preflight too: refused, it blocks', () => {
+  const sim = new ShellSim(fleet(2), staticPodSpec());
+  sim.extra = { ...sim.extra, kubeadm: kubeadmFacts(2) };
+  sim.reconcile(1000);
+  const read = sim.observe().flagProof;
+  assert.ok(read !== undefined && !('error' in read));
+  const hidden = { hostname: 'cp-3', key: 'k-cp-3', image: `registry.k8s.io/kube-apiserver:${NEW}`, command: ['--no-such-flag=1', PROOF_SENTINEL] };
+  const refusedCp3 = { key: 'k-cp-3', hostname: 'cp-3', name: 'auo-proveflags-cp-3-1', proof: { hostname: 'cp-3', verdict: { result: 'Refused' as const, message: 'unknown flag: --no-such-flag', flag: '--no-such-flag' } } };
+  for (let i = 0; i < 4; i++) {
+    const r = sim.observe().flagProof;
+    sim.extra = { ...sim.extra, flagProof: r !== undefined && !('error' in r) ? { wants: [...r.wants.filter((w) => w.hostname !== 'cp-3'), hidden], jobs: [...r.jobs, refusedCp3] } : r! };
+    sim.reconcile(5000);
+    delete sim.extra.flagProof;
+  }
+  assert.equal(sim.status?.phase, 'Preflight');
+  const pre = sim.status?.conditions?.find((c) => c.type === 'PreflightPassed');
+  assert.equal(pre?.reason, 'FlagRefusedByTarget');
+  assert.match(pre?.message ?? '', /cp-3: kube-apiserver v1\.36\.3 refuses --no-such-flag: unknown flag: --no-such-flag/);
+  assert.equal(sim.delivered.length, 0);
 });
