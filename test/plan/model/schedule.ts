@@ -7,6 +7,7 @@ import fc from 'fast-check';
 import type { ApiServerUpgradeSpec } from '../../../src/api/types.generated.ts';
 import { ModelRun, type Inv, type RunSetup, START } from './run.ts';
 import { WINDOW_STARTS, nextWindowEdge, release, stamp, type DeliveryFault, type Fate } from './world.ts';
+import type { ProofMode } from '../flag-proof-sim.ts';
 
 export const OLD = 'v1.35.4';
 
@@ -33,6 +34,10 @@ export interface Setup {
   gated?: boolean;
   /** spec.window: windows of this many minutes every 4 minutes from 10:00 to 11:00 UTC; absent or 0: none. */
   windowOpenMin?: 0 | 1 | 2 | 3;
+  /** The static Pod driver (its flag proof: test/plan/flag-proof-sim.ts) instead of the webhook's; absent: webhook. */
+  staticPod?: boolean;
+  /** How long a flag proof Job takes to its verdict (static Pod driver). */
+  proofDelayS?: 0 | 5 | 20 | 60;
 }
 
 
@@ -53,7 +58,11 @@ export type Event =
   | { e: 'flaky'; n: number }
   | { e: 'reportFault'; n: number }
   | { e: 'health'; v: 'hold' | 'fail' | 'unknown' }
-  | { e: 'edge'; d: -1 | 0 | 1 };
+  | { e: 'edge'; d: -1 | 0 | 1 }
+  /** The static Pod driver's flag proof: node i's binary answers v to its next proofs; its Jobs are lost; its manifest edited by hand. */
+  | { e: 'proof'; i: number; v: ProofMode }
+  | { e: 'proofLost'; i: number }
+  | { e: 'manifestEdit'; i: number };
 
 export interface Step {
   /** Seconds that pass before the reconcile. */
@@ -90,6 +99,8 @@ export const setupArb: fc.Arbitrary<Setup> = fc.record({
   phases: fc.constantFrom('OnePhase' as const, 'OnePhase' as const, 'TwoPhase' as const),
   gated: fc.boolean(),
   windowOpenMin: fc.constantFrom(0 as const, 0 as const, 1 as const, 2 as const, 3 as const),
+  staticPod: fc.boolean(),
+  proofDelayS: fc.constantFrom(0 as const, 5 as const, 20 as const, 60 as const),
 });
 
 const eventArb: fc.Arbitrary<Event> = fc.oneof(
@@ -111,6 +122,9 @@ const eventArb: fc.Arbitrary<Event> = fc.oneof(
   // (a crash there is a leader change at the edge).
   { weight: 8, arbitrary: fc.record({ e: fc.constant('health' as const), v: fc.constantFrom('hold' as const, 'fail' as const, 'fail' as const, 'unknown' as const) }) },
   { weight: 2, arbitrary: fc.record({ e: fc.constant('edge' as const), d: fc.constantFrom(-1 as const, 0 as const, 1 as const) }) },
+  { weight: 2, arbitrary: fc.record({ e: fc.constant('proof' as const), i: fc.integer({ min: 0, max: 5 }), v: fc.constantFrom<ProofMode>('refuse', 'refuse', 'inconclusive', 'notRun', 'accept') }) },
+  { weight: 1, arbitrary: fc.record({ e: fc.constant('proofLost' as const), i: fc.integer({ min: 0, max: 5 }) }) },
+  { weight: 2, arbitrary: fc.record({ e: fc.constant('manifestEdit' as const), i: fc.integer({ min: 0, max: 5 }) }) },
 );
 
 const stepArb: fc.Arbitrary<Step> = fc.record(
@@ -128,7 +142,7 @@ export function specOf(s: Setup): ApiServerUpgradeSpec {
   return {
     targetVersion: s.target,
     paused: s.pausedAtCreation,
-    driver: { webhook: { url: 'https://hook.example/replace' } },
+    driver: s.staticPod ? { staticPod: { readyTimeout: '30s' } } : { webhook: { url: 'https://hook.example/replace' } },
     strategy: { batchSize: s.batchSize, soakDuration: s.soak, batchTimeout: s.batchTimeout, ...(s.phases === 'TwoPhase' ? { phases: 'TwoPhase', phaseSoakDuration: '15s' } : {}) },
     proxy: { gate: s.gate, revertAfter: s.revertAfter, allowAlphaGate: true },
     analysis: { interval: '10s', failureLimit: s.failureLimit, onBreach: s.onBreach, thresholds: { discoveryConvergence: '1m' } },
@@ -153,6 +167,8 @@ function runSetup(s: Setup): RunSetup {
     twoPhase: s.phases === 'TwoPhase',
     gated: s.gated === true,
     windowOpenMin: s.windowOpenMin ?? 0,
+    staticPod: s.staticPod === true,
+    proofDelayMs: (s.proofDelayS ?? 0) * 1000,
   };
 }
 
@@ -206,6 +222,12 @@ function renderEvent(ev: Event): string {
       return `gate health: ${ev.v === 'hold' ? 'holds' : ev.v === 'fail' ? 'a critical alert fires' : 'Prometheus down (cannot be evaluated)'}`;
     case 'edge':
       return `time moves to the next window edge${ev.d === 0 ? '' : ev.d < 0 ? ' less 1 ms' : ' plus 1 ms'}`;
+    case 'proof':
+      return `server #${ev.i}'s binary will answer its next flag proofs: ${ev.v}`;
+    case 'proofLost':
+      return `server #${ev.i}'s flag proof Jobs are deleted`;
+    case 'manifestEdit':
+      return `server #${ev.i}'s manifest is edited by hand (its command line changes)`;
   }
 }
 
@@ -268,6 +290,21 @@ function apply(run: ModelRun, ev: Event): void {
     case 'edge':
       if ((run.setup.windowOpenMin ?? 0) > 0) w.advance(Math.max(0, nextWindowEdge(w.now, run.setup.windowOpenMin!) + ev.d - w.now));
       break;
+    case 'proof': {
+      const s = byPos(ev.i);
+      if (s) run.proofs.mode.set(s.hostname, ev.v);
+      break;
+    }
+    case 'proofLost': {
+      const s = byPos(ev.i);
+      if (s) run.proofs.lose(s.hostname);
+      break;
+    }
+    case 'manifestEdit': {
+      const s = byPos(ev.i);
+      if (s) run.proofs.edit(s.hostname);
+      break;
+    }
   }
   run.note(`~ ${renderEvent(ev)}`);
 }
@@ -318,6 +355,12 @@ function calm(run: ModelRun, limits: Limits): void {
   if (run.spec.paused) run.editSpec({ paused: false });
   // The gate holds again; the windows go (a later one may be a day away): what is left must come to rest.
   w.health = 'hold';
+  // A node whose binary refuses its command line is fixed by hand: its manifest edited, the new command line accepted.
+  for (const [h, mode] of [...run.proofs.mode]) {
+    if (mode === 'accept') continue;
+    run.proofs.mode.delete(h);
+    run.proofs.edit(h);
+  }
   if (run.spec.window) {
     const { window: _w, ...rest } = run.spec;
     run.spec = rest;
