@@ -16,6 +16,8 @@ interface SimJob { hostname: string; name: string; readyAt: number; mode: ProofM
 
 export class ProofSim {
   readonly jobs = new Map<string, SimJob>();
+  /** Every Job ever created, lost ones too: what the binary answered for each key (the truth the model judges by). */
+  readonly history = new Map<string, SimJob>();
   /** What each node's binary answers (default accept). */
   readonly mode = new Map<string, ProofMode>();
   /** Hand edits of each node's manifest. */
@@ -56,7 +58,9 @@ export class ProofSim {
   apply(actions: readonly Action[], now: Date): void {
     for (const a of actions) {
       if (a.kind !== 'proveFlags' || this.jobs.has(a.proof.key)) continue;
-      this.jobs.set(a.proof.key, { hostname: a.proof.hostname, name: `auo-proveflags-${a.proof.hostname}-${++this.seq}`, readyAt: now.getTime() + this.delayMs, mode: this.mode.get(a.proof.hostname) ?? 'accept' });
+      const job = { hostname: a.proof.hostname, name: `auo-proveflags-${a.proof.hostname}-${++this.seq}`, readyAt: now.getTime() + this.delayMs, mode: this.mode.get(a.proof.hostname) ?? 'accept' };
+      this.jobs.set(a.proof.key, job);
+      if (!this.history.has(a.proof.key) || this.history.get(a.proof.key)!.mode !== 'accept') this.history.set(a.proof.key, job);
       this.created.push(`${a.proof.hostname}:${a.proof.key}`);
     }
   }

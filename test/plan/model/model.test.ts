@@ -112,6 +112,24 @@ test('the generated schedules reach gate and window waits and batches finished a
   assert.ok(gateWaits >= 8 && windowWaits >= 15 && afterClose >= 30, `of 400 runs: ${gateWaits} waited on a gate, ${windowWaits} on a window, ${afterClose} finished a batch after its window closed`);
 });
 
+test('the generated schedules reach the flag proof: static Pod Upgrade calls judged by I14, preflight waiting on proofs and blocked by a refusal, a node proven again and refused before its call', () => {
+  let judged = 0;
+  let pending = 0;
+  let refusedAtPreflight = 0;
+  let pausedOnProof = 0;
+  fc.assert(
+    fc.property(scheduleArb(), (sc) => {
+      const run = play(sc, new Set<Inv>(INVARIANTS));
+      if (run.provenCalls > 0) judged++;
+      if (run.waitReasons.includes('FlagProofPending')) pending++;
+      if (run.waitReasons.includes('FlagRefusedByTarget')) refusedAtPreflight++;
+      if (run.proofPauses > 0) pausedOnProof++;
+    }),
+    { seed: FIXED_SEED + 300, numRuns: 400 },
+  );
+  assert.ok(judged >= 100 && pending >= 100 && refusedAtPreflight >= 3 && pausedOnProof >= 1, `of 400 runs: ${judged} had static Pod Upgrade calls judged, ${pending} waited on proofs, ${refusedAtPreflight} were refused at preflight, ${pausedOnProof} paused FlagProofRefused`);
+});
+
 for (const [i, p] of GATE_AND_WINDOW_SCENARIOS.entries()) {
   test(`model scenario ${i + 1}: ${p.found}`, () => {
     const sc = structuredClone(p.schedule);

@@ -90,6 +90,8 @@ export class ModelRun {
   private readonly deliveredKeys = new Set<string>();
   /** Upgrade calls I14 judged (it is not vacuous). */
   provenCalls = 0;
+  /** Pauses FlagProofRefused (a node proven again before its call, refused). */
+  proofPauses = 0;
   readonly enabled: ReadonlySet<Inv>;
   /** Violations of invariants not enabled in this run: noted, not thrown. */
   readonly noted: Violation[] = [];
@@ -261,6 +263,7 @@ export class ModelRun {
     this.failedServers = blocked;
     // The shell creates the proof Jobs after the status, before the calls.
     this.proofs.apply(p.actions, now);
+    if (p.status.pause?.reason === 'FlagProofRefused' && before?.pause?.reason !== 'FlagProofRefused') this.proofPauses++;
     const reason = p.status.waiting?.reason;
     if (reason !== undefined && this.waitReasons.at(-1) !== reason) this.waitReasons.push(reason);
     const held = (this.setup.gated === true && this.world.health !== 'hold') || (this.spec.window !== undefined && !windowOpenAt(this.world.now, this.setup.windowOpenMin ?? 0));
@@ -309,7 +312,7 @@ export class ModelRun {
     this.provenCalls++;
     const h = req.server.hostname;
     const key = this.proofs.keyOf(h, req.featureGates[GATE], req.emulatedVersion);
-    const job = this.proofs.jobs.get(key);
+    const job = this.proofs.history.get(key);
     if (job === undefined || job.mode !== 'accept' || job.readyAt > now.getTime()) {
       this.fail('I14', `Upgrade ${h} delivered while its command line now (${key}) has ${job === undefined ? 'no proof' : job.readyAt > now.getTime() ? 'no verdict yet' : `the verdict ${job.mode}`}`);
     }

@@ -62,7 +62,7 @@ export type Event =
   /** The static Pod driver's flag proof: node i's binary answers v to its next proofs; its Jobs are lost; its manifest edited by hand. */
   | { e: 'proof'; i: number; v: ProofMode }
   | { e: 'proofLost'; i: number }
-  | { e: 'manifestEdit'; i: number };
+  | { e: 'manifestEdit'; i: number; v: ProofMode };
 
 export interface Step {
   /** Seconds that pass before the reconcile. */
@@ -124,7 +124,7 @@ const eventArb: fc.Arbitrary<Event> = fc.oneof(
   { weight: 2, arbitrary: fc.record({ e: fc.constant('edge' as const), d: fc.constantFrom(-1 as const, 0 as const, 1 as const) }) },
   { weight: 2, arbitrary: fc.record({ e: fc.constant('proof' as const), i: fc.integer({ min: 0, max: 5 }), v: fc.constantFrom<ProofMode>('refuse', 'refuse', 'inconclusive', 'notRun', 'accept') }) },
   { weight: 1, arbitrary: fc.record({ e: fc.constant('proofLost' as const), i: fc.integer({ min: 0, max: 5 }) }) },
-  { weight: 2, arbitrary: fc.record({ e: fc.constant('manifestEdit' as const), i: fc.integer({ min: 0, max: 5 }) }) },
+  { weight: 4, arbitrary: fc.record({ e: fc.constant('manifestEdit' as const), i: fc.integer({ min: 0, max: 5 }), v: fc.constantFrom<ProofMode>('refuse', 'refuse', 'accept', 'accept', 'inconclusive') }) },
 );
 
 const stepArb: fc.Arbitrary<Step> = fc.record(
@@ -227,7 +227,7 @@ function renderEvent(ev: Event): string {
     case 'proofLost':
       return `server #${ev.i}'s flag proof Jobs are deleted`;
     case 'manifestEdit':
-      return `server #${ev.i}'s manifest is edited by hand (its command line changes)`;
+      return `server #${ev.i}'s manifest is edited by hand (its command line changes; the target answers ${ev.v})`;
   }
 }
 
@@ -302,7 +302,10 @@ function apply(run: ModelRun, ev: Event): void {
     }
     case 'manifestEdit': {
       const s = byPos(ev.i);
-      if (s) run.proofs.edit(s.hostname);
+      if (s) {
+        run.proofs.edit(s.hostname);
+        run.proofs.mode.set(s.hostname, ev.v);
+      }
       break;
     }
   }
