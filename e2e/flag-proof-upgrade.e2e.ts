@@ -132,8 +132,18 @@ test(`the operator's flag proof on real kubelets: a removed gate, an unknown fla
   assert.deepEqual(blocked.status?.driverCalls ?? [], [], 'no driver call');
   assert.deepEqual(await agentJobs(c), [], 'no agent Job');
 
-  // Fixed by hand: the same manifests without the three flags. Every node is proven again, and the upgrade runs.
-  for (const [i, f] of FAULTS.entries()) await editManifest(c, i, f.extra, false);
+  // Fixed by hand: the same manifests without the three flags. Every node is proven again, and the upgrade runs. The
+  // two nodes whose servers are down first, then cp-1 once they serve (all three restarting at once would leave no
+  // server, and the operator's leader lease with it).
+  for (const i of [1, 2]) await editManifest(c, i, FAULTS[i]!.extra, false);
+  await waitFor('cp-2 and cp-3 to serve again', 5 * 60_000, async () => {
+    for (const i of [1, 2]) {
+      const r = await c.request(i, '/readyz', { timeoutMs: 3000 }).catch(() => undefined);
+      if (r?.status !== 200) return undefined;
+    }
+    return true;
+  }, 1000);
+  await editManifest(c, 0, FAULTS[0].extra, false);
   const tFixed = Date.now();
   const final = await waitFor('Succeeded', 15 * 60_000, async () => {
     const u: ApiServerUpgrade | undefined = await getUpgrade(c, 'proof');
