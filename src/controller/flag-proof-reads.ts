@@ -12,7 +12,7 @@ import { PROXY_GATE } from '../api/constants.ts';
 import type { Observation } from '../plan/observation.ts';
 import type { ObservedFlagProof, ObservedProofJob, ObservedProofWant } from '../plan/observed-preflight.ts';
 import type { ProofJobRequest } from '../plan/actions.ts';
-import { proofRequests, type ProofRequest } from '../plan/flag-proof-gate.ts';
+import { proofJobsNeeded, proofRequests, type ProofRequest } from '../plan/flag-proof-gate.ts';
 import { callFlagEdit, proofCommand } from '../drivers/flag-proof-command.ts';
 import { PROOF_ACTION, PROOF_KEY_PATH, proofJob, proofKey, proofOfPod, type ProofPod } from '../drivers/flag-proof-job.ts';
 import { KEY_ANNOTATION, MIRROR_POD_PREFIX, targetImage } from '../drivers/static-pod.ts';
@@ -97,14 +97,15 @@ export async function readFlagProof(c: ReconcilerConfig, u: ApiServerUpgrade, sp
   const ns = encodeURIComponent(sp.namespace);
   const selector = encodeURIComponent(`${ACTION_LABEL}=${PROOF_ACTION.toLowerCase()}`);
   try {
-    const [mirror, jobs, pods] = await Promise.all([
-      c.list<{ items?: V1Pod[] }>(APISERVER_PODS_PATH),
+    // The mirror Pods come from the operator's informer; the proof Jobs are listed only while a verdict is missing.
+    const mirrors = (await c.list<{ items?: V1Pod[] }>(APISERVER_PODS_PATH)).items ?? [];
+    const mirrorNodes = mirrors.filter((p) => p.metadata?.annotations?.[MIRROR_ANNOTATION] !== undefined && p.metadata.name === `${MIRROR_POD_PREFIX}${p.spec?.nodeName ?? ''}`).flatMap((p) => (p.spec?.nodeName ? [p.spec.nodeName] : []));
+    const wants = proofRequests(spec, u.status, obs.peers, mirrorNodes).map((r) => proofWant(sp, uid, r, mirrors));
+    if (!proofJobsNeeded(u.status, wants)) return { wants, jobs: [] };
+    const [jobs, pods] = await Promise.all([
       c.kube.request<{ items?: ProofJobObject[] }>('GET', `/apis/batch/v1/namespaces/${ns}/jobs?labelSelector=${selector}&limit=${MAX_JOBS}`),
       c.kube.request<{ items?: ProofPodObject[] }>('GET', `/api/v1/namespaces/${ns}/pods?labelSelector=${selector}&limit=${MAX_JOBS}`),
     ]);
-    const mirrors = mirror.items ?? [];
-    const mirrorNodes = mirrors.filter((p) => p.metadata?.annotations?.[MIRROR_ANNOTATION] !== undefined && p.metadata.name === `${MIRROR_POD_PREFIX}${p.spec?.nodeName ?? ''}`).flatMap((p) => (p.spec?.nodeName ? [p.spec.nodeName] : []));
-    const wants = proofRequests(spec, u.status, obs.peers, mirrorNodes).map((r) => proofWant(sp, uid, r, mirrors));
     return { wants, jobs: proofJobsOf(name, jobs.items ?? [], pods.items ?? []) };
   } catch (err) {
     return { error: text(err) };

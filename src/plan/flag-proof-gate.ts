@@ -195,6 +195,15 @@ export function flagProofStep(hostnames: readonly string[], observed: ObservedFl
   return { report: { state, message: said(message), nodes: rows }, create, reason, message: said(message) };
 }
 
+/**
+ * Whether the shell must read the proof Jobs: some node's want has no final verdict for its key in status. When every
+ * node's command line was proven as it is now, the Jobs are not listed (an upgrade under way makes no LIST for them).
+ */
+export function proofJobsNeeded(status: ApiServerUpgradeStatus | undefined, wants: readonly ObservedProofWant[]): boolean {
+  const rows = status?.flagProof?.nodes ?? [];
+  return wants.some((w) => 'error' in w || !rows.some((r) => r.hostname === w.hostname && r.key === w.key && FINAL.has(r.result)));
+}
+
 /** Events for rows whose result changed to a blocking one, naming the node, the flag and the message. */
 function rowEvents(ctx: PlanContext, rows: readonly FlagProofNode[], before: FlagProofReport | undefined): void {
   for (const r of rows) {
@@ -253,7 +262,12 @@ export function proofBeforeCall(ctx: PlanContext, hostname: string, emulatedVers
     return { kind: 'waiting', message: `${hostname}: its command line is proven before its call, and ${observed === undefined ? 'it was not read' : `reading it failed: ${said(observed.error)}`}` };
   }
   const want = observed.wants.find((w) => w.hostname === hostname);
-  if (want !== undefined && !('error' in want) && (want.emulatedVersion !== emulatedVersion || want.gate !== gate)) {
+  // No command line to prove now (its mirror Pod being recreated, a read that failed): wait, calling nothing.
+  if (want === undefined || 'error' in want) {
+    ctx.requeue(PROOF_POLL_MS);
+    return { kind: 'waiting', message: `${hostname}: its command line is proven before its call, and ${want === undefined ? 'it was not read' : said(want.error)}` };
+  }
+  if (want.emulatedVersion !== emulatedVersion || want.gate !== gate) {
     ctx.requeue(PROOF_POLL_MS);
     return { kind: 'waiting', message: `${hostname}: reading the command line of its next call` };
   }

@@ -6,7 +6,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { ApiServerUpgradeSpec, DriverCall, FlagProofNode } from '../../src/api/types.generated.ts';
 import { resolveSpec } from '../../src/api/defaults.ts';
-import { flagProofStep, nodeProofRow, proofRequests, proofState, upgradeGate } from '../../src/plan/flag-proof-gate.ts';
+import { flagProofStep, nodeProofRow, proofJobsNeeded, proofRequests, proofState, upgradeGate } from '../../src/plan/flag-proof-gate.ts';
 import { PROOF_SENTINEL } from '../../src/plan/flag-proof.ts';
 import type { ObservedProofJob, ObservedProofWant } from '../../src/plan/observed-preflight.ts';
 import type { ObservedPeer } from '../../src/plan/index.ts';
@@ -227,4 +227,36 @@ test('planner: a node whose kube-apiserver static Pod runs but whose server is n
   assert.equal(pre?.reason, 'FlagRefusedByTarget');
   assert.match(pre?.message ?? '', /cp-3: kube-apiserver v1\.36\.3 refuses --no-such-flag: unknown flag: --no-such-flag/);
   assert.equal(sim.delivered.length, 0);
+});
+
+test('proofJobsNeeded: the Jobs are read only while a node\'s command line as it is now has no final verdict', () => {
+  const rows: FlagProofNode[] = [{ hostname: 'cp-1', result: 'Accepted', key: 'k-cp-1' }, { hostname: 'cp-2', result: 'Refused', key: 'k-cp-2' }];
+  const status = { flagProof: { state: 'Blocked' as const, nodes: rows } };
+  assert.equal(proofJobsNeeded(status, [want('cp-1'), want('cp-2')]), false);
+  assert.equal(proofJobsNeeded(status, [want('cp-1'), want('cp-2', 'k-cp-2-edited')]), true, 'a changed command line');
+  assert.equal(proofJobsNeeded(status, [want('cp-1'), want('cp-3')]), true, 'a node without a row');
+  assert.equal(proofJobsNeeded({ flagProof: { state: 'Proving', nodes: [{ hostname: 'cp-1', result: 'Pending', key: 'k-cp-1' }] } }, [want('cp-1')]), true, 'a verdict still missing');
+  assert.equal(proofJobsNeeded({ flagProof: { state: 'Blocked', nodes: [{ hostname: 'cp-1', result: 'NotRun', key: 'k-cp-1' }] } }, [want('cp-1')]), true, 'NotRun is read again');
+  assert.equal(proofJobsNeeded(undefined, [want('cp-1')]), true);
+});
+
+test('planner: before a node\'s call, no command line to prove (its mirror Pod not there) waits, calling nothing to it, and does not pause', () => {
+  const sim = new ShellSim(fleet(2), staticPodSpec());
+  sim.extra = { ...sim.extra, kubeadm: kubeadmFacts(2) };
+  sim.autoLand = false;
+  sim.runUntil((s) => upgradeCalls(s).length === 1, 20, 5000);
+  sim.land('cp-1');
+  for (let i = 0; i < 6; i++) {
+    const r = sim.observe().flagProof;
+    assert.ok(r !== undefined && !('error' in r));
+    sim.extra = { ...sim.extra, flagProof: { wants: r.wants.map((w) => (w.hostname === 'cp-2' ? { hostname: 'cp-2', error: 'no single kube-apiserver mirror Pod for cp-2 in kube-system' } : w)), jobs: r.jobs } };
+    sim.reconcile(5000);
+    delete sim.extra.flagProof;
+  }
+  assert.equal(sim.status?.phase, 'Upgrading');
+  assert.deepEqual(upgradeCalls(sim).map((c) => c.server), ['cp-1']);
+  assert.match(sim.status?.peers?.find((p) => p.hostname === 'cp-2')?.message ?? '', /cp-2: its command line is proven before its call, and no single kube-apiserver mirror Pod/);
+  sim.autoLand = true;
+  sim.runToRest(60, 5000);
+  assert.equal(sim.status?.phase, 'Succeeded');
 });
