@@ -16,7 +16,7 @@ import type { PlanContext } from './context.ts';
 import type { ObservedPeer } from './observation.ts';
 import type { ObservedFlagProof, ObservedProofJob, ObservedProofWant } from './observed-preflight.ts';
 import type { ProofJobRequest } from './actions.ts';
-import { FLAG_PROOF_REASONS, flagProofFindings, type NodeProof, type ProofVerdict } from './flag-proof.ts';
+import { FLAG_PROOF_REASONS, flagProofFindings, needsProofAgain, type NodeProof, type ProofVerdict } from './flag-proof.ts';
 import { classifyUpgrade, sameRelease } from './version.ts';
 import { stageDefs } from './frozen-plan.ts';
 import { safeMessage } from './redact.ts';
@@ -115,7 +115,8 @@ export function nodeProofRow(hostname: string, want: ObservedProofWant | undefin
   if ('error' in want) return { row: { hostname, result: 'NotRun', message: said(want.error) } };
   const tooLong = unrecordable(want.command);
   if (tooLong !== undefined) return { row: { hostname, result: 'NotRun', message: tooLong } };
-  if (before !== undefined && before.key === want.key && FINAL.has(before.result)) return { row: before };
+  // The verdict recorded stands for exactly the command line it proved (and the key: the image, the node, the upgrade).
+  if (before !== undefined && before.key === want.key && !needsProofAgain(before.command, want.command) && FINAL.has(before.result)) return { row: before };
   const job = jobs.find((j) => j.key === want.key && j.hostname === hostname);
   const sameKey = before !== undefined && before.key === want.key;
   const base: FlagProofNode = {

@@ -45,6 +45,8 @@ test('nodeProofRow: a verdict for the same key is final (its Job lost changes no
   const changed = nodeProofRow('cp-1', want('cp-1', 'k-cp-1-edited'), [accepted('cp-1')], proven, NOW);
   assert.equal(changed.row.result, 'Pending', 'the old key\'s verdict does not prove the new command line');
   assert.equal(changed.create?.key, 'k-cp-1-edited');
+  const otherLine = nodeProofRow('cp-1', { ...w, command: ['--audit-log-maxage=3', PROOF_SENTINEL] }, [], proven, NOW);
+  assert.equal(otherLine.row.result, 'Pending', 'a verdict stands only for the command line it proved (needsProofAgain)');
   const pending: FlagProofNode = { hostname: 'cp-1', result: 'Pending', key: 'k-cp-1', requestedAt: NOW };
   assert.equal(nodeProofRow('cp-1', w, [], pending, NOW).create?.key, 'k-cp-1', 'a Job deleted before its verdict is asked for again');
 });
