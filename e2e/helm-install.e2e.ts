@@ -131,7 +131,7 @@ test('helm install on real kubelets: 2 operator Pods carry a static Pod upgrade 
   const can = async (args: string[]): Promise<boolean> => (await run(tool('kubectl'), ['--kubeconfig', c.kubeconfig, 'auth', 'can-i', '--as', SA, ...args])).stdout.trim() === 'yes';
   for (const a of [
     ['get', 'apiserverupgrades.upgrade.apiserver.dev'], ['patch', 'apiserverupgrades.upgrade.apiserver.dev', '--subresource=status'],
-    ['list', 'leases.coordination.k8s.io', '-n', 'kube-system'], ['create', 'jobs.batch', '-n', 'kube-system'],
+    ['list', 'leases.coordination.k8s.io', '-n', 'kube-system'], ['create', 'jobs.batch', '-n', 'kube-system'], ['list', 'jobs.batch', '-n', 'kube-system'],
     ['list', 'pods', '-n', 'kube-system'], ['update', `leases.coordination.k8s.io/${RELEASE}`, '-n', NS], ['create', 'events.events.k8s.io', '-n', 'default'],
     ['update', 'configmaps/kubeadm-config', '-n', 'kube-system'],
   ]) assert.ok(await can(a), `the operator may ${a.join(' ')}`);
