@@ -99,8 +99,6 @@ export const setupArb: fc.Arbitrary<Setup> = fc.record({
   phases: fc.constantFrom('OnePhase' as const, 'OnePhase' as const, 'TwoPhase' as const),
   gated: fc.boolean(),
   windowOpenMin: fc.constantFrom(0 as const, 0 as const, 1 as const, 2 as const, 3 as const),
-  staticPod: fc.boolean(),
-  proofDelayS: fc.constantFrom(0 as const, 5 as const, 20 as const, 60 as const),
 });
 
 const eventArb: fc.Arbitrary<Event> = fc.oneof(
@@ -122,21 +120,32 @@ const eventArb: fc.Arbitrary<Event> = fc.oneof(
   // (a crash there is a leader change at the edge).
   { weight: 8, arbitrary: fc.record({ e: fc.constant('health' as const), v: fc.constantFrom('hold' as const, 'fail' as const, 'fail' as const, 'unknown' as const) }) },
   { weight: 2, arbitrary: fc.record({ e: fc.constant('edge' as const), d: fc.constantFrom(-1 as const, 0 as const, 1 as const) }) },
+);
+
+/** The static Pod driver's flag proof: what a node's binary answers, its proof Jobs lost, a hand edit of its manifest. */
+const proofEventArb: fc.Arbitrary<Event> = fc.oneof(
   { weight: 2, arbitrary: fc.record({ e: fc.constant('proof' as const), i: fc.integer({ min: 0, max: 5 }), v: fc.constantFrom<ProofMode>('refuse', 'refuse', 'inconclusive', 'notRun', 'accept') }) },
   { weight: 1, arbitrary: fc.record({ e: fc.constant('proofLost' as const), i: fc.integer({ min: 0, max: 5 }) }) },
   { weight: 4, arbitrary: fc.record({ e: fc.constant('manifestEdit' as const), i: fc.integer({ min: 0, max: 5 }), v: fc.constantFrom<ProofMode>('refuse', 'refuse', 'accept', 'accept', 'inconclusive') }) },
 );
 
-const stepArb: fc.Arbitrary<Step> = fc.record(
+const stepOf = (events: fc.Arbitrary<Event>): fc.Arbitrary<Step> => fc.record(
   {
     dt: fc.constantFrom(0, 2, 5, 5, 10, 10, 20, 45, 90),
-    ev: fc.option(eventArb, { freq: 2, nil: undefined }),
+    ev: fc.option(events, { freq: 2, nil: undefined }),
     crash: fc.oneof({ weight: 6, arbitrary: fc.constant(-1) }, { weight: 1, arbitrary: fc.integer({ min: 0, max: 4 }) }),
   },
   { requiredKeys: ['dt', 'crash'] },
 );
+const stepArb = stepOf(eventArb);
 
 export const scheduleArb = (maxSteps = 24): fc.Arbitrary<Schedule> => fc.record({ setup: setupArb, steps: fc.array(stepArb, { maxLength: maxSteps }) });
+
+/** Runs of the static Pod driver: its flag proof takes time, and the proof events join the others. */
+export const staticPodScheduleArb = (maxSteps = 24): fc.Arbitrary<Schedule> => fc.record({
+  setup: fc.record({ base: setupArb, proofDelayS: fc.constantFrom(0 as const, 5 as const, 20 as const, 60 as const) }).map(({ base, proofDelayS }): Setup => ({ ...base, staticPod: true, proofDelayS })),
+  steps: fc.array(stepOf(fc.oneof({ weight: 6, arbitrary: eventArb }, { weight: 2, arbitrary: proofEventArb })), { maxLength: maxSteps }),
+});
 
 export function specOf(s: Setup): ApiServerUpgradeSpec {
   return {
