@@ -131,7 +131,7 @@ test('helm install on real kubelets: 2 operator Pods carry a static Pod upgrade 
   const can = async (args: string[]): Promise<boolean> => (await run(tool('kubectl'), ['--kubeconfig', c.kubeconfig, 'auth', 'can-i', '--as', SA, ...args])).stdout.trim() === 'yes';
   for (const a of [
     ['get', 'apiserverupgrades.upgrade.apiserver.dev'], ['patch', 'apiserverupgrades.upgrade.apiserver.dev', '--subresource=status'],
-    ['list', 'leases.coordination.k8s.io', '-n', 'kube-system'], ['create', 'jobs.batch', '-n', 'kube-system'],
+    ['list', 'leases.coordination.k8s.io', '-n', 'kube-system'], ['create', 'jobs.batch', '-n', 'kube-system'], ['list', 'jobs.batch', '-n', 'kube-system'],
     ['list', 'pods', '-n', 'kube-system'], ['update', `leases.coordination.k8s.io/${RELEASE}`, '-n', NS], ['create', 'events.events.k8s.io', '-n', 'default'],
     ['update', 'configmaps/kubeadm-config', '-n', 'kube-system'],
   ]) assert.ok(await can(a), `the operator may ${a.join(' ')}`);
@@ -167,7 +167,8 @@ test('helm install on real kubelets: 2 operator Pods carry a static Pod upgrade 
   assert.match(shown, /^PreflightPassed=True Passed: /m, shown);
   assert.match(shown, new RegExp(`^${OLD_VERSION.replace(/\./g, '\\.')} \\[`, 'm'), `the from-version and the plan: ${shown}`);
   assert.equal(reviewed.status?.plan?.batches?.length, 3, JSON.stringify(reviewed.status?.plan));
-  assert.equal((await c.json<JobList>('/apis/batch/v1/namespaces/kube-system/jobs')).items.length, 0, 'paused: nothing touched');
+  // Paused, preflight ran (the flag proof's Jobs among it, which touch no server): no agent Job.
+  assert.equal((await c.json<JobList>('/apis/batch/v1/namespaces/kube-system/jobs?labelSelector=app.kubernetes.io%2Fmanaged-by%3Dapiserver-upgrade-operator%2Cupgrade.apiserver.dev%2Faction%21%3Dproveflags')).items.length, 0, 'paused: nothing touched');
   await runDocBlock(c, 'resume.sh', c.dir, []);
 
   // Mid-upgrade — once the first node runs the target — the leader Pod goes; another replica (the standby, or the Pod that replaces it) must finish.
@@ -220,7 +221,8 @@ test('helm install on real kubelets: 2 operator Pods carry a static Pod upgrade 
     { name: 'peer-ca-file', value: '/etc/kubernetes/pki/ca.crt' },
   ], cm.data.ClusterConfiguration);
 
-  const jobs = (await c.json<JobList>('/apis/batch/v1/namespaces/kube-system/jobs?labelSelector=app.kubernetes.io%2Fmanaged-by%3Dapiserver-upgrade-operator')).items;
+  // The node agent's Jobs (the flag proof's, action proveflags, end Failed by design: docs/flag-proof.md).
+  const jobs = (await c.json<JobList>('/apis/batch/v1/namespaces/kube-system/jobs?labelSelector=app.kubernetes.io%2Fmanaged-by%3Dapiserver-upgrade-operator%2Cupgrade.apiserver.dev%2Faction%21%3Dproveflags')).items;
   const keys = jobs.map((j) => j.metadata.annotations?.['upgrade.apiserver.dev/idempotency-key'] ?? '');
   assert.equal(new Set(keys).size, keys.length, `one Job per key: ${keys.join(', ')}`);
   assert.equal(jobs.length, 6, `3 EnableProxy and 3 Upgrade Jobs (${OLD_VERSION} starts with the gate off): ${jobs.map((j) => j.metadata.name).join(', ')}`);

@@ -71,8 +71,9 @@ async function apiserverMirrors(c: NodesCluster): Promise<PodList['items']> {
   return (await c.json<PodList>('/api/v1/namespaces/kube-system/pods?labelSelector=component%3Dkube-apiserver')).items;
 }
 
+/** The node agent's Jobs (the flag proof's Jobs, labelled action proveflags, left out). */
 async function agentJobs(c: NodesCluster): Promise<JobList['items']> {
-  return (await c.json<JobList>('/apis/batch/v1/namespaces/kube-system/jobs?labelSelector=app.kubernetes.io%2Fmanaged-by%3Dapiserver-upgrade-operator')).items;
+  return (await c.json<JobList>('/apis/batch/v1/namespaces/kube-system/jobs?labelSelector=app.kubernetes.io%2Fmanaged-by%3Dapiserver-upgrade-operator%2Cupgrade.apiserver.dev%2Faction%21%3Dproveflags')).items;
 }
 
 function phase(u: ApiServerUpgrade | undefined): string | undefined {
@@ -141,6 +142,9 @@ test('kubeadm on real kubelets: gate turned on node by node, every node upgraded
   const byKey = new Map<string, number>();
   for (const j of jobs) byKey.set(j.metadata.annotations?.['upgrade.apiserver.dev/idempotency-key'] ?? '', (byKey.get(j.metadata.annotations?.['upgrade.apiserver.dev/idempotency-key'] ?? '') ?? 0) + 1);
   assert.equal(jobs.length, 6, `3 EnableProxy and 3 Upgrade Jobs: ${jobs.map((j) => j.metadata.name).join(', ')}`);
+  const proofs = (await c.json<JobList>('/apis/batch/v1/namespaces/kube-system/jobs?labelSelector=upgrade.apiserver.dev%2Faction%3Dproveflags')).items;
+  assert.deepEqual(proofs.map((j) => j.metadata.annotations?.['upgrade.apiserver.dev/server']).sort(), ['cp-1', 'cp-2', 'cp-3'], 'each node\'s command line proven once: the gate pass left it as the Upgrade call proves it');
+  assert.deepEqual(final.status?.flagProof?.nodes?.map((r) => r.result), ['Accepted', 'Accepted', 'Accepted']);
   for (const [key, count] of byKey) assert.equal(count, 1, `one Job per key (${key})`);
   for (const j of jobs) assert.deepEqual([j.status?.succeeded, j.status?.failed ?? 0], [1, 0], `${j.metadata.name} ran once and succeeded`);
   for (const j of jobs) {
@@ -151,25 +155,30 @@ test('kubeadm on real kubelets: gate turned on node by node, every node upgraded
   assert.equal(op.exits.length, 0, 'the restarted operator never restarted');
 });
 
-test('a target image that cannot be pulled fails its call before the server is touched; a new static Pod that never gets ready is reverted on its node', { timeout: 15 * 60_000 }, async (t) => {
+test('a target image that cannot be pulled blocks preflight (its flag proof cannot run) before any call; a new static Pod that never gets ready is reverted on its node', { timeout: 15 * 60_000 }, async (t) => {
   t.after(cleanUp);
   const c = await startCluster();
   const op = await startOperator(c, { healthPort: 18482 });
   operators.push(op);
 
-  // 1. An image nobody serves: the agent's init container cannot pull it, so the agent never runs.
+  // 1. An image nobody serves: each node's flag proof Job cannot pull it, so preflight blocks and nothing is called.
   const manifestBefore = await c.manifest(0);
   const mirrorBefore = (await apiserverMirrors(c)).find((p) => p.metadata.name === 'kube-apiserver-cp-1')!;
   await kubectlApply(c, upgrade('unpullable', { image: 'registry.auo.test/missing/kube-apiserver' }));
-  const paused = await waitFor('a DriverFailed pause', 5 * 60_000, async () => {
+  const blocked = await waitFor('preflight blocked by the flag proof', 5 * 60_000, async () => {
     const u = await getUpgrade(c, 'unpullable');
-    return phase(u) === 'Paused' ? u : undefined;
+    return u?.status?.flagProof?.state === 'Blocked' ? u : undefined;
   }, 1000);
-  const failed = paused.status?.driverCalls?.find((x) => x.result === 'Failed');
-  process.stderr.write(`[nodes] unpullable: ${paused.status?.pause?.reason}: ${failed?.message}\n`);
-  assert.equal(paused.status?.pause?.reason, 'DriverFailed');
-  assert.ok(failed, 'the call ended Failed');
-  assert.match(failed.message ?? '', /registry\.auo\.test\/missing\/kube-apiserver/);
+  const notRun = blocked.status?.flagProof?.nodes?.find((r) => r.result === 'NotRun');
+  const pre = blocked.status?.conditions?.find((x) => x.type === 'PreflightPassed');
+  process.stderr.write(`[nodes] unpullable: ${pre?.reason}: ${pre?.message}\n`);
+  assert.equal(phase(blocked), 'Preflight');
+  assert.equal(pre?.reason, 'FlagProofNotRun');
+  assert.ok(notRun, 'a node\'s proof could not run');
+  assert.match(notRun.message ?? '', /ErrImagePull|ImagePullBackOff/);
+  assert.match(notRun.message ?? '', /registry\.auo\.test\/missing\/kube-apiserver/);
+  assert.deepEqual(blocked.status?.driverCalls ?? [], [], 'no call');
+  assert.deepEqual(await agentJobs(c), [], 'no agent Job');
   assert.equal(await c.manifest(0), manifestBefore, 'cp-1\'s manifest was not touched');
   const mirrorAfter = (await apiserverMirrors(c)).find((p) => p.metadata.name === 'kube-apiserver-cp-1')!;
   assert.equal(mirrorAfter.metadata.uid, mirrorBefore.metadata.uid, 'cp-1\'s kube-apiserver static Pod was never replaced');
@@ -178,7 +187,8 @@ test('a target image that cannot be pulled fails its call before the server is t
   // 2. An image that pulls (and answers --version) but whose server never gets ready: the agent restores the backup.
   // The gate pass comes first (the proxy gate is off on v1.35), and with spec.image set it already runs this image
   // (tagged as the running version), so the first call on the first node is the one reverted.
-  const script = '#!/bin/sh\n[ "$1" = --version ] && { echo "Kubernetes v1.36.3"; exit 0; }\necho "this server never gets ready" >&2\nexec sleep 3600\n';
+  // It answers the flag proof as kube-apiserver does (the sentinel's error alone: every flag accepted).
+  const script = '#!/bin/sh\n[ "$1" = --version ] && { echo "Kubernetes v1.36.3"; exit 0; }\nfor a; do last="$a"; done\n[ "$last" = --max-requests-inflight=-1 ] && { echo \'E1206 10:00:00.000000       1 run.go:72] "command failed" err="--max-requests-inflight can not be negative value"\' >&2; exit 1; }\necho "this server never gets ready" >&2\nexec sleep 3600\n';
   const brokenImages = await Promise.all([OLD_VERSION, NEW_VERSION].map((v) => buildImage({
     name: `registry.auo.test/broken/kube-apiserver:${v}`,
     entries: [

@@ -55,6 +55,7 @@ export const LONGEST_FIRST: readonly string[] = [
   'e2e/static-pod-nodes.e2e.ts',
   'e2e/campaign.e2e.ts',
   'e2e/helm-install.e2e.ts',
+  'e2e/flag-proof-upgrade.e2e.ts',
   'e2e/rollback.e2e.ts',
   'e2e/two-phase.e2e.ts',
   'e2e/upgrade.e2e.ts',

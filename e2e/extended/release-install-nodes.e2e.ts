@@ -127,7 +127,8 @@ test('release 0.2.0 into the harness registry, then the quickstart\'s helm insta
   const mirrors = (await c.json<{ items: Pod[] }>('/api/v1/namespaces/kube-system/pods?labelSelector=component%3Dkube-apiserver')).items;
   assert.equal(mirrors.length, 3);
   for (const m of mirrors) assert.equal(m.spec.containers[0]!.image, `${MIRROR_REPOSITORY}/kube-apiserver:${NEW_VERSION}`, `${m.metadata.name} runs the target from the cluster's mirror name`);
-  const jobs = (await c.json<JobList>('/apis/batch/v1/namespaces/kube-system/jobs')).items;
+  // The node agent's Jobs (the flag proof's, action proveflags, are checked by e2e/flag-proof-upgrade.e2e.ts).
+  const jobs = (await c.json<JobList>('/apis/batch/v1/namespaces/kube-system/jobs?labelSelector=app.kubernetes.io%2Fmanaged-by%3Dapiserver-upgrade-operator%2Cupgrade.apiserver.dev%2Faction%21%3Dproveflags')).items;
   assert.equal(jobs.length, 6, `3 EnableProxy and 3 Upgrade Jobs: ${jobs.map((j) => j.metadata.name).join(', ')}`);
   for (const j of jobs) {
     assert.equal(j.status?.succeeded, 1, j.metadata.name);

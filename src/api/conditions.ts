@@ -19,6 +19,7 @@ export const CONDITION_TYPES = [
   'ProxyTrustVerified',
   'KubeadmPreflightPassed',
   'KubeadmConfigUpdated',
+  'FlagProofPassed',
   'Waiting',
 ] as const;
 export type ConditionType = (typeof CONDITION_TYPES)[number];

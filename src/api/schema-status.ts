@@ -3,7 +3,7 @@ import { CONDITION_REASON_PATTERN, CONDITION_TYPE_PATTERN } from './patterns.ts'
 import { stringField, timeField } from './schema-builders.ts';
 import { phaseTwoHoldSchema, phaseTwoSchema, rollbackWindowSchema } from './schema-hold.ts';
 import { acceptedRisksStatusSchema, waitingStatusSchema, windowStatusSchema } from './schema-gates.ts';
-import { CALL_RESULTS, COVERAGE_KINDS, GATE_STATES, KUBEADM_CHECKS, KUBEADM_CONFIG_RESULTS, KUBEADM_SEVERITIES, PAUSE_REASONS, PEER_STATES, PHASES, TRUST_CHECKS, TRUST_RESULTS } from './vocabulary.ts';
+import { CALL_RESULTS, COVERAGE_KINDS, FLAG_PROOF_RESULTS, FLAG_PROOF_STATES, GATE_STATES, KUBEADM_CHECKS, KUBEADM_CONFIG_RESULTS, KUBEADM_SEVERITIES, PAUSE_REASONS, PEER_STATES, PHASES, TRUST_CHECKS, TRUST_RESULTS } from './vocabulary.ts';
 
 /**
  * The observed state of an ApiServerUpgrade, as data (see schema-spec.ts for why).
@@ -413,6 +413,48 @@ const kubeadmPreflightReport: Schema = {
   },
 };
 
+/** The longest command line status.flagProof records (entries, and characters per entry): a longer one is not proven. */
+export const FLAG_PROOF_COMMAND_MAX_ITEMS = 256;
+export const FLAG_PROOF_ENTRY_MAX_CHARS = 2048;
+
+const flagProofNode: Schema = {
+  tsType: 'FlagProofNode',
+  type: 'object',
+  description: 'One node\'s flag proof: the command line its call would give the target binary, and the binary\'s verdict on it.',
+  required: ['hostname', 'result'],
+  properties: {
+    hostname: stringField('The server\'s hostname (its node).', 253),
+    result: { tsType: 'FlagProofResult', type: 'string', description: 'Pending (the proof Job runs or is about to be created), Accepted, Refused (the binary refused a flag: flag, item and message say which and why), Inconclusive (the binary did not answer as expected: blocks) or NotRun (no command line to prove, the image not pulled, the Job not created: blocks).', enum: FLAG_PROOF_RESULTS },
+    key: stringField('The proof\'s key (the upgrade, the node, the image and the exact command line): its Job carries it.', 253),
+    job: stringField('The proof Job\'s name.', 63),
+    image: stringField('The target image the proof ran.', 512),
+    command: {
+      type: 'array',
+      description: 'The command line proven (kube-apiserver\'s flags as the node\'s call would give them, the sentinel --max-requests-inflight=-1 last). A node whose command line differs at its call is proven again first.',
+      maxItems: FLAG_PROOF_COMMAND_MAX_ITEMS,
+      'x-kubernetes-list-type': 'atomic',
+      items: stringField('One entry.', FLAG_PROOF_ENTRY_MAX_CHARS),
+    },
+    flag: stringField('The flag the binary refused (Refused), as it named it.', 256),
+    item: stringField('The feature gate, admission plugin or value in that flag.', 256),
+    message: stringField('The binary\'s own message (Refused, Inconclusive), its warnings (Accepted), or why it did not run.', 1024),
+    requestedAt: timeField('When the proof Job was asked for.'),
+    provenAt: timeField('When the verdict was read.'),
+  },
+};
+
+const flagProofReport: Schema = {
+  tsType: 'FlagProofReport',
+  type: 'object',
+  description: 'The flag proof (docs/flag-proof.md): before any call of the static Pod driver, the target kube-apiserver binary on every node proves it accepts the command line that node\'s call would give it.',
+  required: ['state'],
+  properties: {
+    state: { tsType: 'FlagProofState', type: 'string', description: 'NotApplicable (the webhook driver: the platform\'s hook proves the flags), Proving, Passed or Blocked.', enum: FLAG_PROOF_STATES },
+    message: stringField('Where it stands, naming the node, flag and message of the first blocking result.', 1024),
+    nodes: { type: 'array', description: 'One row per node.', maxItems: 256, 'x-kubernetes-list-type': 'map', 'x-kubernetes-list-map-keys': ['hostname'], items: flagProofNode },
+  },
+};
+
 const kubeadmConfig: Schema = {
   tsType: 'KubeadmConfigStatus',
   type: 'object',
@@ -442,7 +484,7 @@ export const statusSchema: Schema = {
     completedAt: timeField('When the upgrade reached Succeeded, RolledBack or Failed.'),
     conditions: {
       type: 'array',
-      description: 'Progressing, Paused, Degraded, PreflightPassed, DiscoveryConverged, RollbackSafe, Complete, ProxyTrustVerified, KubeadmPreflightPassed, KubeadmConfigUpdated, Waiting.',
+      description: 'Progressing, Paused, Degraded, PreflightPassed, DiscoveryConverged, RollbackSafe, Complete, ProxyTrustVerified, KubeadmPreflightPassed, FlagProofPassed, KubeadmConfigUpdated, Waiting.',
       maxItems: 32,
       'x-kubernetes-list-type': 'map',
       'x-kubernetes-list-map-keys': ['type'],
@@ -477,6 +519,7 @@ export const statusSchema: Schema = {
     },
     trust: trustReport,
     kubeadmPreflight: kubeadmPreflightReport,
+    flagProof: flagProofReport,
     kubeadmConfig,
     coverage: coverageReport,
     batch,

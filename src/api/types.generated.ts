@@ -537,7 +537,7 @@ export interface ApiServerUpgradeStatus {
   completedAt?: string;
   /**
    * Progressing, Paused, Degraded, PreflightPassed, DiscoveryConverged, RollbackSafe, Complete,
-   * ProxyTrustVerified, KubeadmPreflightPassed, KubeadmConfigUpdated, Waiting.
+   * ProxyTrustVerified, KubeadmPreflightPassed, FlagProofPassed, KubeadmConfigUpdated, Waiting.
    */
   conditions?: Condition[];
   /** Every kube-apiserver, by identity. */
@@ -568,6 +568,11 @@ export interface ApiServerUpgradeStatus {
    * = hostname. Counts cover every finding; findings holds at most 64 (blocking first).
    */
   kubeadmPreflight?: KubeadmPreflightReport;
+  /**
+   * The flag proof (docs/flag-proof.md): before any call of the static Pod driver, the target kube-apiserver
+   * binary on every node proves it accepts the command line that node's call would give it.
+   */
+  flagProof?: FlagProofReport;
   /**
    * What the operator did to kube-system/kubeadm-config once the upgrade ended (docs/kubeadm-runbook.md):
    * Pending is written with the ending itself and replaced by the outcome, so a restart neither redoes nor
@@ -894,6 +899,65 @@ export type KubeadmCheckName = 'KubeadmConfig' | 'KubeletSkew' | 'EtcdHealth' | 
 export type KubeadmSeverity = 'Block' | 'Warn';
 
 /**
+ * The flag proof (docs/flag-proof.md): before any call of the static Pod driver, the target kube-apiserver
+ * binary on every node proves it accepts the command line that node's call would give it.
+ */
+export interface FlagProofReport {
+  /** NotApplicable (the webhook driver: the platform's hook proves the flags), Proving, Passed or Blocked. */
+  state: FlagProofState;
+  /** Where it stands, naming the node, flag and message of the first blocking result. */
+  message?: string;
+  /** One row per node. */
+  nodes?: FlagProofNode[];
+}
+
+/** NotApplicable (the webhook driver: the platform's hook proves the flags), Proving, Passed or Blocked. */
+export type FlagProofState = 'NotApplicable' | 'Proving' | 'Passed' | 'Blocked';
+
+/**
+ * One node's flag proof: the command line its call would give the target binary, and the binary's verdict on
+ * it.
+ */
+export interface FlagProofNode {
+  /** The server's hostname (its node). */
+  hostname: string;
+  /**
+   * Pending (the proof Job runs or is about to be created), Accepted, Refused (the binary refused a flag:
+   * flag, item and message say which and why), Inconclusive (the binary did not answer as expected: blocks)
+   * or NotRun (no command line to prove, the image not pulled, the Job not created: blocks).
+   */
+  result: FlagProofResult;
+  /** The proof's key (the upgrade, the node, the image and the exact command line): its Job carries it. */
+  key?: string;
+  /** The proof Job's name. */
+  job?: string;
+  /** The target image the proof ran. */
+  image?: string;
+  /**
+   * The command line proven (kube-apiserver's flags as the node's call would give them, the sentinel
+   * --max-requests-inflight=-1 last). A node whose command line differs at its call is proven again first.
+   */
+  command?: string[];
+  /** The flag the binary refused (Refused), as it named it. */
+  flag?: string;
+  /** The feature gate, admission plugin or value in that flag. */
+  item?: string;
+  /** The binary's own message (Refused, Inconclusive), its warnings (Accepted), or why it did not run. */
+  message?: string;
+  /** When the proof Job was asked for. */
+  requestedAt?: string;
+  /** When the verdict was read. */
+  provenAt?: string;
+}
+
+/**
+ * Pending (the proof Job runs or is about to be created), Accepted, Refused (the binary refused a flag: flag,
+ * item and message say which and why), Inconclusive (the binary did not answer as expected: blocks) or NotRun
+ * (no command line to prove, the image not pulled, the Job not created: blocks).
+ */
+export type FlagProofResult = 'Pending' | 'Accepted' | 'Refused' | 'Inconclusive' | 'NotRun';
+
+/**
  * What the operator did to kube-system/kubeadm-config once the upgrade ended (docs/kubeadm-runbook.md):
  * Pending is written with the ending itself and replaced by the outcome, so a restart neither redoes nor
  * misses it (an upgrade that ended before this field existed is never touched).
@@ -1119,7 +1183,7 @@ export interface PauseStatus {
 }
 
 /** Why the upgrade paused. */
-export type PauseReasonName = 'PausedBySpec' | 'AnalysisBreach' | 'BatchTimeout' | 'DriverFailed' | 'DiscoveryNotConverged' | 'RollbackUnsafe' | 'RollbackSafetyUnknown' | 'MembershipChanged' | 'EmulationIneffective' | 'RollbackOrphans' | 'NotAllowedByPolicy';
+export type PauseReasonName = 'PausedBySpec' | 'AnalysisBreach' | 'BatchTimeout' | 'DriverFailed' | 'DiscoveryNotConverged' | 'RollbackUnsafe' | 'RollbackSafetyUnknown' | 'MembershipChanged' | 'EmulationIneffective' | 'RollbackOrphans' | 'NotAllowedByPolicy' | 'FlagProofRefused';
 
 /**
  * Why the upgrade waits before its next step without being paused; absent when it does not wait. It goes on

@@ -40,6 +40,7 @@ export const PAUSE_REASONS = [
   'EmulationIneffective',
   'RollbackOrphans',
   'NotAllowedByPolicy',
+  'FlagProofRefused',
 ] as const;
 export type PauseReason = (typeof PAUSE_REASONS)[number];
 
@@ -85,6 +86,16 @@ export const KUBEADM_CHECKS = ['KubeadmConfig', 'KubeletSkew', 'EtcdHealth', 'Se
 export type KubeadmCheckName = (typeof KUBEADM_CHECKS)[number];
 export const KUBEADM_SEVERITIES = ['Block', 'Warn'] as const;
 export type KubeadmSeverity = (typeof KUBEADM_SEVERITIES)[number];
+
+/**
+ * The flag proof (status.flagProof, docs/flag-proof.md): whether it applies and where it stands, and one node's result.
+ * NotApplicable: the webhook driver (the platform's hook proves the flags); Proving: a verdict is missing; Passed:
+ * every node Accepted; Blocked: a node Refused, Inconclusive or NotRun.
+ */
+export const FLAG_PROOF_STATES = ['NotApplicable', 'Proving', 'Passed', 'Blocked'] as const;
+export type FlagProofState = (typeof FLAG_PROOF_STATES)[number];
+export const FLAG_PROOF_RESULTS = ['Pending', 'Accepted', 'Refused', 'Inconclusive', 'NotRun'] as const;
+export type FlagProofResult = (typeof FLAG_PROOF_RESULTS)[number];
 
 /**
  * What became of kube-system/kubeadm-config once an upgrade ended (status.kubeadmConfig.result); Pending: the ending is

@@ -14,6 +14,10 @@ import { PROXY_GATE } from '../api/constants.ts';
 import { isTerminal } from '../api/vocabulary.ts';
 import { plan, recordCallOutcome, sameRelease, type Action, type DriverRequest, type Observation, type UpgradeInput } from '../plan/index.ts';
 import { minorOf } from '../plan/version.ts';
+import { resolveSpec } from '../api/defaults.ts';
+import { proofRequests } from '../plan/flag-proof-gate.ts';
+import { PROOF_SENTINEL } from '../plan/flag-proof.ts';
+import type { ObservedFlagProof } from '../plan/observed-preflight.ts';
 
 export interface PlannedEvent {
   type: 'Normal' | 'Warning';
@@ -35,6 +39,37 @@ export interface DryRun {
   /** The Events the steps would record. */
   events: PlannedEvent[];
   projection: Projection | undefined;
+  /**
+   * The static Pod driver's flag proof was assumed Accepted on every node: the dry run runs no proof Job (the operator
+   * does, at preflight: docs/flag-proof.md).
+   */
+  flagProofAssumed: boolean;
+}
+
+/**
+ * The flag proof as if every node's proof Job had answered Accepted, for the command line of the call it would
+ * prove (one key per node and call edit): what the dry run assumes, and says it does. Undefined: not the static Pod driver.
+ */
+export function assumedProofs(specIn: ApiServerUpgradeSpec, status: ApiServerUpgradeStatus | undefined, obs: Observation): ObservedFlagProof | undefined {
+  let spec;
+  try {
+    spec = resolveSpec(specIn);
+  } catch {
+    return undefined;
+  }
+  if (spec.driver.kind !== 'staticPod') return undefined;
+  const wants = proofRequests(spec, status, obs.peers).map((r) => ({
+    hostname: r.hostname, key: `assumed-${r.hostname}-${String(r.gate)}-${r.emulatedVersion ?? 'none'}`, image: r.targetVersion, command: [PROOF_SENTINEL],
+    ...(r.gate === undefined ? {} : { gate: r.gate }), ...(r.emulatedVersion === undefined ? {} : { emulatedVersion: r.emulatedVersion }),
+  }));
+  return { wants, jobs: wants.map((w) => ({ key: w.key, hostname: w.hostname, name: `assumed-${w.hostname}`, proof: { hostname: w.hostname, verdict: { result: 'Accepted' as const, warnings: [] } } })) };
+}
+
+/** The observation with the flag proof assumed where it was not read. */
+function withProofs(spec: ApiServerUpgradeSpec, status: ApiServerUpgradeStatus | undefined, obs: Observation): Observation {
+  if (obs.flagProof !== undefined) return obs;
+  const flagProof = assumedProofs(spec, status, obs);
+  return flagProof === undefined ? obs : { ...obs, flagProof };
 }
 
 export interface Projection {
@@ -67,7 +102,7 @@ export function dryRun(upgrade: UpgradeInput, spec: ApiServerUpgradeSpec, obs: O
   let stoppedBecause: DryRun['stoppedBecause'] = 'noProgress';
   let steps = 0;
   for (; steps < MAX_NOW_STEPS;) {
-    const p = plan(upgrade, spec, status, obs, now);
+    const p = plan(upgrade, spec, status, withProofs(spec, status, obs), now);
     steps++;
     events.push(...eventsOf(p.actions));
     const before = JSON.stringify(status ?? null);
@@ -96,6 +131,7 @@ export function dryRun(upgrade: UpgradeInput, spec: ApiServerUpgradeSpec, obs: O
     firstCalls,
     events,
     projection: canProject ? project(upgrade, spec, final, firstCalls, obs, now) : undefined,
+    flagProofAssumed: obs.flagProof === undefined && assumedProofs(spec, final, obs) !== undefined,
   };
 }
 
@@ -176,7 +212,7 @@ function project(upgrade: UpgradeInput, specIn: ApiServerUpgradeSpec, from: ApiS
     }
     if (isTerminal(status.phase)) break;
     now = new Date(now.getTime() + 1000);
-    const p = plan(upgrade, spec, status, healthy(obs, status, now), now);
+    const p = plan(upgrade, spec, status, withProofs(spec, status, healthy(obs, status, now)), now);
     status = p.status;
     pending = driverCalls(p.actions);
     if (status.phase === 'Paused' && pending.length === 0) break;

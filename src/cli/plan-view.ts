@@ -144,6 +144,7 @@ export function buildPlanView(i: PlanViewInput): PlanView {
   if (i.spec.paused === true) notes.push('spec.paused is true: the operator runs preflight, freezes the plan and pauses (PausedBySpec) before any call; the projected calls are what follows once spec.paused is false.');
   if (i.uidIsPlaceholder) notes.push('the object does not exist yet: idempotency keys derive from the UID the API server assigns at create, so the keys shown (from a placeholder UID) will differ; everything else is the same.');
   if (i.ignoredAnnotations.length > 0) notes.push(`planned as a fresh upgrade: the annotations ${i.ignoredAnnotations.join(', ')} were not taken into account.`);
+  if (d.flagProofAssumed) notes.push('the flag proof is assumed to pass: the operator proves each node\'s command line on the target binary at preflight, with a proof Job per node, and waits for every verdict (docs/flag-proof.md).');
   if (i.waitsFor) notes.push(`ApiServerUpgrade ${i.waitsFor} is under way (or older and waiting): the operator runs one upgrade at a time, so this one would wait (AnotherUpgradeActive) until it ends.`);
   if (d.projection && d.projection.phase !== 'Succeeded') notes.push(`the projection did not end Succeeded but ${d.projection.phase}: ${d.projection.message ?? ''}`);
   const unreachable = inventoryView(i.inventory, i.observation).filter((r) => r.ready !== true && r.problems.length > 0);

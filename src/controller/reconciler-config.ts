@@ -8,7 +8,9 @@ import type { OperatorMetrics } from './metrics.ts';
 import type { Policy } from '../plan/policy.ts';
 import type { UpgradeReads } from '../runtime/upgrade-cache.ts';
 import type { ObservedKubeadm } from '../plan/kubeadm-preflight.ts';
-import type { GateReads, ObservedGates, ObservedPeer } from '../plan/observation.ts';
+import type { GateReads, Observation, ObservedGates, ObservedPeer } from '../plan/observation.ts';
+import type { ObservedFlagProof } from '../plan/observed-preflight.ts';
+import type { ApiServerUpgrade } from '../api/types.generated.ts';
 
 /**
  * What the reconciler is wired to. src/main.ts gives every part; a part left out means the operator runs without
@@ -53,10 +55,15 @@ export interface ReconcilerDeps {
    * evaluated, so an upgrade with gates waits (unknown is unsafe).
    */
   gates?: (reads: GateReads) => Promise<ObservedGates>;
+  /**
+   * Reads the flag proof's facts when the plan asks (src/controller/flag-proof-reads.ts readFlagProof, the default:
+   * the mirror Pods through `list`, the proof Jobs and their Pods through `kube`).
+   */
+  flagProof?: (u: ApiServerUpgrade, spec: ResolvedSpec, obs: Observation) => Promise<ObservedFlagProof>;
 }
 
-/** The wiring with every optional part decided (kubeadmFacts stays optional: absent means not read). */
-export type ReconcilerConfig = Required<Omit<ReconcilerDeps, 'kubeadmFacts'>> & Pick<ReconcilerDeps, 'kubeadmFacts'>;
+/** The wiring with every optional part decided (kubeadmFacts and flagProof stay optional: absent, kubeadm's are not read and the flag proof's are read by readFlagProof). */
+export type ReconcilerConfig = Required<Omit<ReconcilerDeps, 'kubeadmFacts' | 'flagProof'>> & Pick<ReconcilerDeps, 'kubeadmFacts' | 'flagProof'>;
 
 export function configureReconciler(d: ReconcilerDeps): ReconcilerConfig {
   return {

@@ -6,6 +6,8 @@ import { planReconcile, reconcileContext, whatToRead, type ReconcileContext, typ
 import { configureReconciler, type ReconcilerConfig, type ReconcilerDeps } from './reconciler-config.ts';
 import { callDriver, callingDriver, countReportedFailures, readDriverReports } from './driver-calls.ts';
 import { readPreflightFacts } from './preflight-reads.ts';
+import { createProofJob, readFlagProof } from './flag-proof-reads.ts';
+import { safeMessage } from '../plan/redact.ts';
 import { syncKubeadmConfig } from './kubeadm-config-write.ts';
 import { recordEvent, writeStatus } from './status-writes.ts';
 
@@ -68,6 +70,10 @@ export class UpgradeReconciler {
       obs = { ...obs, gates: await this.c.gates(reads.gates) };
       step('gatesMs');
     }
+    if (reads.flagProof && rc.spec.ok) {
+      obs = { ...obs, flagProof: await (this.c.flagProof ?? ((u, s, o) => readFlagProof(this.c, u, s, o)))(rc.upgrade, rc.spec.spec, obs) };
+      step('flagProofMs');
+    }
     if (reads.preflight) {
       obs = { ...obs, ...(await readPreflightFacts(this.c, rc, obs, reads.preflight)) };
       step('preflightFactsMs');
@@ -84,6 +90,11 @@ export class UpgradeReconciler {
     for (const a of p.actions) {
       if (a.kind === 'event') {
         await recordEvent(this.c, current, a, log);
+      } else if (a.kind === 'proveFlags') {
+        if (rc.spec.ok && rc.spec.spec.driver.kind === 'staticPod') {
+          const failed = await createProofJob(this.c, current, rc.spec.spec.driver.staticPod, a.proof, log);
+          if (failed !== undefined) await recordEvent(this.c, current, { type: 'Warning', reason: 'FlagProofJobNotCreated', note: safeMessage(failed, { maxChars: 1024 }) }, log);
+        }
       } else if (a.kind === 'callDriver') {
         driver ??= await callingDriver(this.c, rc);
         current = await callDriver(this.c, current, driver, a.request, rc.now, log);

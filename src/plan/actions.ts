@@ -16,6 +16,19 @@ export interface DriverRequest {
   featureGates: Record<string, boolean>;
 }
 
+/**
+ * A flag proof Job to create (src/drivers/flag-proof-job.ts proofJob; docs/flag-proof.md): the node, the target image,
+ * the command line (the sentinel last) and its proof key, as the shell built them from the node's mirror Pod.
+ */
+export interface ProofJobRequest {
+  hostname: string;
+  key: string;
+  image: string;
+  command: string[];
+  targetVersion: string;
+}
+
 export type Action =
   | { kind: 'callDriver'; request: DriverRequest }
+  | { kind: 'proveFlags'; proof: ProofJobRequest }
   | { kind: 'event'; type: 'Normal' | 'Warning'; reason: string; note: string; server?: string };

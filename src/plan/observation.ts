@@ -1,5 +1,5 @@
 import type { AnalysisSignals, Breach } from '../api/types.generated.ts';
-import type { ObservedCoverage, ObservedKubeadm, ObservedTrust } from './observed-preflight.ts';
+import type { ObservedCoverage, ObservedFlagProof, ObservedKubeadm, ObservedTrust } from './observed-preflight.ts';
 
 /**
  * What the shell observed of the fleet, handed to the pure planner. The planner never fetches: everything
@@ -104,6 +104,11 @@ export interface Observation {
    * read with `trust`. Absent: not read (no kubeadm report is written).
    */
   kubeadm?: ObservedKubeadm;
+  /**
+   * The flag proof's facts (src/controller/flag-proof-reads.ts, src/plan/flag-proof-gate.ts): each node's command line
+   * to prove and the upgrade's proof Jobs, read for the static Pod driver until the last call. Absent: not read.
+   */
+  flagProof?: ObservedFlagProof;
   /** The facts of spec.gates, read when the planner asked for them (src/plan/reconcile.ts). Absent: not read. */
   gates?: ObservedGates;
 }

@@ -1,3 +1,5 @@
+import type { NodeProof } from './flag-proof.ts';
+
 /**
  * The shapes of the facts read only at preflight (src/observe/trust.ts, coverage.ts, kubeadm.ts read them; the
  * checks in src/plan/trust.ts, coverage.ts and kubeadm-preflight.ts judge them). Types only, at the bottom of
@@ -87,3 +89,29 @@ export interface ObservedKubeadm {
   nodes?: ObservedNode[] | { error: string };
   servers?: ObservedKubeadmServer[];
 }
+
+// The flag proof (src/plan/flag-proof-gate.ts, docs/flag-proof.md).
+
+/**
+ * What one node's call would prove, as the shell built it from the node's mirror Pod (src/controller/flag-proof-reads.ts:
+ * proofCommand under the call's flag edit, proofKey): the proof's key, the target image and the command line (the
+ * sentinel last); or why there is none (no mirror Pod, a command that cannot be proven).
+ */
+export type ObservedProofWant =
+  | {
+    hostname: string; key: string; image: string; command: string[];
+    /** The call's edit the command line was built for (ProofRequest's): a want built for another call is stale. */
+    gate?: boolean; emulatedVersion?: string;
+  }
+  | { hostname: string; error: string };
+
+/** One proof Job of the upgrade, as read: its key, its node, and the proof its Pod gives (undefined: still running). */
+export interface ObservedProofJob {
+  key: string;
+  hostname: string;
+  name: string;
+  proof?: NodeProof;
+}
+
+/** The flag proof's facts, or why they could not be read (fail closed: a read that failed proves nothing). */
+export type ObservedFlagProof = { wants: ObservedProofWant[]; jobs: ObservedProofJob[] } | { error: string };

@@ -6,6 +6,7 @@ import type { ObservedStorage } from './observation.ts';
 import { proxyWanted, reportTrust, trustRefusal } from './trust.ts';
 import { freezeCoverage } from './coverage.ts';
 import { reportKubeadmPreflight } from './kubeadm-preflight.ts';
+import { flagProofPreflight } from './flag-proof-gate.ts';
 import { emulationRange, proxyGateFact } from './version-facts.ts';
 import type { KubeadmFinding, KubeadmPreflightReport } from '../api/types.generated.ts';
 import { ACCEPTABLE_RISKS } from '../api/vocabulary.ts';
@@ -157,6 +158,14 @@ export function runPreflight(ctx: PlanContext): void {
     } else {
       accepted = verdict.accepted;
     }
+  }
+  // The flag proof (docs/flag-proof.md): the static Pod driver's nodes each prove their command line on the target
+  // binary, beside the other checks (a flag the old binary refuses too keeps its server down: the fleet is unhealthy,
+  // and the proof names the flag); not for a plan that cannot run. Not applicable to the webhook driver (status.flagProof says so).
+  if (ctx.spec.driver.kind !== 'staticPod' || (!v.alreadyAtTarget && (v.ok || !FATAL.has(v.reason)))) {
+    const proof = flagProofPreflight(ctx);
+    if (!proof.ok && v.ok) v = { ok: false, reason: proof.reason, message: `flag proof: ${proof.message}` };
+    else if (!proof.ok && ctx.status.flagProof?.state === 'Blocked') v = { ...v, message: `${v.message}; flag proof: ${proof.message}` };
   }
   if (!v.ok) {
     ctx.condition({ type: 'PreflightPassed', status: 'False', reason: v.reason, message: v.message });

@@ -64,6 +64,11 @@ export interface ReconcileReads {
     /** `always`: read even without a kubeadm-config (the static Pod driver). */
     kubeadm?: { always: boolean };
   };
+  /**
+   * The flag proof's facts (src/plan/flag-proof-gate.ts): the nodes' command lines and the proof Jobs, for the static
+   * Pod driver while a call may still start; absent: not read.
+   */
+  flagProof?: true;
   /** spec.gates' facts (src/plan/start-gates.ts), while a step may still start; absent: not read. */
   gates?: GateReads;
   /** The calls whose driver reports are read (calls.ts callsToReport); absent: none. */
@@ -87,6 +92,9 @@ export function whatToRead(rc: ReconcileContext, others: readonly ApiServerUpgra
       ...(on.kubeadmFacts ? { kubeadm: { always: spec.driver.kind === 'staticPod' } } : {}),
     };
   }
+  // The flag proof: the static Pod driver proves each node's command line before its call. Not for a spec outside the
+  // policy (its preflight is refused; a run under way pauses), nor once no Upgrade call can start.
+  if (spec && spec.driver.kind === 'staticPod' && rc.violations.length === 0 && provesFlags(rc.upgrade)) reads.flagProof = true;
   // A webhook without reportsStatus has no report (docs/drivers.md): building it would read its token Secret for
   // nothing. A spec outside the policy never gets its driver built.
   // A spec outside the policy never gets its gates' Prometheus queried (its address is the policy's to allow).
@@ -105,6 +113,12 @@ export function whatToRead(rc: ReconcileContext, others: readonly ApiServerUpgra
 function startsAhead(u: ApiServerUpgrade): boolean {
   const phase = u.status?.phase;
   return phase === undefined || phase === 'Pending' || phase === 'Preflight' || phase === 'EnablingProxy' || phase === 'Upgrading';
+}
+
+/** Phases in which a node's Upgrade call may still be made, or preflight proves the nodes (held before it: Paused). */
+function provesFlags(u: ApiServerUpgrade): boolean {
+  const phase = u.status?.phase;
+  return phase === undefined || phase === 'Pending' || phase === 'Preflight' || phase === 'EnablingProxy' || phase === 'Upgrading' || (phase === 'Paused' && u.status?.pause?.resumePhase === 'Preflight');
 }
 
 /** Before the upgrade starts (Pending, Preflight), when preflight reads the trust and coverage facts. */
@@ -154,7 +168,7 @@ export type ReconcileAction = Action | KubeadmConfigAction;
 
 /**
  * The status to write first, then the actions in the order they are applied: the events (a call that fails
- * must not lose what this step announced), the calls, and last kubeadm-config.
+ * must not lose what this step announced), the flag proof Jobs, the calls, and last kubeadm-config.
  */
 export interface ReconcilePlan {
   status: ApiServerUpgradeStatus;
@@ -166,9 +180,10 @@ export function planReconcile(rc: ReconcileContext, gathering: Gathering, facts:
   const p = stepPlan(rc, gathering, facts);
   const events = p.actions.filter((a) => a.kind === 'event');
   const calls = p.actions.filter((a) => a.kind === 'callDriver');
+  const proofs = p.actions.filter((a) => a.kind === 'proveFlags');
   // The ending is recorded before kubeadm-config is brought in line: after a restart or a conflict it is done then.
   const kubeadm = on.keepKubeadmConfig && rc.spec.ok && isTerminal(p.status.phase) && kubeadmConfigDue(p.status) ? kubeadmIntent(rc.spec.spec, p.status) : undefined;
-  return { status: p.status, actions: [...events, ...calls, ...(kubeadm ? [{ kind: 'syncKubeadmConfig' as const, intent: kubeadm }] : [])], requeueAfterMs: p.requeueAfterMs };
+  return { status: p.status, actions: [...events, ...proofs, ...calls, ...(kubeadm ? [{ kind: 'syncKubeadmConfig' as const, intent: kubeadm }] : [])], requeueAfterMs: p.requeueAfterMs };
 }
 
 function stepPlan(rc: ReconcileContext, gathering: Gathering, facts: ReconcileFacts | undefined): Plan {

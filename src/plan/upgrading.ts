@@ -1,7 +1,8 @@
 import type { BatchRecord } from '../api/types.generated.ts';
 import type { PlanContext } from './context.ts';
 import { CALL_POLL_MS, driveStep, callInFlight, callPollMs, fastLookMs, inFlight, serverAt, withinComingUpWindow } from './calls.ts';
-import { onBreach } from './breach.ts';
+import { onBreach, pause } from './breach.ts';
+import { proofBeforeCall } from './flag-proof-gate.ts';
 import { applyAnalysis, describeBreaches } from './analysis.ts';
 import { gatePass, replacementGate } from './gate-pass.ts';
 import { applyBatchSizeEdit, batchDef, batchOf, startedBatches } from './frozen-plan.ts';
@@ -68,8 +69,23 @@ export function runUpgrading(ctx: PlanContext): void {
   const emulatedVersion = batchDef(ctx, k)?.emulatedVersion;
 
   let waiting = false;
+  const gate = replacementGate(ctx);
   for (const h of servers) {
-    const r = driveStep(ctx, h, k, 'Upgrade', target, replacementGate(ctx), emulatedVersion === undefined ? {} : { emulatedVersion });
+    // The static Pod driver: no call before the node's command line, as it is now, has an Accepted proof.
+    if (!callInFlight(ctx, h) && !serverAt(ctx, h, target, undefined, emulatedVersion)) {
+      const proof = proofBeforeCall(ctx, h, emulatedVersion, gate);
+      if (proof.kind === 'waiting') {
+        waiting = true;
+        ctx.setPeerState(h, 'Pending', proof.message);
+        continue;
+      }
+      if (proof.kind === 'refused') {
+        ctx.setPeerState(h, 'Failed', proof.message);
+        pause(ctx, 'FlagProofRefused', proof.message, 'Upgrading', [h]);
+        return;
+      }
+    }
+    const r = driveStep(ctx, h, k, 'Upgrade', target, gate, emulatedVersion === undefined ? {} : { emulatedVersion });
     if (r === 'waiting') {
       waiting = true;
       ctx.setPeerState(h, 'Replacing', `upgrade to ${target} ${callInFlight(ctx, h)?.result === 'Accepted' ? 'in progress' : 'requested'}`);
@@ -83,7 +99,8 @@ export function runUpgrading(ctx: PlanContext): void {
     ctx.setPeerState(h, 'Upgraded');
   }
   if (waiting) {
-    ctx.progressMessage = `batch ${k}: replacing ${servers.filter((h) => callInFlight(ctx, h)).join(', ')}`;
+    const proving = servers.filter((h) => !callInFlight(ctx, h) && ctx.peerRow(h)?.state === 'Pending');
+    ctx.progressMessage = `batch ${k}: replacing ${servers.filter((h) => callInFlight(ctx, h)).join(', ')}${proving.length > 0 ? `; proving the command line of ${proving.join(', ')}` : ''}`;
     ctx.requeue(callPollMs(ctx));
     return;
   }

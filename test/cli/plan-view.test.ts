@@ -40,6 +40,8 @@ test('static Pod driver: each call carries the agent Job the driver would create
   assert.equal(job.metadata.namespace, 'kube-system');
   assert.match(job.metadata.name, /^auo-upgrade-cp-1-[0-9a-f]{16}$/);
   assert.match(renderPlan(v), /batch 1, first call \(Upgrade cp-1\): Job kube-system\/auo-upgrade-cp-1-[0-9a-f]{16}/);
+  assert.match(renderPlan(v), /the flag proof is assumed to pass: the operator proves each node's command line/);
+  assert.doesNotMatch(renderPlan(buildPlanView(input(spec()))), /flag proof/, 'not for the webhook driver');
 });
 
 test('the human plan: inventory, preflight verdict, batches, first calls, projected calls and the first payload of each batch', () => {

@@ -14,6 +14,7 @@ import { silentLogger } from '../../src/runtime/logger.ts';
 import type { FleetObserver } from '../../src/observe/fleet.ts';
 import { UpgradeReconciler } from '../../src/controller/reconciler.ts';
 import { OperatorMetrics } from '../../src/controller/metrics.ts';
+import { acceptedProofs } from '../plan/flag-proof-sim.ts';
 import { driverFor } from '../../src/controller/driver-factory.ts';
 import { PolicyFile, parsePolicyText } from '../../src/controller/policy-file.ts';
 import type { Policy } from '../../src/plan/policy.ts';
@@ -166,6 +167,8 @@ function reconcilerFor(api: FakeApi, policy?: () => Policy): { r: UpgradeReconci
       return { call: async (req) => { calls.push(`${req.action}:${req.server.hostname}`); return { kind: 'transient', message: 'not delivered (test)' }; } };
     },
     ...(policy ? { policy } : {}),
+    // Every node's command line proven (test/plan/flag-proof-sim.ts).
+    flagProof: async (u, _spec, obs) => acceptedProofs(u.spec, u.status, obs.peers),
   });
   return { r, built, calls };
 }

@@ -75,6 +75,8 @@ function harness(s: ApiServerUpgradeSpec, status: ApiServerUpgradeStatus, obs: O
     },
     events: { controller: 'test', instance: 'test' },
     now: () => now,
+    // The flag proof as the sim's shell read it with the fleet.
+    flagProof: async () => obs.flagProof ?? { error: 'not simulated' },
   });
   return h;
 }

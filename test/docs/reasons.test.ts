@@ -9,6 +9,8 @@ import { dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { PAUSE_REASONS, PHASES, isTerminal } from '../../src/api/vocabulary.ts';
 import { CONDITION_TYPES } from '../../src/api/conditions.ts';
+import { FLAG_PROOF_REASONS } from '../../src/plan/flag-proof.ts';
+import { FLAG_PROOF_PENDING } from '../../src/plan/flag-proof-gate.ts';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const PAGE = 'docs/troubleshooting.md';
@@ -43,6 +45,8 @@ function sourceUses(): { uses: Use[]; pairs: { type: string; status: string; rea
     for (const m of text.matchAll(CONDITION_LITERAL)) pairs.push({ type: m[1]!, status: m[2]!, reason: m[3]!, where });
   }
   for (const r of PAUSE_REASONS) uses.push({ reason: r, where: 'PAUSE_REASONS in src/api/vocabulary.ts' });
+  // The flag proof's blocking reasons (PreflightPassed, FlagProofPassed) are defined once, as constants.
+  for (const r of [FLAG_PROOF_REASONS.refused, FLAG_PROOF_REASONS.inconclusive, FLAG_PROOF_REASONS.notRun, FLAG_PROOF_PENDING]) uses.push({ reason: r, where: 'src/plan/flag-proof.ts, flag-proof-gate.ts' });
   // Progressing carries the active phase as its reason (done() in src/plan/planner.ts).
   for (const p of PHASES.filter((p) => !isTerminal(p) && p !== 'Pending' && p !== 'Paused')) uses.push({ reason: p, where: 'Progressing: reason = the active phase' });
   return { uses, pairs };

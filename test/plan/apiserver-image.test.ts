@@ -188,7 +188,9 @@ class PolicySim extends Sim {
   override step(advanceMs = 1000): ReturnType<Sim['step']> {
     this.now = new Date(this.now.getTime() + advanceMs);
     const healthy = { analysis: { time: this.now.toISOString(), verdict: 'Healthy' as const, signals: {}, breaches: [] } };
-    this.last = plan(this.upgrade, this.spec, this.status, { peers: this.peers, ...healthy, ...this.extra }, this.now, this.policy);
+    const flagProof = this.proofs.observe(this.spec, this.status, this.peers, this.now);
+    this.last = plan(this.upgrade, this.spec, this.status, { peers: this.peers, ...healthy, ...(flagProof ? { flagProof } : {}), ...this.extra }, this.now, this.policy);
+    this.proofs.apply(this.last.actions, this.now);
     this.status = this.last.status;
     return this.last;
   }

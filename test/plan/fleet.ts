@@ -3,6 +3,7 @@ import type { ObservedKubeadm } from '../../src/plan/observed-preflight.ts';
 import type { ApiServerUpgradeSpec, ApiServerUpgradeStatus } from '../../src/api/types.generated.ts';
 import { leaseHolderSurvivesRestart } from '../../src/plan/version-facts.ts';
 import { plan, recordCallOutcome, type Plan, type Observation, type ObservedPeer, type ObservedStorage, type UpgradeInput } from '../../src/plan/index.ts';
+import { ProofSim } from './flag-proof-sim.ts';
 
 export const OLD = 'v1.35.4';
 export const NEW = 'v1.36.3';
@@ -47,6 +48,8 @@ export class Sim {
 
   /** Whether each observation carries a fresh Healthy check when the test set no analysis of its own. */
   autoHealthy = true;
+  /** The static Pod driver's flag proofs (test/plan/flag-proof-sim.ts): Jobs created by the plan, read at the next step. */
+  readonly proofs = new ProofSim();
   /** When set, computes part of each observation from the fleet as it is at that step (e.g. own discovery). */
   derive: ((peers: ObservedPeer[]) => Partial<Observation>) | undefined;
 
@@ -54,8 +57,10 @@ export class Sim {
     this.now = new Date(this.now.getTime() + advanceMs);
     // A healthy fleet's observer: a Healthy check at every step, unless the test set its own analysis.
     const healthy: Partial<Observation> = this.extra.analysis === undefined && this.autoHealthy ? { analysis: { time: this.now.toISOString(), verdict: 'Healthy', signals: {}, breaches: [] } } : {};
-    this.last = plan(this.upgrade, this.spec, this.status, { peers: this.peers, ...healthy, ...this.extra, ...this.derive?.(this.peers) }, this.now);
+    const flagProof = this.proofs.observe(this.spec, this.status, this.peers, this.now);
+    this.last = plan(this.upgrade, this.spec, this.status, { peers: this.peers, ...healthy, ...(flagProof ? { flagProof } : {}), ...this.extra, ...this.derive?.(this.peers) }, this.now);
     this.status = this.last.status;
+    this.proofs.apply(this.last.actions, this.now);
     return this.last;
   }
 

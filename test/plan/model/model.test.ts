@@ -17,7 +17,7 @@ import { test } from 'node:test';
 import fc from 'fast-check';
 import assert from 'node:assert/strict';
 import { INVARIANTS, INVARIANT_TEXT, type Inv } from './run.ts';
-import { play, renderSchedule, scheduleArb, type Schedule } from './schedule.ts';
+import { play, renderSchedule, scheduleArb, staticPodScheduleArb, type Schedule } from './schedule.ts';
 import { GATE_AND_WINDOW_SCENARIOS, HOLD_SCENARIOS, PINNED } from './examples.ts';
 import { windowOpenAt } from './world.ts';
 
@@ -29,6 +29,8 @@ const replayPath = process.env.FC_PATH;
 
 const printable = (sc: Schedule): Schedule => Object.defineProperty(sc, fc.toStringMethod, { value: () => `\n${renderSchedule(sc)}`, enumerable: false });
 const schedules: fc.Arbitrary<Schedule> = scheduleArb().map(printable);
+/** The static Pod driver's runs, with its flag proof (I16 is about them). */
+const staticPodSchedules: fc.Arbitrary<Schedule> = staticPodScheduleArb().map(printable);
 
 function params(seed: number, numRuns: number): fc.Parameters<[Schedule]> {
   return {
@@ -43,7 +45,7 @@ for (const [i, inv] of INVARIANTS.entries()) {
     const seed = FIXED_SEED + i;
     t.diagnostic(`seed ${replaySeed ?? seed}, ${RUNS} runs`);
     fc.assert(
-      fc.property(schedules, (sc) => {
+      fc.property(inv === 'I16' ? staticPodSchedules : schedules, (sc) => {
         play(sc, new Set<Inv>([inv]));
       }),
       params(seed, RUNS),
@@ -147,6 +149,24 @@ for (const [i, p] of HOLD_SCENARIOS.entries()) {
     }
   });
 }
+
+test('the generated schedules reach the flag proof: static Pod Upgrade calls judged by I16, preflight waiting on proofs and blocked by a refusal, a node proven again and refused before its call', () => {
+  let judged = 0;
+  let pending = 0;
+  let refusedAtPreflight = 0;
+  let pausedOnProof = 0;
+  fc.assert(
+    fc.property(staticPodScheduleArb(), (sc) => {
+      const run = play(sc, new Set<Inv>(INVARIANTS));
+      if (run.provenCalls > 0) judged++;
+      if (run.waitReasons.includes('FlagProofPending')) pending++;
+      if (run.waitReasons.includes('FlagRefusedByTarget')) refusedAtPreflight++;
+      if (run.proofPauses > 0) pausedOnProof++;
+    }),
+    { seed: FIXED_SEED + 300, numRuns: 400 },
+  );
+  assert.ok(judged >= 100 && pending >= 100 && refusedAtPreflight >= 3 && pausedOnProof >= 1, `of 400 runs: ${judged} had static Pod Upgrade calls judged, ${pending} waited on proofs, ${refusedAtPreflight} were refused at preflight, ${pausedOnProof} paused FlagProofRefused`);
+});
 
 for (const [i, p] of GATE_AND_WINDOW_SCENARIOS.entries()) {
   test(`model scenario ${i + 1}: ${p.found}`, () => {

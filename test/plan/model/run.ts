@@ -15,8 +15,9 @@ import { recordCallOutcome } from '../../../src/plan/call-outcome.ts';
 import { parseDuration } from '../../../src/api/duration.ts';
 import type { CallReport } from '../../../src/plan/context.ts';
 import { World, GATE, minor, release, short, stamp, storageKey, windowOpenAt } from './world.ts';
+import { ProofSim } from '../flag-proof-sim.ts';
 
-export const INVARIANTS = ['I1', 'I2', 'I3', 'I4', 'I5', 'I6', 'I7', 'I8', 'I9', 'I10', 'I11', 'I12', 'I13', 'I14', 'I15'] as const;
+export const INVARIANTS = ['I1', 'I2', 'I3', 'I4', 'I5', 'I6', 'I7', 'I8', 'I9', 'I10', 'I11', 'I12', 'I13', 'I14', 'I15', 'I16'] as const;
 export type Inv = (typeof INVARIANTS)[number];
 
 export const INVARIANT_TEXT: Record<Inv, string> = {
@@ -34,6 +35,7 @@ export const INVARIANT_TEXT: Record<Inv, string> = {
   I13: 'a rollback is never delayed by a gate or a window: every step plans the same Rollback calls (and RollingBack) as it would without spec.gates and spec.window',
   I14: 'a plan\'s stage never moves back: once status.stage is API (phase two of TwoPhase began) no step sets it to Binaries, and no Upgrade with emulation is sent after it',
   I15: 'a held phase two (strategy.phaseTwo.start Approval) starts only on an approve value set while the persisted hold was on, or under onDeadline Proceed once its deadline (heldSince + the frozen deadline) passed; a deadline Rollback only once it passed, and ends RolledBack on the old binaries; under onDeadline Rollback, Succeeded only after an approval',
+  I16: 'the static Pod driver: no Upgrade call goes to a node (first delivery of its key) whose command line as it is now, edited for that call, has no Accepted flag proof',
   I11: 'once faults stop, a pause names a real, still-present cause: MembershipChanged a server that joined, is gone or down, runs the target without emulation in phase one or runs neither version; RollbackUnsafe only when storage truly is unsafe; RollbackSafetyUnknown only while a server is down, an Upgrade call is in flight or some storage a server wrote was never observed',
 };
 
@@ -68,6 +70,10 @@ export interface RunSetup {
   gated?: boolean;
   /** spec.window: open this many minutes every 4 minutes 10:00-11:00 UTC (schedule.ts windowOpenAt); 0: none. */
   windowOpenMin?: number;
+  /** The static Pod driver: the shell reads the flag proof (test/plan/flag-proof-sim.ts) and creates its Jobs. */
+  staticPod?: boolean;
+  /** How long a proof Job takes to its verdict. */
+  proofDelayMs?: number;
 }
 
 export const START = Date.parse('2026-11-29T10:00:00Z');
@@ -81,6 +87,14 @@ export class ModelRun {
   persisted: ApiServerUpgradeStatus | undefined;
   last: Plan | undefined;
   readonly trace: string[] = [];
+  /** The static Pod driver's flag proofs: Jobs the plan asked for, verdicts after setup.proofDelayMs. */
+  readonly proofs = new ProofSim();
+  /** Keys delivered at least once (I16 judges a call's first delivery). */
+  private readonly deliveredKeys = new Set<string>();
+  /** Upgrade calls I16 judged (it is not vacuous). */
+  provenCalls = 0;
+  /** Pauses FlagProofRefused (a node proven again before its call, refused). */
+  proofPauses = 0;
   readonly enabled: ReadonlySet<Inv>;
   /** Violations of invariants not enabled in this run: noted, not thrown. */
   readonly noted: Violation[] = [];
@@ -127,6 +141,7 @@ export class ModelRun {
     this.setup = setup;
     this.enabled = enabled;
     this.spec = structuredClone(setup.spec);
+    this.proofs.delayMs = setup.proofDelayMs ?? 0;
     this.world = new World(
       {
         fromVersion: setup.fromVersion,
@@ -229,9 +244,11 @@ export class ModelRun {
     this.reconciles++;
     const hold = this.persisted?.phaseTwoHold;
     if (crash >= 0 && hold?.heldSince !== undefined && hold.endedBy === undefined) this.crashesInHold++;
-    const obs = this.world.observe();
     const before = this.persisted;
     const now = new Date(this.world.now);
+    const seen = this.world.observe();
+    const flagProof = this.setup.staticPod ? this.proofs.observe(this.spec, before, seen.peers, now) : undefined;
+    const obs = flagProof === undefined ? seen : { ...seen, flagProof };
     // As the reconciler does: the driver's reports on the calls Accepted now, read afresh (a read that throws is
     // left out; an `unknown` one is passed on here, where the reconciler drops it, so the planner is held to
     // ignoring it too).
@@ -262,6 +279,9 @@ export class ModelRun {
     }
     this.persisted = p.status;
     this.failedServers = blocked;
+    // The shell creates the proof Jobs after the status, before the calls.
+    this.proofs.apply(p.actions, now);
+    if (p.status.pause?.reason === 'FlagProofRefused' && before?.pause?.reason !== 'FlagProofRefused') this.proofPauses++;
     const reason = p.status.waiting?.reason;
     if (reason !== undefined && this.waitReasons.at(-1) !== reason) this.waitReasons.push(reason);
     const held = (this.setup.gated === true && this.world.health !== 'hold') || (this.spec.window !== undefined && !windowOpenAt(this.world.now, this.setup.windowOpenMin ?? 0));
@@ -280,6 +300,7 @@ export class ModelRun {
         crashed = ` | crash before delivering ${describeCall(req)}`;
         break;
       }
+      this.checkProven(req, now);
       const supersededBefore = this.world.supersessions.length;
       const outcome = this.world.deliver(req);
       const fault = this.world.deliveries.at(-1)?.fault;
@@ -300,6 +321,20 @@ export class ModelRun {
   }
 
   // ---- invariants -------------------------------------------------------------------------------------------
+
+  /** I16: an Upgrade call's first delivery to a static-Pod node needs an Accepted proof of its command line now. */
+  private checkProven(req: DriverRequest, now: Date): void {
+    const first = !this.deliveredKeys.has(req.idempotencyKey);
+    this.deliveredKeys.add(req.idempotencyKey);
+    if (!this.setup.staticPod || req.action !== 'Upgrade' || !first) return;
+    this.provenCalls++;
+    const h = req.server.hostname;
+    const key = this.proofs.keyOf(h, req.featureGates[GATE], req.emulatedVersion);
+    const job = this.proofs.history.get(key);
+    if (job === undefined || job.mode !== 'accept' || job.readyAt > now.getTime()) {
+      this.fail('I16', `Upgrade ${h} delivered while its command line now (${key}) has ${job === undefined ? 'no proof' : job.readyAt > now.getTime() ? 'no verdict yet' : `the verdict ${job.mode}`}`);
+    }
+  }
 
   /** Checks on the plan itself, persisted or not. */
   private checkStep(before: ApiServerUpgradeStatus | undefined, p: Plan, calls: DriverRequest[]): void {

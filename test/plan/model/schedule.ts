@@ -8,6 +8,7 @@ import type { ApiServerUpgradeSpec } from '../../../src/api/types.generated.ts';
 import { ModelRun, type Inv, type RunSetup, START } from './run.ts';
 import { APPROVE_ANNOTATION } from '../../../src/api/vocabulary.ts';
 import { WINDOW_STARTS, nextWindowEdge, release, stamp, type DeliveryFault, type Fate } from './world.ts';
+import type { ProofMode } from '../flag-proof-sim.ts';
 
 export const OLD = 'v1.35.4';
 
@@ -36,6 +37,10 @@ export interface Setup {
   windowOpenMin?: 0 | 1 | 2 | 3;
   /** TwoPhase: spec.strategy.phaseTwo — none (Automatic), held until an approval, or with a 2m deadline that proceeds or rolls back. */
   hold?: 'none' | 'approval' | 'proceed' | 'rollback';
+  /** The static Pod driver (its flag proof: test/plan/flag-proof-sim.ts) instead of the webhook's; absent: webhook. */
+  staticPod?: boolean;
+  /** How long a flag proof Job takes to its verdict (static Pod driver). */
+  proofDelayS?: 0 | 5 | 20 | 60;
 }
 
 
@@ -57,7 +62,11 @@ export type Event =
   | { e: 'flaky'; n: number }
   | { e: 'reportFault'; n: number }
   | { e: 'health'; v: 'hold' | 'fail' | 'unknown' }
-  | { e: 'edge'; d: -1 | 0 | 1 };
+  | { e: 'edge'; d: -1 | 0 | 1 }
+  /** The static Pod driver's flag proof: node i's binary answers v to its next proofs; its Jobs are lost; its manifest edited by hand. */
+  | { e: 'proof'; i: number; v: ProofMode }
+  | { e: 'proofLost'; i: number }
+  | { e: 'manifestEdit'; i: number; v: ProofMode };
 
 export interface Step {
   /** Seconds that pass before the reconcile. */
@@ -119,14 +128,22 @@ const eventArb: fc.Arbitrary<Event> = fc.oneof(
   { weight: 2, arbitrary: fc.record({ e: fc.constant('edge' as const), d: fc.constantFrom(-1 as const, 0 as const, 1 as const) }) },
 );
 
-const stepArb: fc.Arbitrary<Step> = fc.record(
+/** The static Pod driver's flag proof: what a node's binary answers, its proof Jobs lost, a hand edit of its manifest. */
+const proofEventArb: fc.Arbitrary<Event> = fc.oneof(
+  { weight: 2, arbitrary: fc.record({ e: fc.constant('proof' as const), i: fc.integer({ min: 0, max: 5 }), v: fc.constantFrom<ProofMode>('refuse', 'refuse', 'inconclusive', 'notRun', 'accept') }) },
+  { weight: 1, arbitrary: fc.record({ e: fc.constant('proofLost' as const), i: fc.integer({ min: 0, max: 5 }) }) },
+  { weight: 4, arbitrary: fc.record({ e: fc.constant('manifestEdit' as const), i: fc.integer({ min: 0, max: 5 }), v: fc.constantFrom<ProofMode>('refuse', 'refuse', 'accept', 'accept', 'inconclusive') }) },
+);
+
+const stepOf = (events: fc.Arbitrary<Event>): fc.Arbitrary<Step> => fc.record(
   {
     dt: fc.constantFrom(0, 2, 5, 5, 10, 10, 20, 45, 90),
-    ev: fc.option(eventArb, { freq: 2, nil: undefined }),
+    ev: fc.option(events, { freq: 2, nil: undefined }),
     crash: fc.oneof({ weight: 6, arbitrary: fc.constant(-1) }, { weight: 1, arbitrary: fc.integer({ min: 0, max: 4 }) }),
   },
   { requiredKeys: ['dt', 'crash'] },
 );
+const stepArb = stepOf(eventArb);
 
 export const scheduleArb = (maxSteps = 24): fc.Arbitrary<Schedule> => fc.record({ setup: setupArb, steps: fc.array(stepArb, { maxLength: maxSteps }) });
 
@@ -135,11 +152,17 @@ function phaseTwoOf(hold: 'approval' | 'proceed' | 'rollback'): NonNullable<NonN
   return { start: 'Approval', deadline: '2m', onDeadline: hold === 'proceed' ? 'Proceed' : 'Rollback' };
 }
 
+/** Runs of the static Pod driver: its flag proof takes time, and the proof events join the others. */
+export const staticPodScheduleArb = (maxSteps = 24): fc.Arbitrary<Schedule> => fc.record({
+  setup: fc.record({ base: setupArb, proofDelayS: fc.constantFrom(0 as const, 5 as const, 20 as const, 60 as const) }).map(({ base, proofDelayS }): Setup => ({ ...base, staticPod: true, proofDelayS })),
+  steps: fc.array(stepOf(fc.oneof({ weight: 6, arbitrary: eventArb }, { weight: 2, arbitrary: proofEventArb })), { maxLength: maxSteps }),
+});
+
 export function specOf(s: Setup): ApiServerUpgradeSpec {
   return {
     targetVersion: s.target,
     paused: s.pausedAtCreation,
-    driver: { webhook: { url: 'https://hook.example/replace' } },
+    driver: s.staticPod ? { staticPod: { readyTimeout: '30s' } } : { webhook: { url: 'https://hook.example/replace' } },
     strategy: { batchSize: s.batchSize, soakDuration: s.soak, batchTimeout: s.batchTimeout, ...(s.phases === 'TwoPhase' ? { phases: 'TwoPhase', phaseSoakDuration: '15s', ...(s.hold && s.hold !== 'none' ? { phaseTwo: phaseTwoOf(s.hold) } : {}) } : {}) },
     proxy: { gate: s.gate, revertAfter: s.revertAfter, allowAlphaGate: true },
     analysis: { interval: '10s', failureLimit: s.failureLimit, onBreach: s.onBreach, thresholds: { discoveryConvergence: '1m' } },
@@ -164,6 +187,8 @@ function runSetup(s: Setup): RunSetup {
     twoPhase: s.phases === 'TwoPhase',
     gated: s.gated === true,
     windowOpenMin: s.windowOpenMin ?? 0,
+    staticPod: s.staticPod === true,
+    proofDelayMs: (s.proofDelayS ?? 0) * 1000,
   };
 }
 
@@ -219,6 +244,12 @@ function renderEvent(ev: Event): string {
       return `gate health: ${ev.v === 'hold' ? 'holds' : ev.v === 'fail' ? 'a critical alert fires' : 'Prometheus down (cannot be evaluated)'}`;
     case 'edge':
       return `time moves to the next window edge${ev.d === 0 ? '' : ev.d < 0 ? ' less 1 ms' : ' plus 1 ms'}`;
+    case 'proof':
+      return `server #${ev.i}'s binary will answer its next flag proofs: ${ev.v}`;
+    case 'proofLost':
+      return `server #${ev.i}'s flag proof Jobs are deleted`;
+    case 'manifestEdit':
+      return `server #${ev.i}'s manifest is edited by hand (its command line changes; the target answers ${ev.v})`;
   }
 }
 
@@ -284,6 +315,24 @@ function apply(run: ModelRun, ev: Event): void {
     case 'edge':
       if ((run.setup.windowOpenMin ?? 0) > 0) w.advance(Math.max(0, nextWindowEdge(w.now, run.setup.windowOpenMin!) + ev.d - w.now));
       break;
+    case 'proof': {
+      const s = byPos(ev.i);
+      if (s) run.proofs.mode.set(s.hostname, ev.v);
+      break;
+    }
+    case 'proofLost': {
+      const s = byPos(ev.i);
+      if (s) run.proofs.lose(s.hostname);
+      break;
+    }
+    case 'manifestEdit': {
+      const s = byPos(ev.i);
+      if (s) {
+        run.proofs.edit(s.hostname);
+        run.proofs.mode.set(s.hostname, ev.v);
+      }
+      break;
+    }
   }
   run.note(`~ ${renderEvent(ev)}`);
 }
@@ -334,6 +383,12 @@ function calm(run: ModelRun, limits: Limits): void {
   if (run.spec.paused) run.editSpec({ paused: false });
   // The gate holds again; the windows go (a later one may be a day away): what is left must come to rest.
   w.health = 'hold';
+  // A node whose binary refuses its command line is fixed by hand: its manifest edited, the new command line accepted.
+  for (const [h, mode] of [...run.proofs.mode]) {
+    if (mode === 'accept') continue;
+    run.proofs.mode.delete(h);
+    run.proofs.edit(h);
+  }
   if (run.spec.window) {
     const { window: _w, ...rest } = run.spec;
     run.spec = rest;

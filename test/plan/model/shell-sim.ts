@@ -84,7 +84,8 @@ export class ShellSim extends Sim {
       }
       obs.storage = storage;
     }
-    return { ...obs, ...this.extra };
+    const flagProof = this.proofs.observe(this.spec, this.status, this.peers, this.now);
+    return { ...obs, ...(flagProof ? { flagProof } : {}), ...this.extra };
   }
 
   private storageKind(version: string): 'base' | 'safe' | 'unsafe' {
@@ -118,6 +119,7 @@ export class ShellSim extends Sim {
     this.status = p.status;
     this.phases.push(p.status.phase === 'Paused' ? `Paused(${p.status.pause?.reason ?? '?'})` : (p.status.phase ?? 'Pending'));
     for (const a of p.actions) if (a.kind === 'event') this.events.push({ reason: a.reason, note: a.note });
+    this.proofs.apply(p.actions, this.now);
     const calls = p.actions.flatMap((a) => (a.kind === 'callDriver' ? [a.request] : []));
     for (const [i, req] of calls.entries()) {
       if (typeof crash === 'object' && 'before' in crash && crash.before === i) return p;
