@@ -1,4 +1,5 @@
 import type { AnalysisSignals, Breach } from '../api/types.generated.ts';
+import type { ObservedComponents } from './component-skew.ts';
 import type { ObservedCoverage, ObservedKubeadm, ObservedTrust } from './observed-preflight.ts';
 
 /**
@@ -104,6 +105,11 @@ export interface Observation {
    * read with `trust`. Absent: not read (no kubeadm report is written).
    */
   kubeadm?: ObservedKubeadm;
+  /**
+   * Every kube-controller-manager and kube-scheduler Pod in kube-system with the version its image names
+   * (src/observe/components.ts), read at every observation by the operator's observer. Absent: not read.
+   */
+  components?: ObservedComponents;
   /** The facts of spec.gates, read when the planner asked for them (src/plan/reconcile.ts). Absent: not read. */
   gates?: ObservedGates;
 }
