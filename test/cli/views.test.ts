@@ -127,3 +127,18 @@ test('list and get: an upgrade waiting for its window says why and until when; o
   assert.match(gout, /^ {2}DeprecatedAPIRemovedByTarget +4 +flowcontrol/m);
   assert.equal(listRows([g])[0]!.waiting, 'GateNotHeld');
 });
+
+test('get: the control plane components are listed with their versions, an unknown one as unknown', () => {
+  const u = upgrading();
+  u.status!.components = [
+    { component: 'kube-controller-manager', pod: 'kube-system/kube-controller-manager-cp-1', node: 'cp-1', image: 'registry.k8s.io/kube-controller-manager:v1.36.3', version: 'v1.36.3' },
+    { component: 'kube-scheduler', pod: 'kube-system/kube-scheduler-cp-1', node: 'cp-1' },
+  ];
+  const v = buildGetView(u, []);
+  assert.deepEqual(v.components.map((c) => `${c.component}/${c.node}=${c.version ?? '?'}`), ['kube-controller-manager/cp-1=v1.36.3', 'kube-scheduler/cp-1=?']);
+  const text = renderGet(v, NOW);
+  assert.match(text, /^Control plane components \(must not be newer than kube-apiserver\):$/m);
+  assert.match(text, /^ {2}kube-controller-manager +cp-1 +v1\.36\.3 +kube-system\/kube-controller-manager-cp-1$/m);
+  assert.match(text, /^ {2}kube-scheduler +cp-1 +unknown +kube-system\/kube-scheduler-cp-1$/m);
+  assert.doesNotMatch(renderGet(buildGetView(upgrading(), []), NOW), /Control plane components/);
+});

@@ -20,6 +20,7 @@ local AUTOMATIC_PAUSE = {
   ["EmulationIneffective"] = true,
   ["RollbackOrphans"] = true,
   ["NotAllowedByPolicy"] = true,
+  ["ComponentSkew"] = true,
 }
 
 local function condition(conditions, ctype)
