@@ -2,7 +2,7 @@ import type { PlanContext } from './context.ts';
 import type { UpgradePhase } from '../api/types.generated.ts';
 import type { PauseReason } from '../api/vocabulary.ts';
 import { reportRollbackSafety, rollbackVerdict } from './rollback-verdict.ts';
-import { rollbackGoal, serversToMove } from './rollback-goal.ts';
+import { rollbackGoal, rollbackMoves, serversToMove } from './rollback-goal.ts';
 import { rollbackSkew } from './component-skew.ts';
 import { safeMessage } from './redact.ts';
 import { acceptMembership, membershipChange } from './membership.ts';
@@ -74,13 +74,27 @@ function heldBySafety(ctx: PlanContext, message: string, resumePhase: UpgradePha
  * pauses; a resume then continues the upgrade where it stood.
  */
 export function mayRollBack(ctx: PlanContext, hostname: string): boolean {
-  const started = (ctx.status.batch?.current ?? 0) > 0 || ctx.spec.proxy.gate === 'Unmanaged';
-  const resumePhase = started ? 'Upgrading' : 'EnablingProxy';
-  // The control plane's skew is judged before every Rollback call, not only a server's first: a component may be
-  // upgraded by hand while the rollback runs.
-  if (heldBySkew(ctx, `rolling back ${hostname}`, resumePhase)) return false;
   if ((ctx.status.driverCalls ?? []).some((c) => c.server === hostname && c.action === 'Rollback')) return true;
-  return !heldBySafety(ctx, `rolling back ${hostname}`, resumePhase, true);
+  return !heldBySafety(ctx, `rolling back ${hostname}`, rollingBackResumePhase(ctx), true);
+}
+
+/** Where a resume of a pause taken while rolling back returns: the phase the upgrade was in before the rollback. */
+function rollingBackResumePhase(ctx: PlanContext): UpgradePhase {
+  const started = (ctx.status.batch?.current ?? 0) > 0 || ctx.spec.proxy.gate === 'Unmanaged';
+  return started ? 'Upgrading' : 'EnablingProxy';
+}
+
+/**
+ * The control plane's skew, judged at every step of a running rollback before any Rollback call is made or sent again:
+ * a component may be moved by hand while the rollback runs. It holds (pauses ComponentSkew) while a touched server
+ * would still get a call — one not back on the goal or with a call in flight, or one never called (a restart in
+ * place) — and lets a rollback whose calls are all done finish. Returns true when it paused.
+ */
+export function heldBySkewWhileRollingBack(ctx: PlanContext): boolean {
+  const goal = rollbackGoal(ctx);
+  const called = new Set((ctx.status.driverCalls ?? []).filter((c) => c.action === 'Rollback' && c.result === 'Done').map((c) => c.server));
+  if (!goal.touched.some((h) => rollbackMoves(ctx, h, goal) || !called.has(h))) return false;
+  return heldBySkew(ctx, `rolling back to ${goal.describe}`, rollingBackResumePhase(ctx), true);
 }
 
 /** The version (or, in phase two, the emulated minor) the kube-apiservers are back on after the rollback. */
@@ -94,10 +108,10 @@ function rollbackReturnsTo(ctx: PlanContext): string {
  * to — or one whose version is unknown — pauses (ComponentSkew) instead of starting, naming each; no Rollback call is
  * made. The pause keeps the rollback's cause and re-checks at each step (recheckComponentSkew). Returns true when it paused.
  */
-function heldBySkew(ctx: PlanContext, message: string, resumePhase: UpgradePhase): boolean {
+function heldBySkew(ctx: PlanContext, message: string, resumePhase: UpgradePhase, underWay = false): boolean {
   const skew = rollbackSkew(ctx.obs.components, rollbackReturnsTo(ctx));
   if (!skew) return false;
-  pause(ctx, 'ComponentSkew', `${message}${NOT_STARTED}${skew.message}. Resume to continue the upgrade instead`, resumePhase, skew.blockers);
+  pause(ctx, 'ComponentSkew', `${message}${underWay ? '; no further Rollback call: ' : NOT_STARTED}${skew.message}. Resume to continue the upgrade instead`, resumePhase, skew.blockers);
   holdRollback(ctx, message);
   return true;
 }

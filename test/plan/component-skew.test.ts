@@ -7,6 +7,8 @@ import type { ObservedComponent, ObservedComponents } from '../../src/plan/compo
 import { componentPreflight, rollbackSkew } from '../../src/plan/component-skew.ts';
 import { componentsFromPods, versionOfImage, COMPONENT_PODS_SELECTOR } from '../../src/observe/components.ts';
 
+/** The phase, read afresh (assertions narrow `sim.status?.phase` for the compiler; the simulation changes it). */
+const phaseOf = (sim: Sim): string | undefined => sim.status?.phase;
 const threeOld = () => [peer('cp-1', OLD, 'on'), peer('cp-2', OLD, 'on'), peer('cp-3', OLD, 'on')];
 
 function kcm(node: string, version: string | undefined): ObservedComponent {
@@ -167,7 +169,36 @@ test('a component upgraded while the rollback runs stops further Rollback calls 
     sim.applyDriverCalls();
   }
   assert.equal(sim.status?.pause?.reason, 'ComponentSkew');
-  assert.match(sim.status?.pause?.message ?? '', /kube-scheduler on node cp-3 .* runs v1\.36\.3/);
+  assert.match(sim.status?.pause?.message ?? '', /^rolling back to v1\.35\.4; no further Rollback call: .*kube-scheduler on node cp-3 .* runs v1\.36\.3/);
+  // Back on the from-version: the rollback goes on where it stood and ends.
+  sim.extra.components = all(OLD);
+  const calls: string[] = [];
+  for (let i = 0; i < 40 && phaseOf(sim) !== 'RolledBack'; i++) {
+    sim.step();
+    calls.push(...sim.calls());
+    sim.applyDriverCalls();
+  }
+  assert.deepEqual(calls, ['Rollback:cp-1']);
+  assert.equal(sim.status?.phase, 'RolledBack');
+});
+
+test('a rollback whose calls are all done finishes though a component moved meanwhile: nothing more is called', () => {
+  const sim = new Sim([peer('cp-1', OLD, 'on'), peer('cp-2', OLD, 'on')]);
+  sim.extra.components = all(OLD);
+  sim.step();
+  sim.step();
+  sim.applyDriverCalls();
+  sim.upgrade = { ...sim.upgrade, annotations: { [ABORT_ANNOTATION]: 'a1' } };
+  sim.step();
+  sim.step();
+  assert.deepEqual(sim.calls(), ['Rollback:cp-1']);
+  sim.applyDriverCalls();
+  sim.extra.components = all(NEW);
+  for (let i = 0; i < 10 && phaseOf(sim) === 'RollingBack'; i++) {
+    sim.step();
+    assert.deepEqual(sim.calls(), []);
+  }
+  assert.equal(sim.status?.phase, 'RolledBack');
 });
 
 test('rollbackSkew compares with the emulated minor in phase two, and an unlisted fleet holds (fail closed)', () => {
