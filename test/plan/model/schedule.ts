@@ -33,6 +33,8 @@ export interface Setup {
   gated?: boolean;
   /** spec.window: windows of this many minutes every 4 minutes from 10:00 to 11:00 UTC; absent or 0: none. */
   windowOpenMin?: 0 | 1 | 2 | 3;
+  /** The first node's kube-controller-manager when the run starts: on the from-version (absent), a minor past the target, or of unknown version. */
+  componentAt?: 'from' | 'newer' | 'unknown';
 }
 
 
@@ -53,7 +55,9 @@ export type Event =
   | { e: 'flaky'; n: number }
   | { e: 'reportFault'; n: number }
   | { e: 'health'; v: 'hold' | 'fail' | 'unknown' }
-  | { e: 'edge'; d: -1 | 0 | 1 };
+  | { e: 'edge'; d: -1 | 0 | 1 }
+  /** A human moves the kube-controller-manager on the i-th node to the from-version, the target, a minor past the target, or an image without a version. */
+  | { e: 'component'; i: number; to: 'from' | 'target' | 'newer' | 'unknown' };
 
 export interface Step {
   /** Seconds that pass before the reconcile. */
@@ -90,6 +94,7 @@ export const setupArb: fc.Arbitrary<Setup> = fc.record({
   phases: fc.constantFrom('OnePhase' as const, 'OnePhase' as const, 'TwoPhase' as const),
   gated: fc.boolean(),
   windowOpenMin: fc.constantFrom(0 as const, 0 as const, 1 as const, 2 as const, 3 as const),
+  componentAt: fc.constantFrom('from' as const, 'from' as const, 'from' as const, 'from' as const, 'newer' as const, 'unknown' as const),
 });
 
 const eventArb: fc.Arbitrary<Event> = fc.oneof(
@@ -111,6 +116,7 @@ const eventArb: fc.Arbitrary<Event> = fc.oneof(
   // (a crash there is a leader change at the edge).
   { weight: 8, arbitrary: fc.record({ e: fc.constant('health' as const), v: fc.constantFrom('hold' as const, 'fail' as const, 'fail' as const, 'unknown' as const) }) },
   { weight: 2, arbitrary: fc.record({ e: fc.constant('edge' as const), d: fc.constantFrom(-1 as const, 0 as const, 1 as const) }) },
+  { weight: 5, arbitrary: fc.record({ e: fc.constant('component' as const), i: fc.integer({ min: 0, max: 4 }), to: fc.constantFrom('from' as const, 'target' as const, 'target' as const, 'target' as const, 'newer' as const, 'unknown' as const) }) },
 );
 
 const stepArb: fc.Arbitrary<Step> = fc.record(
@@ -156,13 +162,26 @@ function runSetup(s: Setup): RunSetup {
   };
 }
 
+/** The first node's kube-controller-manager as the setup says, before the first reconcile. */
+function placeComponent(run: ModelRun, at: Setup['componentAt']): void {
+  if (at === undefined || at === 'from') return;
+  const first = [...run.world.components.keys()][0]!;
+  run.world.components.set(first, at === 'newer' ? minorPast(run.setup.targetVersion) : undefined);
+}
+
+/** v1.37.0 for v1.36.3: a release one minor past `v`. */
+function minorPast(v: string): string {
+  const [major, minorN] = v.replace(/^v/, '').split('.').map(Number);
+  return `v${major}.${(minorN ?? 0) + 1}.0`;
+}
+
 /** Readable, one line per step. */
 export function renderSchedule(sc: Schedule): string {
   const s = sc.setup;
   const head =
     `setup: ${s.servers} servers on ${OLD}${s.suffix} gate ${s.gateOn ? 'on' : 'off'} -> ${s.target}; batchSize ${s.batchSize}, soak ${s.soak}, batchTimeout ${s.batchTimeout}, ` +
     `failureLimit ${s.failureLimit}, onBreach ${s.onBreach}, proxy.gate ${s.gate}${s.revertAfter ? ' revertAfter' : ''}, storage ${s.storageSafe ? 'safe' : 'UNSAFE'} to roll back, ` +
-    `${s.phases === 'TwoPhase' ? 'TwoPhase, ' : ''}${s.gated ? 'gate health, ' : ''}${s.windowOpenMin ? `windows of ${s.windowOpenMin}m every 4m 10:00-11:00 UTC, ` : ''}${s.pausedAtCreation ? 'created paused, ' : ''}ops stop after ${s.downDelayS}s and return ${s.upDelayS}s later${s.staleOnStop ? ' (stops leave stale leases)' : ''}`;
+    `${s.componentAt && s.componentAt !== 'from' ? `kube-controller-manager of cp-1 ${s.componentAt === 'newer' ? 'a minor past the target' : 'of unknown version'}, ` : ''}${s.phases === 'TwoPhase' ? 'TwoPhase, ' : ''}${s.gated ? 'gate health, ' : ''}${s.windowOpenMin ? `windows of ${s.windowOpenMin}m every 4m 10:00-11:00 UTC, ` : ''}${s.pausedAtCreation ? 'created paused, ' : ''}ops stop after ${s.downDelayS}s and return ${s.upDelayS}s later${s.staleOnStop ? ' (stops leave stale leases)' : ''}`;
   const lines = sc.steps.map((st, i) => `  ${String(i + 1).padStart(2)}. wait ${st.dt}s${st.ev ? `, ${renderEvent(st.ev)}` : ''}, reconcile${st.crash >= 0 ? ` crashing ${renderCrash(st.crash)}` : ''}`);
   return [head, ...lines, '  then: faults stop (calm) and the run must come to rest'].join('\n');
 }
@@ -206,6 +225,8 @@ function renderEvent(ev: Event): string {
       return `gate health: ${ev.v === 'hold' ? 'holds' : ev.v === 'fail' ? 'a critical alert fires' : 'Prometheus down (cannot be evaluated)'}`;
     case 'edge':
       return `time moves to the next window edge${ev.d === 0 ? '' : ev.d < 0 ? ' less 1 ms' : ' plus 1 ms'}`;
+    case 'component':
+      return `kube-controller-manager #${ev.i} moved to ${ev.to === 'from' ? 'the from-version' : ev.to === 'target' ? 'the target' : ev.to === 'newer' ? 'a minor past the target' : 'an image without a version'}`;
   }
 }
 
@@ -268,6 +289,12 @@ function apply(run: ModelRun, ev: Event): void {
     case 'edge':
       if ((run.setup.windowOpenMin ?? 0) > 0) w.advance(Math.max(0, nextWindowEdge(w.now, run.setup.windowOpenMin!) + ev.d - w.now));
       break;
+    case 'component': {
+      const nodes = [...w.components.keys()];
+      const node = nodes[ev.i % nodes.length]!;
+      w.components.set(node, ev.to === 'from' ? OLD : ev.to === 'target' ? release(run.setup.targetVersion) : ev.to === 'newer' ? minorPast(run.setup.targetVersion) : undefined);
+      break;
+    }
   }
   run.note(`~ ${renderEvent(ev)}`);
 }
@@ -287,6 +314,7 @@ export const LIMITS: Limits = { segmentMs: 30 * 60_000, segment: 1000, resumes: 
 /** Plays a schedule; throws a Violation (with the trace) when an enabled invariant breaks. */
 export function play(sc: Schedule, enabled: ReadonlySet<Inv>, limits: Limits = LIMITS): ModelRun {
   const run = new ModelRun(runSetup(sc.setup), enabled);
+  placeComponent(run, sc.setup.componentAt);
   try {
     for (const st of sc.steps) {
       run.world.advance(st.dt * 1000);
@@ -318,12 +346,14 @@ function calm(run: ModelRun, limits: Limits): void {
   if (run.spec.paused) run.editSpec({ paused: false });
   // The gate holds again; the windows go (a later one may be a day away): what is left must come to rest.
   w.health = 'hold';
+  // Every kube-controller-manager back on the from-version: a human fixed the skew.
+  for (const node of w.components.keys()) w.components.set(node, OLD);
   if (run.spec.window) {
     const { window: _w, ...rest } = run.spec;
     run.spec = rest;
     run.upgrade = { ...run.upgrade, generation: run.upgrade.generation + 1 };
   }
-  run.note('~ calm: faults stop; spec.paused false; gate holds; no window');
+  run.note('~ calm: faults stop; spec.paused false; gate holds; no window; every kube-controller-manager on the from-version');
   let resumes = 0;
   let steps = 0;
   let since = w.now;
