@@ -99,6 +99,19 @@ async function measure(c: Cluster, version: string): Promise<Record<string, numb
   return out;
 }
 
+/**
+ * What a kube-apiserver shows of coordinated leader election: its CoordinatedLeaderElection gate in /metrics
+ * (kubernetes_feature_enabled: the stage and 0 or 1), and whether it serves LeaseCandidates (coordination.k8s.io/v1beta1).
+ */
+async function coordinatedLeaderElection(c: Cluster, i: number): Promise<{ gate: string; leaseCandidates: number }> {
+  const m = await c.request(i, '/metrics', { timeoutMs: 10_000 });
+  const line = m.body.split('\n').find((l) => l.startsWith('kubernetes_feature_enabled{') && l.includes('name="CoordinatedLeaderElection"')) ?? 'absent';
+  const leaseCandidates = (await c.request(i, '/apis/coordination.k8s.io/v1beta1/leasecandidates')).status;
+  const out = { gate: line, leaseCandidates };
+  process.stderr.write(`[${c.servers[i]!.name} CoordinatedLeaderElection] ${JSON.stringify(out)}\n`);
+  return out;
+}
+
 async function waitUpgrade(c: Cluster, what: string, ms: number, ok: (u: ApiServerUpgrade) => boolean): Promise<ApiServerUpgrade> {
   let last: ApiServerUpgrade | undefined;
   return waitFor(what, ms, async () => {
@@ -122,6 +135,10 @@ test('kube-controller-manager skew: newer than the target blocks preflight; upgr
   // kube-controller-manager registers no /version handler: authorized, the path is not found.
   assert.equal(served['admin /version'], 404);
   assert.equal(served['anonymous /healthz'], 200);
+  // Coordinated leader election is off by default on v1.35: the gate reads 0, and LeaseCandidates are not served.
+  const cleOld = await coordinatedLeaderElection(c, 0);
+  assert.equal(cleOld.gate, 'kubernetes_feature_enabled{name="CoordinatedLeaderElection",stage="BETA"} 0');
+  assert.equal(cleOld.leaseCandidates, 404);
 
   for (const node of ['cp-1', 'cp-2', 'cp-3']) {
     await call(c, 'POST', PODS, mirrorPod('kube-controller-manager', node, node === 'cp-2' ? 'v1.37.2' : OLD_VERSION));
@@ -144,6 +161,10 @@ test('kube-controller-manager skew: newer than the target blocks preflight; upgr
   await waitUpgrade(c, 'batch 1 soaking', 3 * 60_000, (u) => u.status?.batch?.current === 1 && u.status.batch.soakUntil !== undefined);
   assert.deepEqual(calls(r), ['Upgrade:cp-1']);
   process.stderr.write(`[${at()}] batch 1 soaking\n`);
+  // ... and on v1.36 (cp-1 runs it now).
+  const cleNew = await coordinatedLeaderElection(c, 0);
+  assert.equal(cleNew.gate, 'kubernetes_feature_enabled{name="CoordinatedLeaderElection",stage="BETA"} 0');
+  assert.equal(cleNew.leaseCandidates, 404);
 
   // cp-1's kube-controller-manager upgraded to the target by hand.
   await kcm.stop(10_000);
