@@ -168,16 +168,16 @@ const pause: Schema = {
   properties: {
     reason: { tsType: 'PauseReasonName', type: 'string', description: 'Why the upgrade paused.', enum: PAUSE_REASONS },
     message: stringField('Details, naming the servers, signals or resources involved.', 32768),
-    heldRollback: stringField('The cause of the rollback this pause holds (RollbackSafetyUnknown, RollbackOrphans): the rollback starts with it once its safety is known and allows it.', 4096),
+    heldRollback: stringField('The cause of the rollback this pause holds (RollbackSafetyUnknown, RollbackOrphans, ComponentSkew): the rollback starts with it once its safety is known and allows it.', 4096),
     since: timeField('When the pause began.'),
     /** The phase the upgrade returns to when the pause ends. */
     resumePhase: phaseSchema,
     servers: {
       type: 'array',
-      description: 'MembershipChanged: the servers that joined or left. A resume accepts exactly these into (or out of) the plan; a server that left without being named here is never dropped silently.',
+      description: 'MembershipChanged: the servers that joined or left. A resume accepts exactly these into (or out of) the plan; a server that left without being named here is never dropped silently. ComponentSkew: the components holding the rollback, as <component>/<node>.',
       maxItems: 256,
       'x-kubernetes-list-type': 'atomic',
-      items: stringField('Hostname.', 253),
+      items: stringField('Hostname, or <component>/<node>.', 300),
     },
   },
 };

@@ -1060,8 +1060,8 @@ export interface PauseStatus {
   /** Details, naming the servers, signals or resources involved. */
   message?: string;
   /**
-   * The cause of the rollback this pause holds (RollbackSafetyUnknown, RollbackOrphans): the rollback starts
-   * with it once its safety is known and allows it.
+   * The cause of the rollback this pause holds (RollbackSafetyUnknown, RollbackOrphans, ComponentSkew): the
+   * rollback starts with it once its safety is known and allows it.
    */
   heldRollback?: string;
   /** When the pause began. */
@@ -1070,7 +1070,8 @@ export interface PauseStatus {
   resumePhase?: UpgradePhase;
   /**
    * MembershipChanged: the servers that joined or left. A resume accepts exactly these into (or out of) the
-   * plan; a server that left without being named here is never dropped silently.
+   * plan; a server that left without being named here is never dropped silently. ComponentSkew: the
+   * components holding the rollback, as <component>/<node>.
    */
   servers?: string[];
 }
