@@ -37,8 +37,9 @@ export function startRollback(ctx: PlanContext, message: string, resumePhase: Up
 }
 
 /**
- * Applies the rollback verdict to a rollback about to move servers: unsafe or unknown pauses, saying what is
- * missing; orphans pause unless spec.rollback.orphanedObjects is Proceed. Returns true when it paused.
+ * Applies the rollback verdict to a rollback about to move servers: the control plane's skew first (heldBySkew), then
+ * storage: unsafe or unknown pauses, saying what is missing; orphans pause unless spec.rollback.orphanedObjects is
+ * Proceed. Returns true when it paused.
  */
 function heldBySafety(ctx: PlanContext, message: string, resumePhase: UpgradePhase, quiet = false): boolean {
   if (heldBySkew(ctx, message, resumePhase)) return true;
@@ -112,7 +113,7 @@ function heldBySkew(ctx: PlanContext, message: string, resumePhase: UpgradePhase
   const skew = rollbackSkew(ctx.obs.components, rollbackReturnsTo(ctx));
   if (!skew) return false;
   pause(ctx, 'ComponentSkew', `${message}${underWay ? '; no further Rollback call: ' : NOT_STARTED}${skew.message}. Resume to continue the upgrade instead`, resumePhase, skew.blockers);
-  holdRollback(ctx, message);
+  holdRollback(ctx, underWay ? 'the rollback under way' : message);
   return true;
 }
 
