@@ -5,7 +5,7 @@ import { Sim, peer, spec, OLD, NEW } from './fleet.ts';
 import { ABORT_ANNOTATION, RESUME_ANNOTATION } from '../../src/plan/index.ts';
 import type { ObservedComponent, ObservedComponents } from '../../src/plan/component-skew.ts';
 import { componentPreflight, rollbackSkew } from '../../src/plan/component-skew.ts';
-import { componentsFromPods, versionOfImage, COMPONENT_PODS_SELECTOR } from '../../src/observe/components.ts';
+import { componentsFromPods, observeComponents, versionOfImage, COMPONENT_PODS_PATH, COMPONENT_PODS_SELECTOR } from '../../src/observe/components.ts';
 
 /** The phase, read afresh (assertions narrow `sim.status?.phase` for the compiler; the simulation changes it). */
 const phaseOf = (sim: Sim): string | undefined => sim.status?.phase;
@@ -206,4 +206,18 @@ test('rollbackSkew compares with the emulated minor in phase two, and an unliste
   assert.match(rollbackSkew(all(NEW), '1.35')!.message, /runs v1\.36\.3, newer than 1\.35/);
   assert.deepEqual(rollbackSkew({ error: 'timeout' }, OLD)?.blockers, ['(not listed)']);
   assert.equal(rollbackSkew(undefined, OLD), undefined);
+});
+
+test('observeComponents lists the component Pods by their selector; a failed list is the observation\'s error, never a rejection', async () => {
+  const asked: string[] = [];
+  const ok = await observeComponents(async <T,>(path: string): Promise<T> => {
+    asked.push(path);
+    return { items: [pod('kube-scheduler-cp-2', 'kube-scheduler', 'registry.k8s.io/kube-scheduler:v1.35.4', { spec: { nodeName: 'cp-2', containers: [{ name: 'kube-scheduler', image: 'registry.k8s.io/kube-scheduler:v1.35.4' }] } })] } as T;
+  });
+  assert.deepEqual(asked, [COMPONENT_PODS_PATH]);
+  assert.deepEqual(ok, { pods: [{ component: 'kube-scheduler', pod: 'kube-system/kube-scheduler-cp-2', node: 'cp-2', image: 'registry.k8s.io/kube-scheduler:v1.35.4', version: 'v1.35.4' }] });
+  const failed = await observeComponents(async () => {
+    throw new Error('HTTP 403: pods is forbidden');
+  });
+  assert.ok('error' in failed && failed.error.includes('HTTP 403: pods is forbidden'));
 });
