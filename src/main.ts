@@ -29,6 +29,7 @@ import { leaseEventWakes, upgradesToWake } from './plan/wake.ts';
 import { CachedUpgrades } from './runtime/upgrade-cache.ts';
 import { listThroughCaches, type CachedCollection } from './runtime/cached-list.ts';
 import { APISERVER_PODS_COLLECTION, APISERVER_PODS_PATH, APISERVER_PODS_SELECTOR } from './observe/trust.ts';
+import { COMPONENT_PODS_PATH, COMPONENT_PODS_SELECTOR } from './observe/components.ts';
 import { NODES_PATH, observeKubeadm, trimNode } from './observe/kubeadm.ts';
 import { readCollection } from './runtime/read-collection.ts';
 import type { V1EndpointSlice, V1Lease, V1Node } from '@kubernetes/client-node';
@@ -128,9 +129,14 @@ const apiServices = new Informer({
 const mirrorPods = new Informer({
   kubeConfig: kc, path: APISERVER_PODS_COLLECTION, labelSelector: APISERVER_PODS_SELECTOR, name: 'apiserver-mirror-pods', logger: log, ...runtimeMetrics.informerHooks('apiserver-mirror-pods'),
 });
+// The kube-controller-manager and kube-scheduler Pods (docs/version-skew.md), read at every observation.
+const componentPods = new Informer({
+  kubeConfig: kc, path: APISERVER_PODS_COLLECTION, labelSelector: COMPONENT_PODS_SELECTOR, name: 'control-plane-component-pods', logger: log, ...runtimeMetrics.informerHooks('control-plane-component-pods'),
+});
 const cachedList = listThroughCaches((path) => kube.request('GET', path), new Map<string, CachedCollection>([
   [APISERVICES_PATH, { cache: apiServices, apiVersion: 'apiregistration.k8s.io/v1', kind: 'APIServiceList' }],
   [APISERVER_PODS_PATH, { cache: mirrorPods, apiVersion: 'v1', kind: 'PodList' }],
+  [COMPONENT_PODS_PATH, { cache: componentPods, apiVersion: 'v1', kind: 'PodList' }],
 ]));
 const observer = new FleetObserver(kc, cachedList, log, { analysisSource: prometheus.source, leaseCache: leases, endpointCache: endpointSlices });
 const leaderIdentityHolder: { id: string } = { id: '' };
@@ -264,5 +270,6 @@ leases.start();
 endpointSlices.start();
 apiServices.start();
 mirrorPods.start();
+componentPods.start();
 leader.start();
 log.info('apiserver-upgrade-operator started', { identity: leader.identity, healthPort: health.port, metricsPort: health.metricsPort, server: kc.server });

@@ -3,7 +3,7 @@ import { CONDITION_REASON_PATTERN, CONDITION_TYPE_PATTERN } from './patterns.ts'
 import { stringField, timeField } from './schema-builders.ts';
 import { phaseTwoHoldSchema, phaseTwoSchema, rollbackWindowSchema } from './schema-hold.ts';
 import { acceptedRisksStatusSchema, waitingStatusSchema, windowStatusSchema } from './schema-gates.ts';
-import { CALL_RESULTS, COVERAGE_KINDS, FLAG_PROOF_RESULTS, FLAG_PROOF_STATES, GATE_STATES, KUBEADM_CHECKS, KUBEADM_CONFIG_RESULTS, KUBEADM_SEVERITIES, PAUSE_REASONS, PEER_STATES, PHASES, TRUST_CHECKS, TRUST_RESULTS } from './vocabulary.ts';
+import { CALL_RESULTS, CONTROL_PLANE_COMPONENTS, COVERAGE_KINDS, FLAG_PROOF_RESULTS, FLAG_PROOF_STATES, GATE_STATES, KUBEADM_CHECKS, KUBEADM_CONFIG_RESULTS, KUBEADM_SEVERITIES, PAUSE_REASONS, PEER_STATES, PHASES, TRUST_CHECKS, TRUST_RESULTS } from './vocabulary.ts';
 
 /**
  * The observed state of an ApiServerUpgrade, as data (see schema-spec.ts for why).
@@ -169,16 +169,16 @@ const pause: Schema = {
   properties: {
     reason: { tsType: 'PauseReasonName', type: 'string', description: 'Why the upgrade paused.', enum: PAUSE_REASONS },
     message: stringField('Details, naming the servers, signals or resources involved.', 32768),
-    heldRollback: stringField('The cause of the rollback this pause holds (RollbackSafetyUnknown, RollbackOrphans): the rollback starts with it once its safety is known and allows it.', 4096),
+    heldRollback: stringField('The cause of the rollback this pause holds (RollbackSafetyUnknown, RollbackOrphans, ComponentSkew): the rollback starts with it once its safety is known and allows it.', 4096),
     since: timeField('When the pause began.'),
     /** The phase the upgrade returns to when the pause ends. */
     resumePhase: phaseSchema,
     servers: {
       type: 'array',
-      description: 'MembershipChanged: the servers that joined or left. A resume accepts exactly these into (or out of) the plan; a server that left without being named here is never dropped silently.',
+      description: 'MembershipChanged: the servers that joined or left. A resume accepts exactly these into (or out of) the plan; a server that left without being named here is never dropped silently. ComponentSkew: the components holding the rollback, as <component>/<node>.',
       maxItems: 256,
       'x-kubernetes-list-type': 'atomic',
-      items: stringField('Hostname.', 253),
+      items: stringField('Hostname, or <component>/<node>.', 300),
     },
   },
 };
@@ -497,6 +497,26 @@ export const statusSchema: Schema = {
       'x-kubernetes-list-type': 'map',
       'x-kubernetes-list-map-keys': ['identity'],
       items: peer,
+    },
+    components: {
+      type: 'array',
+      description: 'Every kube-controller-manager and kube-scheduler Pod in kube-system as last observed, with the version its image names (docs/version-skew.md): none may be newer than the kube-apiservers, so preflight refuses a target older than one, and a rollback that would leave one newer pauses (ComponentSkew).',
+      maxItems: 64,
+      'x-kubernetes-list-type': 'map',
+      'x-kubernetes-list-map-keys': ['pod'],
+      items: {
+        tsType: 'ComponentStatus',
+        type: 'object',
+        description: 'One kube-controller-manager or kube-scheduler Pod.',
+        required: ['component', 'pod', 'node'],
+        properties: {
+          component: { tsType: 'ControlPlaneComponentName', type: 'string', description: 'Which component its component label names.', enum: CONTROL_PLANE_COMPONENTS },
+          pod: stringField('kube-system/<name> of its Pod.', 265),
+          node: stringField('The Node it runs on (spec.nodeName); empty when the Pod names none.', 253),
+          image: stringField('The image its container runs.', 512),
+          version: stringField('The version its image tag names; absent: unknown (preflight refuses, a rollback pauses on it).', 64),
+        },
+      },
     },
     plan: frozenPlan,
     stage: stageSchema,

@@ -74,9 +74,9 @@ export interface ApiServerUpgradeSpec {
    * Event. Acceptable: DeprecatedAPIRemovedByTarget, DeprecatedAPIsUnknown, ServingCertificateExpiresSoon,
    * ServingCertificateUnknown, KubeadmConfigUnreadable. Hard safety rules (SkipsMinor, Downgrade,
    * MajorVersionChange, MixedVersions, KubeletTooOld, KubeletNewerThanTarget, KubeletVersionUnknown,
-   * RollbackUnsafe, RollbackSafetyUnknown, RollbackOrphans, StorageVersionsUnknown, FrozenPlan,
-   * MembershipChanged, UnhealthyFleet, EtcdUnhealthy, AlphaGateNotAllowed, NotAllowedByPolicy) are refused by
-   * the API.
+   * ComponentNewerThanTarget, ComponentVersionUnknown, ComponentSkew, RollbackUnsafe, RollbackSafetyUnknown,
+   * RollbackOrphans, StorageVersionsUnknown, FrozenPlan, MembershipChanged, UnhealthyFleet, EtcdUnhealthy,
+   * AlphaGateNotAllowed, NotAllowedByPolicy) are refused by the API.
    */
   acceptRisks?: string[];
 }
@@ -543,6 +543,12 @@ export interface ApiServerUpgradeStatus {
   /** Every kube-apiserver, by identity. */
   peers?: PeerStatus[];
   /**
+   * Every kube-controller-manager and kube-scheduler Pod in kube-system as last observed, with the version
+   * its image names (docs/version-skew.md): none may be newer than the kube-apiservers, so preflight refuses
+   * a target older than one, and a rollback that would leave one newer pauses (ComponentSkew).
+   */
+  components?: ComponentStatus[];
+  /**
    * The plan fixed when the upgrade started, and the facts later decisions need after a restart or a leader
    * change. Only batches not yet started change, on a resume after a membership change or a strategy edit.
    */
@@ -705,6 +711,23 @@ export type ProxyGateState = 'Enabled' | 'Disabled' | 'Unknown';
 
 /** Where the server is in the upgrade. */
 export type PeerState = 'Pending' | 'EnablingProxy' | 'Replacing' | 'Converging' | 'Upgraded' | 'RollingBack' | 'RolledBack' | 'Failed' | 'Unreachable';
+
+/** One kube-controller-manager or kube-scheduler Pod. */
+export interface ComponentStatus {
+  /** Which component its component label names. */
+  component: ControlPlaneComponentName;
+  /** kube-system/<name> of its Pod. */
+  pod: string;
+  /** The Node it runs on (spec.nodeName); empty when the Pod names none. */
+  node: string;
+  /** The image its container runs. */
+  image?: string;
+  /** The version its image tag names; absent: unknown (preflight refuses, a rollback pauses on it). */
+  version?: string;
+}
+
+/** Which component its component label names. */
+export type ControlPlaneComponentName = 'kube-controller-manager' | 'kube-scheduler';
 
 /**
  * The plan fixed when the upgrade started, and the facts later decisions need after a restart or a leader
@@ -1167,8 +1190,8 @@ export interface PauseStatus {
   /** Details, naming the servers, signals or resources involved. */
   message?: string;
   /**
-   * The cause of the rollback this pause holds (RollbackSafetyUnknown, RollbackOrphans): the rollback starts
-   * with it once its safety is known and allows it.
+   * The cause of the rollback this pause holds (RollbackSafetyUnknown, RollbackOrphans, ComponentSkew): the
+   * rollback starts with it once its safety is known and allows it.
    */
   heldRollback?: string;
   /** When the pause began. */
@@ -1177,13 +1200,14 @@ export interface PauseStatus {
   resumePhase?: UpgradePhase;
   /**
    * MembershipChanged: the servers that joined or left. A resume accepts exactly these into (or out of) the
-   * plan; a server that left without being named here is never dropped silently.
+   * plan; a server that left without being named here is never dropped silently. ComponentSkew: the
+   * components holding the rollback, as <component>/<node>.
    */
   servers?: string[];
 }
 
 /** Why the upgrade paused. */
-export type PauseReasonName = 'PausedBySpec' | 'AnalysisBreach' | 'BatchTimeout' | 'DriverFailed' | 'DiscoveryNotConverged' | 'RollbackUnsafe' | 'RollbackSafetyUnknown' | 'MembershipChanged' | 'EmulationIneffective' | 'RollbackOrphans' | 'NotAllowedByPolicy' | 'FlagProofRefused';
+export type PauseReasonName = 'PausedBySpec' | 'AnalysisBreach' | 'BatchTimeout' | 'DriverFailed' | 'DiscoveryNotConverged' | 'RollbackUnsafe' | 'RollbackSafetyUnknown' | 'MembershipChanged' | 'EmulationIneffective' | 'RollbackOrphans' | 'NotAllowedByPolicy' | 'FlagProofRefused' | 'ComponentSkew';
 
 /**
  * Why the upgrade waits before its next step without being paused; absent when it does not wait. It goes on

@@ -41,11 +41,16 @@ export const PAUSE_REASONS = [
   'RollbackOrphans',
   'NotAllowedByPolicy',
   'FlagProofRefused',
+  'ComponentSkew',
 ] as const;
 export type PauseReason = (typeof PAUSE_REASONS)[number];
 
 /** Reasons that end a Paused phase automatically, without a human: everything else pages. */
 export const SELF_RESUMING: ReadonlySet<PauseReason> = new Set<PauseReason>(['PausedBySpec']);
+
+/** The rest of the control plane whose version skew against kube-apiserver is checked (docs/version-skew.md). */
+export const CONTROL_PLANE_COMPONENTS = ['kube-controller-manager', 'kube-scheduler'] as const;
+export type ControlPlaneComponent = (typeof CONTROL_PLANE_COMPONENTS)[number];
 
 /** The annotations a human (kubectl plugin, Argo CD action) sets to act on an upgrade; each new value acts once. */
 export const RESUME_ANNOTATION = 'upgrade.apiserver.dev/resume';
@@ -136,6 +141,9 @@ export const HARD_RULES: Readonly<Record<string, string>> = {
   KubeletTooOld: 'version skew',
   KubeletNewerThanTarget: 'version skew',
   KubeletVersionUnknown: 'version skew',
+  ComponentNewerThanTarget: 'version skew',
+  ComponentVersionUnknown: 'version skew',
+  ComponentSkew: 'version skew',
   RollbackUnsafe: 'rollback safety',
   RollbackSafetyUnknown: 'rollback safety',
   RollbackOrphans: 'rollback safety',

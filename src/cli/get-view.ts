@@ -42,6 +42,8 @@ export interface GetView {
   };
   proxyGate: { on: string[]; off: string[]; unknown: string[]; turnedOnByUpgrade: string[] };
   servers: { hostname: string; version: string | undefined; ready: boolean | undefined; gate: string | undefined; state: string | undefined; batch: number | undefined; message: string | undefined }[];
+  /** The kube-controller-manager and kube-scheduler Pods as last observed (status.components, docs/version-skew.md). */
+  components: { component: string; node: string; pod: string; version: string | undefined }[];
   analysis: {
     time: string | undefined;
     verdict: string | undefined;
@@ -163,6 +165,7 @@ export function buildGetView(u: ApiServerUpgrade, events: readonly KubeEvent[], 
       turnedOnByUpgrade: [...(st?.plan?.gateTurnedOn ?? [])],
     },
     servers: peers.map((p) => ({ hostname: p.hostname, version: p.version, ready: p.ready, gate: p.proxyGate, state: p.state, batch: p.batch, message: p.message })),
+    components: (st?.components ?? []).map((c) => ({ component: c.component, node: c.node, pod: c.pod, version: c.version })),
     analysis: last
       ? {
         time: last.time,
@@ -269,6 +272,7 @@ export function renderGet(view: GetView, now: Date): string {
     out.push('Servers:\n' + table(['HOSTNAME', 'VERSION', 'READY', 'GATE', 'STATE', 'BATCH', 'MESSAGE'],
       v.servers.map((s) => [s.hostname, s.version, s.ready === undefined ? undefined : String(s.ready), s.gate, s.state, s.batch, truncate(s.message, 80)]), '  '));
   }
+  if (v.components.length > 0) out.push(renderComponents(v.components));
 
   if (v.trust || v.coverage) {
     out.push(renderTrust(v.trust, v.conditions.find((x) => x.type === 'ProxyTrustVerified')));
@@ -305,4 +309,9 @@ export function renderGet(view: GetView, now: Date): string {
     out.push(v.eventsError ? `Events: not listed: ${v.eventsError}\n` : 'Events: none\n');
   }
   return out.join('\n');
+}
+
+/** The control plane's other components, each with its version ("unknown" where its image names none). */
+export function renderComponents(rows: readonly { component: string; node: string; pod: string; version: string | undefined }[]): string {
+  return 'Control plane components (must not be newer than kube-apiserver):\n' + table(['COMPONENT', 'NODE', 'VERSION', 'POD'], rows.map((c) => [c.component, c.node, c.version ?? 'unknown', c.pod]), '  ');
 }

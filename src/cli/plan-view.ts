@@ -10,6 +10,7 @@ import { agentJob, plannedImage } from '../drivers/static-pod.ts';
 import type { DryRun, PlannedEvent } from './dry-run.ts';
 import { printable, table, truncate } from './format.ts';
 import { renderCoverage, renderTrust } from './trust-view.ts';
+import { renderComponents } from './get-view.ts';
 import { evaluateGates } from '../plan/start-gates.ts';
 import { windowAt } from '../plan/window.ts';
 
@@ -48,6 +49,11 @@ export interface PlanView {
   inventory: InventoryView[];
   discovery: { converged: boolean; message: string } | undefined;
   storage: { version: string; server: string; resources: number }[];
+  /**
+   * The kube-controller-manager and kube-scheduler Pods with their versions (docs/version-skew.md), or why they could
+   * not be listed; undefined: not read.
+   */
+  components: { component: string; node: string; pod: string; version: string | undefined }[] | { error: string } | undefined;
   /** Another upgrade the operator would finish first (it runs one at a time). */
   waitsFor: string | undefined;
   preflight: { status: string; reason: string; message: string } | undefined;
@@ -158,6 +164,7 @@ export function buildPlanView(i: PlanViewInput): PlanView {
     inventory: inventoryView(i.inventory, i.observation),
     discovery: i.observation.discovery,
     storage: (i.observation.storage ?? []).map((s) => ({ version: s.version, server: s.server, resources: Object.keys(s.hashes).length })),
+    components: componentsView(i.observation),
     waitsFor: i.waitsFor,
     preflight: d.preflight ? { status: d.preflight.status, reason: d.preflight.reason, message: d.preflight.message } : undefined,
     phase: d.phase,
@@ -174,6 +181,13 @@ export function buildPlanView(i: PlanViewInput): PlanView {
     ...(st.trust ? { trust: { report: st.trust, verdict: st.conditions?.find((c) => c.type === 'ProxyTrustVerified') } } : {}),
     ...(st.coverage ? { coverage: st.coverage } : {}),
   };
+}
+
+function componentsView(o: Observation): PlanView['components'] {
+  const c = o.components;
+  if (c === undefined) return undefined;
+  if ('error' in c) return { error: c.error };
+  return c.pods.map((p) => ({ component: p.component, node: p.node, pod: p.pod, version: p.version }));
 }
 
 function startView(spec: ResolvedSpec | undefined, i: PlanViewInput): PlanView['start'] {
@@ -231,6 +245,11 @@ export function renderPlan(view: PlanView): string {
   if (v.discovery) inv += `  discovery: ${v.discovery.converged ? 'converged' : 'not converged'} (${truncate(v.discovery.message, 120)})\n`;
   for (const s of v.storage) inv += `  storage version hashes of ${s.version}: read from ${s.server} (${s.resources} resources)\n`;
   out.push(inv);
+  if (v.components !== undefined) {
+    out.push('error' in v.components
+      ? `Control plane components: not listed (${truncate(v.components.error, 160)}): preflight refuses while their versions are unknown\n`
+      : v.components.length === 0 ? 'Control plane components: no kube-controller-manager or kube-scheduler Pod in kube-system (not checked)\n' : renderComponents(v.components));
+  }
 
   const pf = v.preflight;
   out.push(pf ? `Preflight: ${pf.reason} (PreflightPassed=${pf.status})\n  ${pf.message}\n` : `Preflight: not run (phase ${v.phase})\n`);

@@ -17,6 +17,7 @@ import { cachedCertificateDnsNames, hintsFromCertificateCache, hintsFromMirrorPo
 import { ORPHAN_NAMES_LIMIT, checkedList, listPath, minorOf, objectName, orphanCandidates, type ObjectListLike, type OrphansOf } from './orphans.ts';
 import { sameRelease } from '../plan/version.ts';
 import { APISERVER_PODS_PATH } from './trust.ts';
+import { observeComponents } from './components.ts';
 
 /** GET of a list through the balancer, with the caller's retries; injected so observation shares the operator's client. */
 import type { ListFn } from '../runtime/cached-list.ts';
@@ -280,7 +281,7 @@ export class FleetObserver {
     const bodyCaps: ObservedBodyCap[] = cappedAt.map((c) => ({ server: nameOf.get(c.address) ?? c.address, body: c.body, message: c.message }));
     const discovered = this.discovery(up, bodyCaps, (p) => discoveries.get(p.address!) ?? this.readDiscovery(p.address!, lookEnd));
     const stored = this.storage(peers, up, bodyCaps);
-    const [discovery, orphans, analysis, storage] = await Promise.all([
+    const [discovery, orphans, analysis, storage, components] = await Promise.all([
       discovered.then((d) => d?.discovery),
       settings.orphansOf
         ? Promise.all([discovered, stored]).then(([d, st]) => this.orphans(d?.discovery?.own ?? [], d?.unlistable ?? new Set(), settings.orphansOf!, targetStoredOf(st, settings.orphansOf!.targetVersion)))
@@ -289,9 +290,11 @@ export class FleetObserver {
         ? this.analysisSource(up, settings, now).then((a) => a && withStalePeers(a, stalePeers))
         : Promise.resolve(this.analysis(up, pages, settings, now, stalePeers)),
       stored,
+      // The kube-controller-manager and kube-scheduler Pods (src/plan/component-skew.ts): at every look, from an informer once synced.
+      observeComponents(this.list),
     ]);
     if (bodyCaps.length > 0) this.log.warn('answers over their caps: those servers breach until they answer within them', { bodyCaps });
-    return { peers, ...(bodyCaps.length > 0 ? { bodyCaps } : {}), ...(discovery ? { discovery } : {}), ...(orphans ? { orphans } : {}), ...(analysis ? { analysis } : {}), storage };
+    return { peers, ...(bodyCaps.length > 0 ? { bodyCaps } : {}), ...(discovery ? { discovery } : {}), ...(orphans ? { orphans } : {}), ...(analysis ? { analysis } : {}), storage, components };
   }
 
   /**

@@ -2,7 +2,8 @@ import type { PlanContext } from './context.ts';
 import type { UpgradePhase } from '../api/types.generated.ts';
 import type { PauseReason } from '../api/vocabulary.ts';
 import { reportRollbackSafety, rollbackVerdict } from './rollback-verdict.ts';
-import { serversToMove } from './rollback-goal.ts';
+import { rollbackGoal, rollbackMoves, serversToMove } from './rollback-goal.ts';
+import { rollbackSkew } from './component-skew.ts';
 import { safeMessage } from './redact.ts';
 import { acceptMembership, membershipChange } from './membership.ts';
 
@@ -36,10 +37,12 @@ export function startRollback(ctx: PlanContext, message: string, resumePhase: Up
 }
 
 /**
- * Applies the rollback verdict to a rollback about to move servers: unsafe or unknown pauses, saying what is
- * missing; orphans pause unless spec.rollback.orphanedObjects is Proceed. Returns true when it paused.
+ * Applies the rollback verdict to a rollback about to move servers: the control plane's skew first (heldBySkew), then
+ * storage: unsafe or unknown pauses, saying what is missing; orphans pause unless spec.rollback.orphanedObjects is
+ * Proceed. Returns true when it paused.
  */
 function heldBySafety(ctx: PlanContext, message: string, resumePhase: UpgradePhase, quiet = false): boolean {
+  if (heldBySkew(ctx, message, resumePhase)) return true;
   const safety = reportRollbackSafety(ctx);
   if (safety.verdict === 'unsafe') {
     ctx.status.rollbackBlockedBy = [...safety.blocking];
@@ -73,8 +76,60 @@ function heldBySafety(ctx: PlanContext, message: string, resumePhase: UpgradePha
  */
 export function mayRollBack(ctx: PlanContext, hostname: string): boolean {
   if ((ctx.status.driverCalls ?? []).some((c) => c.server === hostname && c.action === 'Rollback')) return true;
+  return !heldBySafety(ctx, `rolling back ${hostname}`, rollingBackResumePhase(ctx), true);
+}
+
+/** Where a resume of a pause taken while rolling back returns: the phase the upgrade was in before the rollback. */
+function rollingBackResumePhase(ctx: PlanContext): UpgradePhase {
   const started = (ctx.status.batch?.current ?? 0) > 0 || ctx.spec.proxy.gate === 'Unmanaged';
-  return !heldBySafety(ctx, `rolling back ${hostname}`, started ? 'Upgrading' : 'EnablingProxy', true);
+  return started ? 'Upgrading' : 'EnablingProxy';
+}
+
+/**
+ * The control plane's skew, judged at every step of a running rollback before any Rollback call is made or sent again:
+ * a component may be moved by hand while the rollback runs. It holds (pauses ComponentSkew) while a touched server
+ * would still get a call — one not back on the goal or with a call in flight, or one never called (a restart in
+ * place) — and lets a rollback whose calls are all done finish. Returns true when it paused.
+ */
+export function heldBySkewWhileRollingBack(ctx: PlanContext): boolean {
+  const goal = rollbackGoal(ctx);
+  const called = new Set((ctx.status.driverCalls ?? []).filter((c) => c.action === 'Rollback' && c.result === 'Done').map((c) => c.server));
+  if (!goal.touched.some((h) => rollbackMoves(ctx, h, goal) || !called.has(h))) return false;
+  return heldBySkew(ctx, `rolling back to ${goal.describe}`, rollingBackResumePhase(ctx), true);
+}
+
+/** The version (or, in phase two, the emulated minor) the kube-apiservers are back on after the rollback. */
+function rollbackReturnsTo(ctx: PlanContext): string {
+  const goal = rollbackGoal(ctx);
+  return goal.emulatedVersion ?? goal.target;
+}
+
+/**
+ * A rollback that would leave a kube-controller-manager or kube-scheduler newer than the kube-apiservers it returns
+ * to — or one whose version is unknown — pauses (ComponentSkew) instead of starting, naming each; no Rollback call is
+ * made. The pause keeps the rollback's cause and re-checks at each step (recheckComponentSkew). Returns true when it paused.
+ */
+function heldBySkew(ctx: PlanContext, message: string, resumePhase: UpgradePhase, underWay = false): boolean {
+  const skew = rollbackSkew(ctx.obs.components, rollbackReturnsTo(ctx));
+  if (!skew) return false;
+  pause(ctx, 'ComponentSkew', `${message}${underWay ? '; no further Rollback call: ' : NOT_STARTED}${skew.message}. Resume to continue the upgrade instead`, resumePhase, skew.blockers);
+  holdRollback(ctx, underWay ? 'the rollback under way' : message);
+  return true;
+}
+
+/**
+ * A rollback held by ComponentSkew re-checks its cause on every step, from the components observed now: once none
+ * would be newer than the version the rollback returns to (and every version is known), the rollback starts with
+ * the cause it was held with, through every other check (startRollback). Returns true while the upgrade stays paused.
+ */
+export function recheckComponentSkew(ctx: PlanContext): boolean {
+  const p = ctx.status.pause;
+  if (p?.reason !== 'ComponentSkew') return true;
+  const to = rollbackReturnsTo(ctx);
+  if (rollbackSkew(ctx.obs.components, to)) return true;
+  ctx.event('Normal', 'ComponentSkewResolved', `no kube-controller-manager or kube-scheduler is newer than ${to} now: the held rollback starts`);
+  startRollback(ctx, p.heldRollback ?? 'a rollback held by the version skew of the control plane', p.resumePhase ?? 'Upgrading');
+  return ctx.phase === 'Paused';
 }
 
 /** Separates a held rollback's cause from what holds it, in the pause's message (for people; the cause itself is kept in status). */

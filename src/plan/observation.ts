@@ -1,4 +1,5 @@
 import type { AnalysisSignals, Breach } from '../api/types.generated.ts';
+import type { ObservedComponents } from './component-skew.ts';
 import type { ObservedCoverage, ObservedFlagProof, ObservedKubeadm, ObservedTrust } from './observed-preflight.ts';
 
 /**
@@ -109,6 +110,11 @@ export interface Observation {
    * to prove and the upgrade's proof Jobs, read for the static Pod driver until the last call. Absent: not read.
    */
   flagProof?: ObservedFlagProof;
+  /**
+   * Every kube-controller-manager and kube-scheduler Pod in kube-system with the version its image names
+   * (src/observe/components.ts), read at every observation by the operator's observer. Absent: not read.
+   */
+  components?: ObservedComponents;
   /** The facts of spec.gates, read when the planner asked for them (src/plan/reconcile.ts). Absent: not read. */
   gates?: ObservedGates;
 }

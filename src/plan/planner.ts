@@ -11,7 +11,8 @@ import { gatePass } from './gate-pass.ts';
 import { applyAnalysis, nextDueMs } from './analysis.ts';
 import { runUpgrading } from './upgrading.ts';
 import { runRollingBack } from './rolling-back.ts';
-import { pause, recheckMembership, recheckRollback, resume, startRollback } from './breach.ts';
+import { pause, recheckComponentSkew, recheckMembership, recheckRollback, resume, startRollback } from './breach.ts';
+import { componentStatus } from './component-skew.ts';
 import { advanceCalls, inFlight } from './calls.ts';
 import { touchedServers } from './rollback-goal.ts';
 import { membershipChange } from './membership.ts';
@@ -71,6 +72,8 @@ export function planResolved(upgrade: UpgradeInput, spec: ResolvedSpec, statusIn
   if (retryToken !== undefined && ctx.phase === 'Failed') retryFailed(ctx, retryToken);
   if (isTerminal(ctx.phase)) return done(ctx);
   ctx.status.peers = refreshPeers(ctx.status.peers, obs.peers);
+  const components = componentStatus(obs.components);
+  if (components) ctx.status.components = components;
   advanceCalls(ctx);
   recordTargetStorage(ctx);
   if (ctx.status.plan) reportRollbackSafety(ctx);
@@ -211,6 +214,7 @@ function handlePause(ctx: PlanContext, resumeToken: string | undefined): boolean
   }
   if (p?.reason === 'RollbackSafetyUnknown') return recheckRollback(ctx);
   if (p?.reason === 'MembershipChanged') return recheckMembership(ctx);
+  if (p?.reason === 'ComponentSkew') return recheckComponentSkew(ctx);
   return true;
 }
 

@@ -10,6 +10,7 @@ import { flagProofPreflight } from './flag-proof-gate.ts';
 import { emulationRange, proxyGateFact } from './version-facts.ts';
 import type { KubeadmFinding, KubeadmPreflightReport } from '../api/types.generated.ts';
 import { ACCEPTABLE_RISKS } from '../api/vocabulary.ts';
+import { componentPreflight } from './component-skew.ts';
 
 /** Preflight failures that retrying cannot fix: the plan itself is wrong for this fleet. */
 const FATAL = new Set(['Downgrade', 'SkipsMinor', 'MajorVersionChange', 'PrereleaseTarget', 'InvalidTargetVersion', 'TwoPhaseNeedsMinorUpgrade', 'CannotEmulate', 'VersionFactsUnknown']);
@@ -53,6 +54,9 @@ export function checkPreflight(ctx: PlanContext): PreflightVerdict {
   const skew = classifyUpgrade(fromVersion, target, { allowPrerelease: ctx.spec.allowPrerelease });
   if (!skew.ok) return { ok: false, reason: skew.reason, message: skew.message };
   if (skew.kind === 'none') return { ok: true, reason: 'AlreadyAtTarget', message: `every server already runs ${target}`, fromVersion, alreadyAtTarget: true };
+  // kube-controller-manager and kube-scheduler must never be newer than the servers (docs/version-skew.md).
+  const components = componentPreflight(ctx.obs.components, target);
+  if (!components.ok) return { ok: false, reason: components.reason, message: components.message };
   const gateFact = proxyGateFact(target);
   if (ctx.spec.proxy.revertAfter && ctx.spec.proxy.gate !== 'Unmanaged' && !gateFact.known) {
     return { ok: false, reason: 'VersionFactsUnknown', message: `proxy.revertAfter turns the ${PROXY_GATE} gate off after the upgrade where ${target} has it off by default, and that default is unknown: ${gateFact.message}. Set proxy.revertAfter false (the gate stays as the upgrade left it), or use an operator release that knows ${minorOf(target)}` };
@@ -87,6 +91,7 @@ export function checkPreflight(ctx: PlanContext): PreflightVerdict {
   if (mode === 'Unmanaged' && minorChange && gateOff.length > 0) {
     message += `; WARNING: proxy gate off on ${gateOff.join(', ')} and proxy.gate is Unmanaged: clients sent to old servers get 404 for new resources during the upgrade`;
   }
+  if (components.note) message += `; ${components.note}`;
   if (fromResources) message += `; TwoPhase: phase one runs ${target} emulating ${minorOf(fromVersion)}, phase two lifts the emulation`;
   return { ok: true, reason: 'Passed', message, fromVersion, needsProxyPass, fromStorage, ...(fromResources ? { fromResources } : {}) };
 }

@@ -1,7 +1,7 @@
 import type { PlanContext } from './context.ts';
 import { callInFlight, callPollMs, driveStep, inFlight, serverAt } from './calls.ts';
 import { rollbackGoal, rollbackMoves } from './rollback-goal.ts';
-import { mayRollBack, onBreach, pause } from './breach.ts';
+import { heldBySkewWhileRollingBack, mayRollBack, onBreach, pause } from './breach.ts';
 import { replacementGate } from './gate-pass.ts';
 
 /**
@@ -16,6 +16,7 @@ export function runRollingBack(ctx: PlanContext): void {
     pause(ctx, 'RollbackSafetyUnknown', 'cannot roll back: the version before the upgrade was never recorded', 'Upgrading');
     return;
   }
+  if (heldBySkewWhileRollingBack(ctx)) return;
   const goal = rollbackGoal(ctx);
   const gate = replacementGate(ctx);
   for (const h of goal.touched) {

@@ -98,3 +98,16 @@ test('plan evaluates the window and the gates once and prints them, and what the
   assert.match(text, /^ {2}accepted risks: DeprecatedAPIRemovedByTarget$/m);
   assert.match(text, /^ {2}=> the operator would wait: OutsideWindow until 2026-11-30T01:00:00\.000Z/m);
 });
+
+test('the human plan lists the control plane components with their versions, and a preflight that refuses a target older than one', () => {
+  const s = spec();
+  const observation = { ...fleet('off'), components: { pods: [{ component: 'kube-controller-manager' as const, pod: 'kube-system/kube-controller-manager-cp-2', node: 'cp-2', version: 'v1.37.2' }] } };
+  const upgrade = { name: 'to-v1-36', uid: 'uid-1', generation: 1, annotations: {} };
+  const v = buildPlanView(input(s, { observation, dryRun: dryRun(upgrade, s, observation, NOW) }));
+  assert.deepEqual(v.components, [{ component: 'kube-controller-manager', node: 'cp-2', pod: 'kube-system/kube-controller-manager-cp-2', version: 'v1.37.2' }]);
+  const text = renderPlan(v);
+  assert.match(text, /^ {2}kube-controller-manager +cp-2 +v1\.37\.2 +kube-system\/kube-controller-manager-cp-2$/m);
+  assert.match(text, /^Preflight: ComponentNewerThanTarget \(PreflightPassed=False\)$/m);
+  const unlisted = { ...fleet('off'), components: { error: 'HTTP 403' } };
+  assert.match(renderPlan(buildPlanView(input(s, { observation: unlisted, dryRun: dryRun(upgrade, s, unlisted, NOW) }))), /^Control plane components: not listed \(HTTP 403\)/m);
+});

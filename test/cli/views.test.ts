@@ -144,3 +144,18 @@ test('list and get: a phase two held for an approval says so, how to approve or 
   done.status!.rollbackWindow = { available: false, toVersion: 'v1.35.4', safe: 'Unknown', reason: 'StorageVersionsUnknown' };
   assert.match(renderGet(buildGetView(done, []), NOW), /^Rollback: not by this upgrade \(to v1\.35\.4\); safe Unknown \(StorageVersionsUnknown\)$/m);
 });
+
+test('get: the control plane components are listed with their versions, an unknown one as unknown', () => {
+  const u = upgrading();
+  u.status!.components = [
+    { component: 'kube-controller-manager', pod: 'kube-system/kube-controller-manager-cp-1', node: 'cp-1', image: 'registry.k8s.io/kube-controller-manager:v1.36.3', version: 'v1.36.3' },
+    { component: 'kube-scheduler', pod: 'kube-system/kube-scheduler-cp-1', node: 'cp-1' },
+  ];
+  const v = buildGetView(u, []);
+  assert.deepEqual(v.components.map((c) => `${c.component}/${c.node}=${c.version ?? '?'}`), ['kube-controller-manager/cp-1=v1.36.3', 'kube-scheduler/cp-1=?']);
+  const text = renderGet(v, NOW);
+  assert.match(text, /^Control plane components \(must not be newer than kube-apiserver\):$/m);
+  assert.match(text, /^ {2}kube-controller-manager +cp-1 +v1\.36\.3 +kube-system\/kube-controller-manager-cp-1$/m);
+  assert.match(text, /^ {2}kube-scheduler +cp-1 +unknown +kube-system\/kube-scheduler-cp-1$/m);
+  assert.doesNotMatch(renderGet(buildGetView(upgrading(), []), NOW), /Control plane components/);
+});

@@ -5,6 +5,8 @@ import assert from 'node:assert/strict';
 import type { V1EndpointSliceList } from '@kubernetes/client-node';
 import { APISERVICES_PATH, ENDPOINTSLICES_PATH, FleetObserver, type AnalysisSettings } from '../../src/observe/fleet.ts';
 import { silentLogger } from '../../src/runtime/logger.ts';
+import { COMPONENT_PODS_PATH } from '../../src/observe/components.ts';
+import { listThroughCaches } from '../../src/runtime/cached-list.ts';
 import { fixtureDirectClient, startFixtureServer, type FixtureServer } from './fixture-server.ts';
 import { FakeApi, NOW } from './fake-api.ts';
 
@@ -77,9 +79,12 @@ describe('FleetObserver /metrics scrapes (issue 12)', () => {
     const slices = (await api.list<V1EndpointSliceList>(ENDPOINTSLICES_PATH)).items;
     const leases = { hasSynced: true, list: () => [...api.leases.values()] };
     const endpoints = { hasSynced: false, list: () => slices };
-    const cached = new FleetObserver(fixtureDirectClient(), list, silentLogger(), { leaseCache: leases, endpointCache: endpoints });
+    // The control-plane component Pods come from their own informer, as main.ts wires them (listThroughCaches).
+    const components = new Map([[COMPONENT_PODS_PATH, { cache: { hasSynced: true, list: () => [] }, apiVersion: 'v1', kind: 'PodList' }]]);
+    const cached = new FleetObserver(fixtureDirectClient(), listThroughCaches(list, components), silentLogger(), { leaseCache: leases, endpointCache: endpoints });
     try {
-      await cached.observe(settings(true), NOW);
+      const first = await cached.observe(settings(true), NOW);
+      assert.deepEqual(first.components, { pods: [] }, 'the component Pods read, from their informer');
       assert.deepEqual(paths, [ENDPOINTSLICES_PATH, APISERVICES_PATH], 'not synced: listed (and the APIServices for the first storage read)');
       endpoints.hasSynced = true;
       paths.length = 0;

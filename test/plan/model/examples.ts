@@ -188,3 +188,35 @@ export const HOLD_SCENARIOS: Pinned[] = [
     at(10),
   ]),
 ];
+
+/**
+ * The control plane's skew, by construction (the generated runs seldom roll back at all): each scenario holds a
+ * rollback on a kube-controller-manager that is newer than the from-version, or of unknown version, and ends
+ * RolledBack once calm brings every one back (model.test.ts checks that it held).
+ */
+export const COMPONENT_SCENARIOS: Pinned[] = [
+  pin('a kube-controller-manager moved to the target during batch 1\'s soak, then an abort: held, no Rollback call until calm brings it back', { servers: 3, gateOn: true, soak: '40s', upDelayS: 5, storageSafe: true }, [
+    at(5),
+    at(5),
+    at(10),
+    at(10),
+    at(5, { e: 'component', i: 1, to: 'target' }),
+    at(5, { e: 'abort' }),
+    at(5),
+    at(10, { e: 'component', i: 1, to: 'unknown' }),
+    at(10),
+  ]),
+  pin('a breach with onBreach Rollback in batch 2; a kube-controller-manager moved a minor past the target after the first Rollback call, while it is in flight: no second one until calm', { servers: 3, gateOn: true, soak: '15s', upDelayS: 10, storageSafe: true, onBreach: 'Rollback', failureLimit: 1 }, [
+    at(5),
+    at(5),
+    at(20),
+    at(20),
+    at(20),
+    at(5, { e: 'breach', s: 60, v: 'Breach' }),
+    at(10),
+    at(2),
+    at(2, { e: 'component', i: 0, to: 'newer' }),
+    at(10, undefined, 0),
+    at(20),
+  ]),
+];

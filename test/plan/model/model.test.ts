@@ -18,7 +18,7 @@ import fc from 'fast-check';
 import assert from 'node:assert/strict';
 import { INVARIANTS, INVARIANT_TEXT, type Inv } from './run.ts';
 import { play, renderSchedule, scheduleArb, staticPodScheduleArb, type Schedule } from './schedule.ts';
-import { GATE_AND_WINDOW_SCENARIOS, HOLD_SCENARIOS, PINNED } from './examples.ts';
+import { COMPONENT_SCENARIOS, GATE_AND_WINDOW_SCENARIOS, HOLD_SCENARIOS, PINNED } from './examples.ts';
 import { windowOpenAt } from './world.ts';
 
 const FIXED_SEED = 20261129;
@@ -90,6 +90,28 @@ if (process.env.MODEL_EXPLORE === '1' || replaySeed !== undefined) test('model, 
     params(seed, RANDOM_RUNS),
   );
 });
+
+// I17 holds vacuously unless runs refuse preflight for a component and hold a rollback on one: the generator must get there.
+// The generated runs seldom roll back at all: the scenarios hold a rollback on a component by construction.
+test('the generated schedules reach preflights refused for a kube-controller-manager', () => {
+  let refused = 0;
+  fc.assert(
+    fc.property(scheduleArb(), (sc) => {
+      if (play(sc, new Set<Inv>(INVARIANTS)).skewRefused > 0) refused++;
+    }),
+    { seed: FIXED_SEED + 300, numRuns: 400 },
+  );
+  assert.ok(refused >= 5, `of 400 runs: ${refused} refused preflight for a component`);
+});
+
+for (const [i, p] of COMPONENT_SCENARIOS.entries()) {
+  test(`model component scenario ${i + 1}: ${p.found}`, () => {
+    const run = play(structuredClone(p.schedule), new Set<Inv>(INVARIANTS));
+    assert.ok(run.skewHeld >= 1, `the rollback was held on the component; trace:\n${run.trace.slice(-30).join('\n')}`);
+    assert.ok((run.persisted?.driverCalls ?? []).some((c) => c.action === 'Rollback'), 'it rolled back once the component was back');
+    assert.equal(run.persisted?.phase, 'RolledBack', run.trace.slice(-30).join('\n'));
+  });
+}
 
 // I12 and I13 hold vacuously unless runs wait on a gate and on a window, finish a batch after its window closed, and
 // roll back while held: the generator must get there, and the scenarios do so by construction.

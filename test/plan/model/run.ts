@@ -17,7 +17,7 @@ import type { CallReport } from '../../../src/plan/context.ts';
 import { World, GATE, minor, release, short, stamp, storageKey, windowOpenAt } from './world.ts';
 import { ProofSim } from '../flag-proof-sim.ts';
 
-export const INVARIANTS = ['I1', 'I2', 'I3', 'I4', 'I5', 'I6', 'I7', 'I8', 'I9', 'I10', 'I11', 'I12', 'I13', 'I14', 'I15', 'I16'] as const;
+export const INVARIANTS = ['I1', 'I2', 'I3', 'I4', 'I5', 'I6', 'I7', 'I8', 'I9', 'I10', 'I11', 'I12', 'I13', 'I14', 'I15', 'I16', 'I17'] as const;
 export type Inv = (typeof INVARIANTS)[number];
 
 export const INVARIANT_TEXT: Record<Inv, string> = {
@@ -36,7 +36,8 @@ export const INVARIANT_TEXT: Record<Inv, string> = {
   I14: 'a plan\'s stage never moves back: once status.stage is API (phase two of TwoPhase began) no step sets it to Binaries, and no Upgrade with emulation is sent after it',
   I15: 'a held phase two (strategy.phaseTwo.start Approval) starts only on an approve value set while the persisted hold was on, or under onDeadline Proceed once its deadline (heldSince + the frozen deadline) passed; a deadline Rollback only once it passed, and ends RolledBack on the old binaries; under onDeadline Rollback, Succeeded only after an approval',
   I16: 'the static Pod driver: no Upgrade call goes to a node (first delivery of its key) whose command line as it is now, edited for that call, has no Accepted flag proof',
-  I11: 'once faults stop, a pause names a real, still-present cause: MembershipChanged a server that joined, is gone or down, runs the target without emulation in phase one or runs neither version; RollbackUnsafe only when storage truly is unsafe; RollbackSafetyUnknown only while a server is down, an Upgrade call is in flight or some storage a server wrote was never observed',
+  I17: 'the control plane\'s skew: no Rollback call while a kube-controller-manager is newer than the minor the rollback returns to (the from-version\'s) or of unknown version; preflight never passes (freezing the plan) while one is newer than the target or of unknown version',
+  I11: 'once faults stop, a pause names a real, still-present cause: MembershipChanged a server that joined, is gone or down, runs the target without emulation in phase one or runs neither version; RollbackUnsafe only when storage truly is unsafe; RollbackSafetyUnknown only while a server is down, an Upgrade call is in flight or some storage a server wrote was never observed; ComponentSkew only while a kube-controller-manager is newer than the from-version or of unknown version',
 };
 
 const STOPPING = new Set(['Paused', 'Succeeded', 'RolledBack', 'Failed']);
@@ -136,6 +137,9 @@ export class ModelRun {
   readonly waitReasons: string[] = [];
   /** Rollback calls planned while the gate did not hold or no window was open (I13 is not vacuous). */
   rollbackWhileHeld = 0;
+  /** Persisted steps paused ComponentSkew, and preflights refused for a component (I17 is not vacuous). */
+  skewHeld = 0;
+  skewRefused = 0;
 
   constructor(setup: RunSetup, enabled: ReadonlySet<Inv>) {
     this.setup = setup;
@@ -371,6 +375,11 @@ export class ModelRun {
       if (this.setup.gated && this.world.health !== 'hold') this.fail('I12', `${describeCall(c)} starts ${c.action === 'Upgrade' ? `batch ${c.batch}` : 'the gate pass'} while the gate health ${this.world.health === 'fail' ? 'fails (a critical alert fires)' : 'cannot be evaluated'}`);
       if (this.spec.window && (this.setup.windowOpenMin ?? 0) > 0 && !windowOpenAt(this.world.now, this.setup.windowOpenMin!)) this.fail('I12', `${describeCall(c)} starts ${c.action === 'Upgrade' ? `batch ${c.batch}` : 'the gate pass'} at ${new Date(this.world.now).toISOString()}, outside every maintenance window`);
     }
+    // I17: no Rollback call while the truth has a kube-controller-manager newer than the from-version's minor, or unknown.
+    const skewed = this.componentsPast(this.setup.fromVersion);
+    for (const c of calls.filter((x) => x.action === 'Rollback')) {
+      if (skewed.length) this.fail('I17', `${describeCall(c)} while kube-controller-manager ${skewed.join(', ')}`);
+    }
     // I10: no downgrade, against the truth of what each server runs.
     for (const c of calls) {
       const srv = this.world.servers.get(c.server.hostname);
@@ -391,6 +400,17 @@ export class ModelRun {
         else if (!this.world.turnedOn.has(c.server.hostname)) this.fail('I7', `${describeCall(c)}: no call of this upgrade turned ${c.server.hostname}'s gate on (gateTurnedOn ${JSON.stringify(turnedOn)})`);
       }
     }
+  }
+
+  /** The kube-controller-managers newer than `version`'s minor, or of unknown version, as `<node> runs <v>`. */
+  componentsPast(version: string): string[] {
+    const n = (v: string): number[] => v.replace(/^v/, '').split('.').slice(0, 2).map(Number);
+    const [ma, mi] = n(version);
+    return [...this.world.components].filter(([, v]) => {
+      if (v === undefined) return true;
+      const [a, b] = n(v);
+      return a! > ma! || (a === ma && b! > mi!);
+    }).map(([node, v]) => `${node} runs ${v ?? 'an unknown version'}`);
   }
 
   /**
@@ -552,6 +572,13 @@ export class ModelRun {
       ];
       if (why.length) this.fail('I4', `Rollback ${c.server} ${short(c.key)} decided although ${why.join(' and ')}`);
     }
+    // I17: preflight froze the plan only with no kube-controller-manager newer than the target, none unknown.
+    if (s.plan && !before?.plan) {
+      const past = this.componentsPast(this.setup.targetVersion);
+      if (past.length) this.fail('I17', `preflight passed (plan frozen) while kube-controller-manager ${past.join(', ')}, past the target ${this.setup.targetVersion}`);
+    }
+    if (phase === 'Paused' && s.pause?.reason === 'ComponentSkew') this.skewHeld++;
+    if (s.conditions?.some((c) => c.type === 'PreflightPassed' && (c.reason === 'ComponentNewerThanTarget' || c.reason === 'ComponentVersionUnknown'))) this.skewRefused++;
     // I9: a pause on an unknown acts once the unknown is known (the planner records the target's hashes in the
     // step that first observes them, so a persisted step after both were observed knows the verdict).
     if (phase === 'Paused' && s.pause?.reason === 'RollbackSafetyUnknown' && this.spec.paused !== true && s.fromVersion !== undefined && this.fromSeen && this.plannedTargetSeen && s.stage !== 'API') {
@@ -607,6 +634,9 @@ export class ModelRun {
     if (pause.reason === 'RollbackUnsafe') {
       const unsafe = !this.setup.storageSafe && (!this.setup.twoPhase || this.world.unemulatedWrote);
       if (!unsafe) this.fail('I11', `Paused RollbackUnsafe, but what the servers wrote is readable by ${from}: ${pause.message ?? ''}`);
+    }
+    if (pause.reason === 'ComponentSkew' && this.componentsPast(this.setup.fromVersion).length === 0) {
+      this.fail('I11', `Paused ComponentSkew with every kube-controller-manager on the from-version's minor: ${pause.message ?? ''}`);
     }
     if (pause.reason === 'RollbackSafetyUnknown' && s.fromVersion !== undefined) {
       const unseen = [...this.world.ran].filter((k) => !this.seenStorage.has(k));

@@ -41,6 +41,8 @@ export interface Setup {
   staticPod?: boolean;
   /** How long a flag proof Job takes to its verdict (static Pod driver). */
   proofDelayS?: 0 | 5 | 20 | 60;
+  /** The first node's kube-controller-manager when the run starts: on the from-version (absent), a minor past the target, or of unknown version. */
+  componentAt?: 'from' | 'newer' | 'unknown';
 }
 
 
@@ -66,7 +68,9 @@ export type Event =
   /** The static Pod driver's flag proof: node i's binary answers v to its next proofs; its Jobs are lost; its manifest edited by hand. */
   | { e: 'proof'; i: number; v: ProofMode }
   | { e: 'proofLost'; i: number }
-  | { e: 'manifestEdit'; i: number; v: ProofMode };
+  | { e: 'manifestEdit'; i: number; v: ProofMode }
+  /** A human moves the kube-controller-manager on the i-th node to the from-version, the target, a minor past the target, or an image without a version. */
+  | { e: 'component'; i: number; to: 'from' | 'target' | 'newer' | 'unknown' };
 
 export interface Step {
   /** Seconds that pass before the reconcile. */
@@ -79,6 +83,12 @@ export interface Step {
 export interface Schedule {
   setup: Setup;
   steps: Step[];
+  /**
+   * The control plane's skew, generated after the rest (so the setups and steps a seed gives are those it gave before
+   * components were modelled): the first node's kube-controller-manager at the start, and moves by a human before
+   * the reconcile of a step (its index).
+   */
+  skew?: { at: NonNullable<Setup['componentAt']>; moves: { step: number; i: number; to: 'from' | 'target' | 'newer' | 'unknown' }[] };
 }
 
 const BATCH_SIZES = [1, 2, 3, '50%'];
@@ -145,7 +155,19 @@ const stepOf = (events: fc.Arbitrary<Event>): fc.Arbitrary<Step> => fc.record(
 );
 const stepArb = stepOf(eventArb);
 
-export const scheduleArb = (maxSteps = 24): fc.Arbitrary<Schedule> => fc.record({ setup: setupArb, steps: fc.array(stepArb, { maxLength: maxSteps }) });
+// Every generated run starts with the components on the from-version (one refused at the start would stall the run
+// at preflight until calm, and the generated runs would reach the driver's failures less often): a move at step 0
+// is a preflight refused, a later one a component moved mid-run.
+const skewArb = (maxSteps: number): fc.Arbitrary<NonNullable<Schedule['skew']>> => fc.record({
+  at: fc.constant('from' as const),
+  moves: fc.array(fc.record({
+    step: fc.integer({ min: 0, max: Math.max(0, maxSteps - 1) }),
+    i: fc.integer({ min: 0, max: 4 }),
+    to: fc.constantFrom('from' as const, 'target' as const, 'target' as const, 'newer' as const, 'unknown' as const),
+  }), { maxLength: 3 }),
+});
+
+export const scheduleArb = (maxSteps = 24): fc.Arbitrary<Schedule> => fc.record({ setup: setupArb, steps: fc.array(stepArb, { maxLength: maxSteps }), skew: skewArb(maxSteps) });
 
 function phaseTwoOf(hold: 'approval' | 'proceed' | 'rollback'): NonNullable<NonNullable<ApiServerUpgradeSpec['strategy']>['phaseTwo']> {
   if (hold === 'approval') return { start: 'Approval' };
@@ -192,14 +214,32 @@ function runSetup(s: Setup): RunSetup {
   };
 }
 
+function componentAtText(at: Setup['componentAt']): string {
+  return at && at !== 'from' ? `kube-controller-manager of cp-1 ${at === 'newer' ? 'a minor past the target' : 'of unknown version'}, ` : '';
+}
+
+/** The first node's kube-controller-manager as the setup says, before the first reconcile. */
+function placeComponent(run: ModelRun, at: Setup['componentAt']): void {
+  if (at === undefined || at === 'from') return;
+  const first = [...run.world.components.keys()][0]!;
+  run.world.components.set(first, at === 'newer' ? minorPast(run.setup.targetVersion) : undefined);
+}
+
+/** v1.37.0 for v1.36.3: a release one minor past `v`. */
+function minorPast(v: string): string {
+  const [major, minorN] = v.replace(/^v/, '').split('.').map(Number);
+  return `v${major}.${(minorN ?? 0) + 1}.0`;
+}
+
 /** Readable, one line per step. */
 export function renderSchedule(sc: Schedule): string {
   const s = sc.setup;
   const head =
     `setup: ${s.servers} servers on ${OLD}${s.suffix} gate ${s.gateOn ? 'on' : 'off'} -> ${s.target}; batchSize ${s.batchSize}, soak ${s.soak}, batchTimeout ${s.batchTimeout}, ` +
     `failureLimit ${s.failureLimit}, onBreach ${s.onBreach}, proxy.gate ${s.gate}${s.revertAfter ? ' revertAfter' : ''}, storage ${s.storageSafe ? 'safe' : 'UNSAFE'} to roll back, ` +
-    `${s.phases === 'TwoPhase' ? `TwoPhase${s.hold && s.hold !== 'none' ? ` phase two held (${s.hold})` : ''}, ` : ''}${s.gated ? 'gate health, ' : ''}${s.windowOpenMin ? `windows of ${s.windowOpenMin}m every 4m 10:00-11:00 UTC, ` : ''}${s.pausedAtCreation ? 'created paused, ' : ''}ops stop after ${s.downDelayS}s and return ${s.upDelayS}s later${s.staleOnStop ? ' (stops leave stale leases)' : ''}`;
-  const lines = sc.steps.map((st, i) => `  ${String(i + 1).padStart(2)}. wait ${st.dt}s${st.ev ? `, ${renderEvent(st.ev)}` : ''}, reconcile${st.crash >= 0 ? ` crashing ${renderCrash(st.crash)}` : ''}`);
+    `${componentAtText(sc.skew?.at ?? s.componentAt)}${s.phases === 'TwoPhase' ? `TwoPhase${s.hold && s.hold !== 'none' ? ` phase two held (${s.hold})` : ''}, ` : ''}${s.gated ? 'gate health, ' : ''}${s.windowOpenMin ? `windows of ${s.windowOpenMin}m every 4m 10:00-11:00 UTC, ` : ''}${s.pausedAtCreation ? 'created paused, ' : ''}ops stop after ${s.downDelayS}s and return ${s.upDelayS}s later${s.staleOnStop ? ' (stops leave stale leases)' : ''}`;
+  const moves = (i: number): string => (sc.skew?.moves ?? []).filter((m) => m.step === i).map((m) => `, ${renderEvent({ e: 'component', i: m.i, to: m.to })}`).join('');
+  const lines = sc.steps.map((st, i) => `  ${String(i + 1).padStart(2)}. wait ${st.dt}s${st.ev ? `, ${renderEvent(st.ev)}` : ''}${moves(i)}, reconcile${st.crash >= 0 ? ` crashing ${renderCrash(st.crash)}` : ''}`);
   return [head, ...lines, '  then: faults stop (calm) and the run must come to rest'].join('\n');
 }
 
@@ -250,6 +290,8 @@ function renderEvent(ev: Event): string {
       return `server #${ev.i}'s flag proof Jobs are deleted`;
     case 'manifestEdit':
       return `server #${ev.i}'s manifest is edited by hand (its command line changes; the target answers ${ev.v})`;
+    case 'component':
+      return `kube-controller-manager #${ev.i} moved to ${ev.to === 'from' ? 'the from-version' : ev.to === 'target' ? 'the target' : ev.to === 'newer' ? 'a minor past the target' : 'an image without a version'}`;
   }
 }
 
@@ -333,6 +375,12 @@ function apply(run: ModelRun, ev: Event): void {
       }
       break;
     }
+    case 'component': {
+      const nodes = [...w.components.keys()];
+      const node = nodes[ev.i % nodes.length]!;
+      w.components.set(node, ev.to === 'from' ? OLD : ev.to === 'target' ? release(run.setup.targetVersion) : ev.to === 'newer' ? minorPast(run.setup.targetVersion) : undefined);
+      break;
+    }
   }
   run.note(`~ ${renderEvent(ev)}`);
 }
@@ -352,10 +400,12 @@ export const LIMITS: Limits = { segmentMs: 30 * 60_000, segment: 1000, resumes: 
 /** Plays a schedule; throws a Violation (with the trace) when an enabled invariant breaks. */
 export function play(sc: Schedule, enabled: ReadonlySet<Inv>, limits: Limits = LIMITS): ModelRun {
   const run = new ModelRun(runSetup(sc.setup), enabled);
+  placeComponent(run, sc.skew?.at ?? sc.setup.componentAt);
   try {
-    for (const st of sc.steps) {
+    for (const [i, st] of sc.steps.entries()) {
       run.world.advance(st.dt * 1000);
       if (st.ev) apply(run, st.ev);
+      for (const m of sc.skew?.moves ?? []) if (m.step === i) apply(run, { e: 'component', i: m.i, to: m.to });
       run.reconcile(st.crash);
     }
     calm(run, limits);
@@ -389,12 +439,14 @@ function calm(run: ModelRun, limits: Limits): void {
     run.proofs.mode.delete(h);
     run.proofs.edit(h);
   }
+  // Every kube-controller-manager back on the from-version: a human fixed the skew.
+  for (const node of w.components.keys()) w.components.set(node, OLD);
   if (run.spec.window) {
     const { window: _w, ...rest } = run.spec;
     run.spec = rest;
     run.upgrade = { ...run.upgrade, generation: run.upgrade.generation + 1 };
   }
-  run.note('~ calm: faults stop; spec.paused false; gate holds; no window');
+  run.note('~ calm: faults stop; spec.paused false; gate holds; no window; every kube-controller-manager on the from-version');
   let resumes = 0;
   let steps = 0;
   let since = w.now;

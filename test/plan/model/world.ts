@@ -168,6 +168,11 @@ export class World {
   reportFaults = 0;
   /** The truth of spec.gates' one query gate (`health`): it holds, fails (a firing alert), or cannot be evaluated (Prometheus down). */
   health: 'hold' | 'fail' | 'unknown' = 'hold';
+  /**
+   * The truth of the rest of the control plane: each kube-controller-manager's release by node (the nodes the fleet
+   * started on), or undefined when its mirror Pod's image names no version. A human may move one at any time.
+   */
+  components = new Map<string, string | undefined>();
   /** Every delivery, for the trace. */
   deliveries: { at: number; request: DriverRequest; outcome: CallOutcome; fault: DeliveryFault | undefined }[] = [];
   /** Hostnames whose proxy gate an op turned on (it was off before): the only ones a revert may turn off. */
@@ -186,7 +191,7 @@ export class World {
     this.p = p;
     this.now = start;
     this.start = start;
-    for (let i = 0; i < servers; i++) this.addServer(p.fromVersion, gateOn);
+    for (let i = 0; i < servers; i++) this.components.set(this.addServer(p.fromVersion, gateOn).hostname, release(p.fromVersion));
     this.noteWriters();
   }
 
@@ -435,6 +440,12 @@ export class World {
       ...(this.p.twoPhase ? { orphans: [] } : {}),
       // spec.gates' query gate, as the gates' Prometheus answers it (read whether or not the spec has gates).
       gates: { queries: [this.health === 'unknown' ? { name: 'health', error: 'GET http://prometheus:9090/api/v1/query: connect ECONNREFUSED' } : { name: 'health', samples: this.health === 'fail' ? [{ labels: { alertname: 'EtcdMembersDown', severity: 'critical' }, value: 1 }] : [] }] },
+    };
+    obs.components = {
+      pods: [...this.components].map(([node, v]) => ({
+        component: 'kube-controller-manager' as const, pod: `kube-system/kube-controller-manager-${node}`, node,
+        ...(v === undefined ? { unknown: 'its image has no tag' } : { version: v, image: `registry.k8s.io/kube-controller-manager:${v}` }),
+      })),
     };
     if (this.flakyStorage > 0) {
       this.flakyStorage--;

@@ -21,6 +21,7 @@ local AUTOMATIC_PAUSE = {
   ["RollbackOrphans"] = true,
   ["NotAllowedByPolicy"] = true,
   ["FlagProofRefused"] = true,
+  ["ComponentSkew"] = true,
 }
 
 local function condition(conditions, ctype)
