@@ -68,11 +68,14 @@ export function runUpgrading(ctx: PlanContext): void {
   const servers = batchOf(ctx, k);
   const emulatedVersion = batchDef(ctx, k)?.emulatedVersion;
 
+  if (firstCallHeld(ctx, k)) return;
   let waiting = false;
   const gate = replacementGate(ctx);
   for (const h of servers) {
-    // The static Pod driver: no call before the node's command line, as it is now, has an Accepted proof.
-    if (!callInFlight(ctx, h) && !serverAt(ctx, h, target, undefined, emulatedVersion)) {
+    // The static Pod driver: no call before the node's command line, as it is now, has an Accepted proof. A call only
+    // recorded (Requested: the driver may never have got it, say the operator died before delivering it) is sent
+    // again under the same check: its node's manifest may have changed in between.
+    if (callInFlight(ctx, h)?.result !== 'Accepted' && !serverAt(ctx, h, target, undefined, emulatedVersion)) {
       const proof = proofBeforeCall(ctx, h, emulatedVersion, gate);
       if (proof.kind === 'waiting') {
         waiting = true;
@@ -179,6 +182,21 @@ function betweenStages(ctx: PlanContext, k: number): boolean {
 function batchBackAt(ctx: PlanContext, k: number): number {
   const done = (ctx.status.driverCalls ?? []).filter((c) => c.batch === k && c.result === 'Done' && c.completedAt).map((c) => Date.parse(c.completedAt!));
   return Math.max(Date.parse(ctx.status.batch?.startedAt ?? ctx.now.toISOString()), ...done);
+}
+
+/**
+ * A batch k > 1 whose first call has not gone out yet, resumed (or lifted) since it started — its servers' proofs
+ * held it, say, and it paused — starts as a batch does after a resume: on a Healthy check newer than the resume.
+ */
+function firstCallHeld(ctx: PlanContext, k: number): boolean {
+  const after = ctx.status.batch?.checkAfter;
+  if (k <= 1 || after === undefined || (ctx.status.driverCalls ?? []).some((c) => c.batch === k)) return false;
+  const last = ctx.status.lastAnalysis;
+  const at = last?.time ? Date.parse(last.time) : undefined;
+  if (last !== undefined && last.synthetic !== true && at !== undefined && at > Date.parse(after) && last.verdict === 'Healthy' && (last.consecutiveBreaches ?? 0) === 0) return false;
+  ctx.progressMessage = `batch ${k}: waiting for a healthy check after the resume at ${after} before its first call`;
+  ctx.requeue(ctx.spec.analysis.intervalMs);
+  return true;
 }
 
 /**

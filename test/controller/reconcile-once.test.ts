@@ -10,6 +10,7 @@ import { resolveSpec } from '../../src/api/defaults.ts';
 import type { KubeClient } from '../../src/runtime/kube.ts';
 import { silentLogger } from '../../src/runtime/logger.ts';
 import type { FleetObserver } from '../../src/observe/fleet.ts';
+import { acceptedProofs } from '../plan/flag-proof-sim.ts';
 import { UpgradeReconciler } from '../../src/controller/reconciler.ts';
 import { OperatorMetrics } from '../../src/controller/metrics.ts';
 import { parsePolicyText } from '../../src/controller/policy-file.ts';
@@ -60,6 +61,8 @@ function reconciler(spec: ApiServerUpgradeSpec, status: ApiServerUpgradeStatus |
     preflightFacts: o.preflightFacts,
     now: () => o.now,
     ...(policy ? { policy: () => policy } : {}),
+    // Every node's command line proven (test/plan/flag-proof-sim.ts): a Requested call is sent again only under a proof.
+    flagProof: async (up, _spec, ob) => acceptedProofs(spec, up.status, ob.peers),
   });
   return { r, n, patches };
 }
@@ -111,9 +114,9 @@ test('with a call Accepted (the driver\'s reports read), and with a call Request
     // The same call not yet delivered (Requested): the step sends it again, same key.
     const requested = structuredClone(accepted);
     for (const c of requested.driverCalls ?? []) if (c.result === 'Accepted') c.result = 'Requested';
-    const { r, n } = reconciler(spec, requested, sim.observe(), { preflightFacts: true, now, driver });
+    const { r, n, patches } = reconciler(spec, requested, sim.observe(), { preflightFacts: true, now, driver });
     await r.reconcile('to-v1-36');
-    assert.deepEqual(calls, reports, 'the call was made');
+    assert.deepEqual(calls, reports, `the call was made: ${JSON.stringify(patches.at(-1)?.peers?.map((p) => p.message))}`);
     assert.equal(n.resolved, 1);
   }
 });

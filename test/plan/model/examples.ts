@@ -120,6 +120,28 @@ export const PINNED: Pinned[] = [
     at(0, { e: 'resume' }),
     at(5),
   ]),
+  pin('I16: an Upgrade recorded and lost before delivery (a crash) was sent again after the node\'s command line changed, without proving it again', { servers: 3, staticPod: true, proofDelayS: 0 }, [
+    at(0),
+    at(0),
+    at(45),
+    at(20, { e: 'proof', i: 0, v: 'refuse' }),
+    at(5, undefined, 1),
+  ]),
+  pin('I3: batch 2 (phase two) paused FlagProofRefused before its first call; after the resume its first call went out with no healthy check newer than the resume', { phases: 'TwoPhase', staticPod: true, proofDelayS: 0 }, [
+    at(5),
+    at(0, { e: 'proof', i: 0, v: 'refuse' }),
+    at(10),
+    at(10),
+    at(45),
+    at(20),
+    at(5, undefined, 0),
+    at(0),
+    at(0),
+  ]),
+  pin('I11 (the judgment): the only server whose Upgrade the driver failed left before any server on the target was read: Paused RollbackSafetyUnknown is an unknown the operator cannot resolve, and a resume goes on', { servers: 2, gateOn: true, onBreach: 'Rollback' }, [
+    at(0, { e: 'fate', f: 'pullFail' }),
+    at(0, { e: 'leave', i: 0 }),
+  ]),
 ];
 
 /**

@@ -642,7 +642,12 @@ export class ModelRun {
       const unseen = [...this.world.ran].filter((k) => !this.seenStorage.has(k));
       // An Upgrade call still in flight may yet land on the target: that is an unknown too (until it times out).
       const flying = (s.driverCalls ?? []).filter((c) => c.action === 'Upgrade' && !FINISHED.has(c.result ?? ''));
-      if (down.length === 0 && unseen.length === 0 && flying.length === 0) this.fail('I11', `Paused RollbackSafetyUnknown with every server up, no Upgrade in flight and the storage of all they ran observed (${[...this.world.ran].join(', ')}): ${pause.message ?? ''}`);
+      // A server that took an Upgrade call (the driver accepted it; it may have run the target before it failed) and
+      // left the fleet before any server on the target was read: what it may have written can never be observed, so
+      // the unknown is real for the operator whatever the truth was (a failed pull, say). Only a resume goes on.
+      const goneUnread = (s.driverCalls ?? []).filter((c) => c.action === 'Upgrade' && c.acceptedAt !== undefined && c.result !== 'Rejected' && !this.world.servers.has(c.server));
+      const unknowable = goneUnread.length > 0 && (s.plan?.targetStorage?.length ?? 0) === 0;
+      if (down.length === 0 && unseen.length === 0 && flying.length === 0 && !unknowable) this.fail('I11', `Paused RollbackSafetyUnknown with every server up, no Upgrade in flight and the storage of all they ran observed (${[...this.world.ran].join(', ')}): ${pause.message ?? ''}`);
     }
   }
 
