@@ -281,7 +281,7 @@ test('agentNamespace.create: the chart\'s namespace admits the agent Job\'s Pod 
   assert.equal(ns?.metadata.name, AGENT_NS);
   for (const mode of ['enforce', 'audit', 'warn']) assert.equal(ns?.metadata.labels?.[`pod-security.kubernetes.io/${mode}`], 'privileged', mode);
   const rules = find(objs, 'Role').filter((r) => r.metadata.namespace === AGENT_NS).flatMap((r) => (r as unknown as { rules: { resources: string[]; verbs: string[] }[] }).rules);
-  assert.deepEqual(rules.map((r) => `${r.resources.join(',')}:${r.verbs.join(',')}`), ['jobs:create,get,patch', 'pods:list'], 'Jobs there (patched only to stop one), and its Pods listed for image pull errors');
+  assert.deepEqual(rules.map((r) => `${r.resources.join(',')}:${r.verbs.join(',')}`), ['jobs:create,get,list,patch', 'pods:list'], 'Jobs there (patched only to stop one; listed for the flag proof\'s Jobs), and its Pods listed for image pull errors and proof verdicts');
   assert.ok(find(objs, 'Role').some((r) => r.metadata.namespace === 'kube-system' && r.metadata.name.endsWith('-agent-jobs')), 'kube-system (rbac.jobNamespaces) keeps its Job role');
 
   // The Pod the static Pod driver's Job makes, created (server-side dry run: admission, Pod Security included) in the
