@@ -12,6 +12,7 @@ import { join } from 'node:path';
 import { parseDocument } from 'yaml';
 import { NodesCluster, MIRROR_REPOSITORY } from './cluster/nodes/nodes-cluster.ts';
 import { NEW_VERSION, waitFor } from './cluster/index.ts';
+import { staticPodUpgrade } from './support/static-pod-upgrade.ts';
 import { OPERATOR_IMAGE } from './cluster/operator-image.ts';
 import { installCrd, getUpgrade, createUpgrade, startOperator, type OperatorProcess } from './support/operator.ts';
 import type { ApiServerUpgrade } from '../src/api/types.generated.ts';
@@ -69,18 +70,6 @@ async function proofSeconds(c: NodesCluster, jobs: readonly Job[]): Promise<numb
   });
 }
 
-function upgrade(name: string): Record<string, unknown> {
-  return {
-    apiVersion: 'upgrade.apiserver.dev/v1alpha1', kind: 'ApiServerUpgrade', metadata: { name },
-    spec: {
-      targetVersion: NEW_VERSION,
-      strategy: { batchSize: 1, soakDuration: '5s', batchTimeout: '5m' },
-      proxy: { gate: 'Auto', allowAlphaGate: true }, // the gate is alpha on v1.35: consent (docs/versions.md)
-      driver: { staticPod: { readyTimeout: '2m' } },
-      analysis: { interval: '5s', failureLimit: 3, onBreach: 'Pause' },
-    },
-  };
-}
 
 test(`the operator's flag proof on real kubelets: a removed gate, an unknown flag and a removed admission plugin, one per node, block preflight naming the node, the flag and the binary's message, with no call; without them the upgrade to ${NEW_VERSION} Succeeds`, { timeout: 25 * 60_000 }, async () => {
   const t0 = Date.now();
@@ -100,7 +89,7 @@ test(`the operator's flag proof on real kubelets: a removed gate, an unknown fla
 
   operator = await startOperator(c, { healthPort: 18490, extraArgs: ['--agent-image', OPERATOR_IMAGE] });
   const tApply = Date.now();
-  await createUpgrade(c, upgrade('proof'));
+  await createUpgrade(c, staticPodUpgrade('proof'));
   const blocked = await waitFor('every node refused', 5 * 60_000, async () => {
     const u = await getUpgrade(c, 'proof');
     return (u?.status?.flagProof?.nodes ?? []).filter((r) => r.result === 'Refused').length === 3 ? u : undefined;

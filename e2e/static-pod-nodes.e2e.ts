@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import { stringify } from 'yaml';
 import { NodesCluster, MIRROR_REPOSITORY } from './cluster/nodes/nodes-cluster.ts';
 import { NEW_VERSION, OLD_VERSION, waitFor, sleep } from './cluster/index.ts';
+import { staticPodUpgrade } from './support/static-pod-upgrade.ts';
 import { buildImage, importImages, staticBusybox } from './cluster/images.ts';
 import { OPERATOR_IMAGE } from './cluster/operator-image.ts';
 import { installCrd, getUpgrade, startOperator as startOperatorProcess, type OperatorProcess } from './support/operator.ts';
@@ -53,19 +54,6 @@ async function kubectlApply(c: NodesCluster, obj: Record<string, unknown>): Prom
   await runOk(tool('kubectl'), ['--kubeconfig', c.kubeconfig, 'apply', '-f', file]);
 }
 
-function upgrade(name: string, staticPod: Record<string, unknown>, extra: { onBreach?: string } = {}): Record<string, unknown> {
-  return {
-    apiVersion: 'upgrade.apiserver.dev/v1alpha1', kind: 'ApiServerUpgrade', metadata: { name },
-    spec: {
-      targetVersion: NEW_VERSION,
-      strategy: { batchSize: 1, soakDuration: '5s', batchTimeout: '5m' },
-      proxy: { gate: 'Auto', allowAlphaGate: true }, // the gate is alpha on v1.35: consent (docs/versions.md)
-      // No agentImage: the agent runs from the operator's own image.
-      driver: { staticPod: { readyTimeout: '2m', ...staticPod } },
-      analysis: { interval: '5s', failureLimit: 3, onBreach: extra.onBreach ?? 'Pause' },
-    },
-  };
-}
 
 async function apiserverMirrors(c: NodesCluster): Promise<PodList['items']> {
   return (await c.json<PodList>('/api/v1/namespaces/kube-system/pods?labelSelector=component%3Dkube-apiserver')).items;
@@ -90,7 +78,7 @@ test('kubeadm on real kubelets: gate turned on node by node, every node upgraded
   operators.push(op);
   const t0 = Date.now();
   // No image in the spec: the agent keeps each node's repository (the private mirror) and changes only the tag.
-  await kubectlApply(c, upgrade('kubeadm', {}));
+  await kubectlApply(c, staticPodUpgrade('kubeadm', {}));
 
   // SIGKILL the operator while the first Upgrade Job runs; a new one must find that Job by its key.
   const firstUpgradeJob = await waitFor('the first Upgrade Job', 8 * 60_000, async () => (await agentJobs(c)).find((j) => j.metadata.name.startsWith('auo-upgrade-') && (j.status?.succeeded ?? 0) === 0), 250);
@@ -164,7 +152,7 @@ test('a target image that cannot be pulled blocks preflight (its flag proof cann
   // 1. An image nobody serves: each node's flag proof Job cannot pull it, so preflight blocks and nothing is called.
   const manifestBefore = await c.manifest(0);
   const mirrorBefore = (await apiserverMirrors(c)).find((p) => p.metadata.name === 'kube-apiserver-cp-1')!;
-  await kubectlApply(c, upgrade('unpullable', { image: 'registry.auo.test/missing/kube-apiserver' }));
+  await kubectlApply(c, staticPodUpgrade('unpullable', { image: 'registry.auo.test/missing/kube-apiserver' }));
   const blocked = await waitFor('preflight blocked by the flag proof', 5 * 60_000, async () => {
     const u = await getUpgrade(c, 'unpullable');
     return u?.status?.flagProof?.state === 'Blocked' ? u : undefined;
@@ -200,7 +188,7 @@ test('a target image that cannot be pulled blocks preflight (its flag proof cann
     env: ['PATH=/usr/local/bin:/bin'],
   })));
   await Promise.all([0, 1, 2].map((i) => importImages(c.containerdSocket(i), brokenImages)));
-  await kubectlApply(c, upgrade('never-ready', { image: 'registry.auo.test/broken/kube-apiserver', readyTimeout: '30s' }));
+  await kubectlApply(c, staticPodUpgrade('never-ready', { image: 'registry.auo.test/broken/kube-apiserver', readyTimeout: '30s' }));
   const reverted = await waitFor('a DriverFailed pause after the revert', 8 * 60_000, async () => {
     const u = await getUpgrade(c, 'never-ready');
     return phase(u) === 'Paused' ? u : undefined;
@@ -290,7 +278,7 @@ test('onBreach Rollback on real kubelets: the second node\'s new apiserver crash
   const c = await startCluster();
   const op = await startOperator(c, { healthPort: 18483 });
   operators.push(op);
-  const spec = upgrade('rollback', {}, { onBreach: 'Rollback' });
+  const spec = staticPodUpgrade('rollback', {}, { onBreach: 'Rollback' });
   (spec.spec as { strategy: Record<string, unknown> }).strategy = { batchSize: 1, soakDuration: '2m', batchTimeout: '5m' };
   await kubectlApply(c, spec);
   await waitFor('batch 2 soaking', 10 * 60_000, async () => {
