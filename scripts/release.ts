@@ -10,7 +10,8 @@
 //    stops when one is not, scripts/release/sbom.ts), the krew archive and a krew manifest with the archive's real sha256 and
 //    download URL (<download-base>/v<version>/<archive>), and the chart packaged with version and appVersion set
 //    to the release's and its image defaults set to what this release publishes (checked on `helm template`
-//    output: no default names an image the release did not produce);
+//    output: no default names an image the release did not produce), and the Argo CD files (argocd-cm entries of the
+//    health check and actions; the operator's Application naming the pushed chart and version; the waves ApplicationSet);
 // 4. only then pushes: the image with skopeo (gzip layers) as <registry>/apiserver-upgrade-operator:<version>,
 //    the chart with `helm push` to oci://<registry>/charts;
 // 5. prints what it published, with digests, and writes release.json and SHA256SUMS into the output folder.
@@ -31,7 +32,7 @@ import { requireCommands } from '../e2e/cluster/requirements.ts';
 import { buildArchive } from '../src/cli/krew-archive.ts';
 import { renderReadme, type Schema } from './chart-readme.ts';
 import { imageFiles, sbomCoverage, type SpdxDocument } from './release/sbom.ts';
-import { CHART_NAME, checkDownloadBase, DEFAULT_DOCS_BASE, DEFAULT_DOWNLOAD_BASE, defaultImages, parseRegistry, releaseChartYaml, releaseKrewManifest, releaseNames, releaseValues, releaseVersion, type ReleaseInput, type ReleaseNames } from './release/plan.ts';
+import { ARGOCD_ASSETS, CHART_NAME, checkDownloadBase, DEFAULT_DOCS_BASE, DEFAULT_DOWNLOAD_BASE, defaultImages, parseRegistry, releaseChartYaml, releaseArgocdApplication, releaseKrewManifest, releaseNames, releaseValues, releaseVersion, type ReleaseInput, type ReleaseNames } from './release/plan.ts';
 
 export interface ReleaseOptions extends ReleaseInput {
   out: string;
@@ -131,6 +132,11 @@ export async function release(o: ReleaseOptions): Promise<ReleaseResult> {
   const archive = buildArchive(REPO_ROOT, out, { version: names.version });
   if (!archive.path.endsWith(`/${names.archiveFile}`)) throw new Error(`the krew archive is ${archive.path}, not ${names.archiveFile}`);
   writeFileSync(join(out, names.krewManifestFile), releaseKrewManifest(readFileSync(join(REPO_ROOT, 'krew', 'apiserver-upgrade.yaml'), 'utf8'), { version: names.version, url: names.archiveUrl, sha256: archive.sha256 }));
+  step('Argo CD customizations and manifests');
+  for (const a of ARGOCD_ASSETS) {
+    const text = readFileSync(join(REPO_ROOT, a.source), 'utf8');
+    writeFileSync(join(out, a.name), a.source === 'argocd/operator-application.yaml' ? releaseArgocdApplication(text, names) : text);
+  }
   step('chart');
   const chartFile = await packageChart(helm, names, out);
 
@@ -139,7 +145,7 @@ export async function release(o: ReleaseOptions): Promise<ReleaseResult> {
   step(`pushing the chart to ${names.chartPushTarget}`);
   const chart = await pushChart(helm, chartFile, names, o.plainHttp);
 
-  const files = [names.chartFile, names.archiveFile, names.krewManifestFile, names.sbomFile].map((name) => ({ name, sha256: sha256File(join(out, name)) }));
+  const files = [names.chartFile, names.archiveFile, names.krewManifestFile, names.sbomFile, ...ARGOCD_ASSETS.map((a) => a.name)].map((name) => ({ name, sha256: sha256File(join(out, name)) }));
   const result: ReleaseResult = { names, image: { ...pushed, tar: image.path }, chart: { ...chart, file: chartFile }, files };
   writeFileSync(join(out, 'SHA256SUMS'), files.map((f) => `${f.sha256}  ${f.name}\n`).join(''));
   writeFileSync(join(out, 'release.json'), `${JSON.stringify({ version: names.version, image: { reference: pushed.reference, digest: pushed.digest, defaultName: names.image }, chart: { reference: chart.reference, digest: chart.digest, install: names.chartInstallRef }, krew: { archiveUrl: names.archiveUrl }, files }, null, 2)}\n`);

@@ -23,7 +23,7 @@ import { run, runOk, tool } from '../support/tools.ts';
 import { docBlock } from '../support/doc-blocks.ts';
 import { PUBLISHED, RELEASE_VERSION, releaseToHarness } from '../support/release.ts';
 import type { ReleaseResult } from '../../scripts/release.ts';
-import { DEFAULT_DOWNLOAD_BASE } from '../../scripts/release/plan.ts';
+import { ARGOCD_ASSETS, DEFAULT_DOWNLOAD_BASE } from '../../scripts/release/plan.ts';
 import { TEMPLATE_KUBE_VERSION } from '../../scripts/release.ts';
 import { imageFiles, sbomCoverage, type SpdxDocument } from '../../scripts/release/sbom.ts';
 import { IMAGE_OWN_FILES } from '../cluster/operator-image.ts';
@@ -92,7 +92,7 @@ test('npm run release into a registry: image and OCI chart under the printed dig
 
   // The files.
   const sums = readFileSync(join(out, 'SHA256SUMS'), 'utf8').trim().split('\n').map((l) => l.split(/\s+/));
-  assert.deepEqual(sums.map(([, n]) => n).sort(), [r.names.archiveFile, r.names.chartFile, r.names.krewManifestFile, r.names.sbomFile].sort());
+  assert.deepEqual(sums.map(([, n]) => n).sort(), [r.names.archiveFile, r.names.chartFile, r.names.krewManifestFile, r.names.sbomFile, ...ARGOCD_ASSETS.map((a) => a.name)].sort());
   for (const [sum, name] of sums) assert.equal(sha256(join(out, name!)), sum, name);
   const sbom = JSON.parse(readFileSync(join(out, r.names.sbomFile), 'utf8')) as { spdxVersion: string; name?: string; packages: { name: string; versionInfo?: string; externalRefs?: { referenceLocator: string }[] }[] };
   assert.match(sbom.spdxVersion, /^SPDX-2\./);

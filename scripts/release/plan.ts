@@ -231,3 +231,31 @@ export function releaseKrewManifest(template: string, o: { version: string; url:
   }
   return doc.toString({ lineWidth: 0 });
 }
+
+/**
+ * The Argo CD files a release publishes beside the chart: the argocd-cm entries of the ApiServerUpgrade health check
+ * and actions (argocd/argocd-cm.ts writes both forms), and the manifests that deploy the operator and roll upgrades in
+ * waves (docs/argocd.md). `source` is the repository's file, `name` the release's.
+ */
+export const ARGOCD_ASSETS: readonly { source: string; name: string }[] = [
+  { source: 'argocd/argocd-cm.yaml', name: 'argocd-cm.yaml' },
+  { source: 'argocd/argocd-cm.helm-values.yaml', name: 'argocd-cm.helm-values.yaml' },
+  { source: 'argocd/operator-application.yaml', name: 'argocd-operator-application.yaml' },
+  { source: 'argocd/upgrade-waves-applicationset.yaml', name: 'argocd-upgrade-waves-applicationset.yaml' },
+];
+
+/**
+ * The operator's Argo CD Application as released: its Helm OCI source names the chart where this release pushed it
+ * (repoURL: the registry path without oci://, chart: the chart's name) at this release's version. Comments are kept.
+ */
+export function releaseArgocdApplication(text: string, n: Pick<ReleaseNames, 'version' | 'chartInstallRef'>): string {
+  const doc = yamlDoc(text, 'the operator Application');
+  if (doc.get('kind') !== 'Application' || !doc.hasIn(['spec', 'source', 'chart'])) throw new Error('the operator Application is not an Argo CD Application with a Helm chart source');
+  const ref = n.chartInstallRef.replace(/^oci:\/\//, '');
+  const suffix = `/${CHART_NAME}`;
+  if (!ref.endsWith(suffix)) throw new Error(`the chart reference ${n.chartInstallRef} does not end in ${suffix}`);
+  doc.setIn(['spec', 'source', 'repoURL'], ref.slice(0, -suffix.length));
+  doc.setIn(['spec', 'source', 'chart'], CHART_NAME);
+  doc.setIn(['spec', 'source', 'targetRevision'], checkVersion(n.version));
+  return doc.toString({ lineWidth: 0 });
+}

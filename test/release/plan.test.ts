@@ -6,7 +6,9 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parse, stringify } from 'yaml';
-import { checkDownloadBase, checkVersion, defaultImages, DEFAULT_DOCS_BASE, DEFAULT_DOWNLOAD_BASE, parseRegistry, releaseChartYaml, releaseKrewManifest, releaseNames, releaseValues } from '../../scripts/release/plan.ts';
+import { ARGOCD_ASSETS, checkDownloadBase, checkVersion, defaultImages, DEFAULT_DOCS_BASE, DEFAULT_DOWNLOAD_BASE, parseRegistry, releaseArgocdApplication, releaseChartYaml, releaseKrewManifest, releaseNames, releaseValues } from '../../scripts/release/plan.ts';
+import { ARGOCD_CUSTOMIZATIONS, ARGOCD_MANIFESTS } from '../argocd/manifests.ts';
+import { existsSync } from 'node:fs';
 import { parseReleaseArgs } from '../../scripts/release.ts';
 
 const root = join(import.meta.dirname, '..', '..');
@@ -124,4 +126,25 @@ test('the krew manifest: version, the real URL and sha256 on every platform; com
   assert.ok(out.startsWith('# '), 'the leading comment is kept');
   assert.throws(() => releaseKrewManifest(text, { version: '0.2.0', url, sha256: 'nothex' }), /not a sha256/);
   assert.throws(() => releaseKrewManifest('kind: Other\n', { version: '0.2.0', url, sha256: sha }), /not a krew Plugin/);
+});
+
+test('the Argo CD assets: the argocd-cm entries and every Argo CD manifest of argocd/, each under its own name', () => {
+  assert.deepEqual(ARGOCD_ASSETS.map((a) => a.source).sort(), [...ARGOCD_CUSTOMIZATIONS, ...ARGOCD_MANIFESTS].sort());
+  for (const a of ARGOCD_ASSETS) assert.ok(existsSync(join(root, a.source)), a.source);
+  const names = ARGOCD_ASSETS.map((a) => a.name);
+  assert.equal(new Set(names).size, names.length);
+  for (const n of names) assert.match(n, /^argocd-[a-z.-]+\.yaml$/, 'the workflow uploads ./argocd-*.yaml');
+});
+
+test('the released operator Application names the pushed chart at the release\'s version; comments and values kept', () => {
+  const text = readFileSync(join(root, 'argocd', 'operator-application.yaml'), 'utf8');
+  const names = releaseNames({ version: '0.3.0-rc.1', registry: parseRegistry('registry.example.com/platform'), downloadBase: DEFAULT_DOWNLOAD_BASE });
+  const out = releaseArgocdApplication(text, names);
+  const app = parse(out) as { spec: { source: { repoURL: string; chart: string; targetRevision: string; helm: unknown } } };
+  const before = parse(text) as typeof app;
+  assert.deepEqual(app.spec.source, { ...before.spec.source, repoURL: 'registry.example.com/platform/charts', chart: 'apiserver-upgrade-operator', targetRevision: '0.3.0-rc.1' });
+  assert.ok(out.startsWith('# '), 'the leading comment is kept');
+  assert.match(out, /# Visible to kube-prometheus-stack/);
+  assert.throws(() => releaseArgocdApplication('kind: ApplicationSet\n', names), /not an Argo CD Application with a Helm chart source/);
+  assert.throws(() => releaseArgocdApplication(text, { ...names, version: 'v1' }), /--version must be/);
 });

@@ -59,8 +59,20 @@ if status == nil or status.phase == nil then
   return hs
 end
 
+-- The generation the operator last acted on: status.observedGeneration; before the operator sets it (an upgrade
+-- waiting in Pending behind another has only its PreflightPassed condition), the newest one of its conditions.
+local function observed_generation(s)
+  if s.observedGeneration ~= nil then return s.observedGeneration end
+  local newest = nil
+  for _, c in ipairs(s.conditions or {}) do
+    if c.observedGeneration ~= nil and (newest == nil or c.observedGeneration > newest) then newest = c.observedGeneration end
+  end
+  return newest
+end
+
 local generation = obj.metadata and obj.metadata.generation or nil
-if generation ~= nil and (status.observedGeneration == nil or status.observedGeneration < generation) then
+local observed = observed_generation(status)
+if generation ~= nil and (observed == nil or observed < generation) then
   hs.status = "Progressing"
   hs.message = "Waiting for the operator to observe generation " .. tostring(generation)
   return hs
