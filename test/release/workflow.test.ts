@@ -69,7 +69,7 @@ test('the workflow: tags v*, the release command with --version and --registry, 
   assert.match(runs, /cosign sign --yes "\$image"/);
   assert.match(runs, /cosign sign --yes "\$chart"/);
   assert.match(runs, /cosign attest --yes --type spdxjson/);
-  assert.match(runs, /gh release create[\s\S]*apiserver-upgrade\.yaml SHA256SUMS/);
+  assert.match(runs, /gh release create[\s\S]*apiserver-upgrade\.yaml \.\/argocd-\*\.yaml SHA256SUMS/, 'the Argo CD files (ARGOCD_ASSETS: argocd-*.yaml) are attached');
   // No expression is pasted into a shell: every ${{ }} reaches a run: step through env.
   for (const s of job.steps) assert.ok(!/\$\{\{/.test(s.run ?? ''), `${s.name ?? s.uses}: an expression inside run:`);
 });
