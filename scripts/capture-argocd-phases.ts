@@ -17,27 +17,9 @@ import { createUpgrade, getUpgrade } from '../e2e/support/operator.ts';
 import { startRig, upgradeManifest, type Rig } from '../e2e/support/rig.ts';
 import type { ApiServerUpgrade } from '../src/api/types.generated.ts';
 import { ABORT_ANNOTATION, isTerminal } from '../src/api/vocabulary.ts';
+import { observedGeneration, phaseFile, PHASES_DIR } from './argocd-phases.ts';
 
-export const PHASES_DIR = join(import.meta.dirname, '..', 'test', 'fixtures', 'argocd-phases');
 const UPGRADES = '/apis/upgrade.apiserver.dev/v1alpha1/apiserverupgrades';
-
-/** The file an observed object of this phase (and pause reason) is recorded in. */
-export function phaseFile(u: ApiServerUpgrade): string | undefined {
-  const phase = u.status?.phase;
-  if (phase === undefined) return undefined;
-  const reason = phase === 'Paused' ? u.status?.pause?.reason : undefined;
-  return `${phase}${reason ? `-${reason}` : ''}.yaml`;
-}
-
-/**
- * The generation the operator last acted on: status.observedGeneration, or — before it sets that, as for an upgrade
- * waiting in Pending behind another — the newest observedGeneration of its conditions. health.lua reads it the same way.
- */
-export function observedGeneration(u: ApiServerUpgrade): number | undefined {
-  if (u.status?.observedGeneration !== undefined) return u.status.observedGeneration;
-  const g = (u.status?.conditions ?? []).map((c) => c.observedGeneration).filter((x): x is number => typeof x === 'number');
-  return g.length === 0 ? undefined : Math.max(...g);
-}
 
 /** Polls the named upgrades and keeps the first observed object of each phase, until stopped. */
 class Recorder {

@@ -94,6 +94,17 @@ test('npm run release into a registry: image and OCI chart under the printed dig
   const sums = readFileSync(join(out, 'SHA256SUMS'), 'utf8').trim().split('\n').map((l) => l.split(/\s+/));
   assert.deepEqual(sums.map(([, n]) => n).sort(), [r.names.archiveFile, r.names.chartFile, r.names.krewManifestFile, r.names.sbomFile, ...ARGOCD_ASSETS.map((a) => a.name)].sort());
   for (const [sum, name] of sums) assert.equal(sha256(join(out, name!)), sum, name);
+  // The Argo CD files: the customizations and the waves ApplicationSet as committed; the operator Application names
+  // the chart where this release pushed it, at its version.
+  for (const a of ARGOCD_ASSETS) {
+    const text = readFileSync(join(out, a.name), 'utf8');
+    if (a.source !== 'argocd/operator-application.yaml') assert.equal(text, readFileSync(join(REPO, a.source), 'utf8'), a.name);
+    else {
+      const source = (parse(text) as { spec: { source: { repoURL: string; chart: string; targetRevision: string } } }).spec.source;
+      assert.equal(`oci://${source.repoURL}/${source.chart}`, r.names.chartInstallRef);
+      assert.equal(source.targetRevision, r.names.version);
+    }
+  }
   const sbom = JSON.parse(readFileSync(join(out, r.names.sbomFile), 'utf8')) as { spdxVersion: string; name?: string; packages: { name: string; versionInfo?: string; externalRefs?: { referenceLocator: string }[] }[] };
   assert.match(sbom.spdxVersion, /^SPDX-2\./);
   process.stderr.write(`[release] SBOM ${sbom.name ?? ''}: ${sbom.packages.length} packages\n`);

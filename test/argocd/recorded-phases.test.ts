@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { parse } from 'yaml';
 import { PHASES, type Phase } from '../../src/api/vocabulary.ts';
 import type { ApiServerUpgrade } from '../../src/api/types.generated.ts';
-import { phaseFile, PHASES_DIR } from '../../scripts/capture-argocd-phases.ts';
+import { observedGeneration, phaseFile, PHASES_DIR } from '../../scripts/argocd-phases.ts';
 import { DIR, INTERPRETERS, health, missing, type HealthStatus } from './lua.ts';
 
 const recorded = readdirSync(PHASES_DIR).filter((f) => f.endsWith('.yaml')).sort()
@@ -43,6 +43,7 @@ test('the recordings: every phase of src/api/vocabulary.ts, each file named afte
     assert.equal(phaseFile(obj), file);
     assert.equal(obj.apiVersion, 'upgrade.apiserver.dev/v1alpha1');
     assert.equal((obj.metadata as { managedFields?: unknown }).managedFields, undefined);
+    assert.equal(observedGeneration(obj), obj.metadata?.generation, `${file}: the operator had observed its spec`);
   }
 });
 
