@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { parse, stringify } from 'yaml';
 import { Cluster, OLD_VERSION, waitFor } from './cluster/index.ts';
 import { run, runOk, tool } from './support/tools.ts';
-import { ARGOCD_MANIFESTS, docArgoObjects } from '../test/argocd/manifests.ts';
+import { ARGOCD_MANIFESTS, docArgoObjects, generatedApplications, type ApplicationSet } from '../test/argocd/manifests.ts';
 
 const root = join(import.meta.dirname, '..');
 const CRDS = ['application-crd.yaml', 'applicationset-crd.yaml', 'appproject-crd.yaml'].map((f) => join(root, 'test', 'fixtures', 'argocd-crds', f));
@@ -54,6 +54,17 @@ test('every Argo CD manifest of argocd/ passes a strict server-side dry run agai
     assert.equal(r.code, 0, `${file}: ${r.out}`);
     assert.match(r.out, /created \(server dry run\)/, file);
     assert.doesNotMatch(r.out, /Warning/i, `${file}: ${r.out}`);
+  }
+});
+
+test('the Applications the waves ApplicationSet generates (its template with each cluster of the list) pass the same dry run', async () => {
+  const set = parse(readFileSync(join(root, 'argocd', 'upgrade-waves-applicationset.yaml'), 'utf8')) as ApplicationSet;
+  const apps = generatedApplications(set);
+  assert.ok(apps.length >= 2);
+  for (const app of apps) {
+    const r = await dryRun(stringify(app));
+    assert.equal(r.code, 0, `${app.metadata?.name}: ${r.out}`);
+    assert.match(r.out, /created \(server dry run\)/);
   }
 });
 

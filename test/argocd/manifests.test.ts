@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { parse, parseAllDocuments } from 'yaml';
 import { readChart, schemaAt, type Schema } from '../../scripts/chart-readme.ts';
 import { parseRegistry, releaseNames } from '../../scripts/release/plan.ts';
-import { ARGOCD_MANIFESTS, argoObjects, rollingSyncWaves, type ApplicationSet } from './manifests.ts';
+import { ARGOCD_MANIFESTS, argoObjects, generatedApplications, rollingSyncWaves, type ApplicationSet } from './manifests.ts';
 
 const root = join(import.meta.dirname, '..', '..');
 /** The Argo CD release the manifests and the CRD fixtures are for (docs/argocd.md names it). */
@@ -114,4 +114,14 @@ spec:
   template: {metadata: {name: "x-{{.cluster}}", labels: {env: "{{.env}}"}}, spec: {}}
 `)[0]!.toJS() as ApplicationSet);
   assert.deepEqual(rollingSyncWaves(set), [['a'], ['b', 'c']]);
+});
+
+test('the waves ApplicationSet generates one Application per cluster, named after it, labelled with its wave, aimed at its server', () => {
+  const set = manifest<ApplicationSet & { metadata: { namespace: string } }>('upgrade-waves-applicationset.yaml');
+  const elements = set.spec.generators.flatMap((g) => g.list?.elements ?? []);
+  const apps = generatedApplications(set) as unknown as { metadata: { name: string; namespace: string; labels: Record<string, string> }; spec: { destination: { server: string } } }[];
+  assert.deepEqual(apps.map((a) => a.metadata.name), elements.map((e) => `apiserver-upgrades-${String(e.cluster)}`));
+  assert.deepEqual(apps.map((a) => a.metadata.labels['upgrade.apiserver.dev/wave']), elements.map((e) => e.wave));
+  assert.deepEqual(apps.map((a) => a.spec.destination.server), elements.map((e) => e.url));
+  for (const a of apps) assert.equal(a.metadata.namespace, 'argocd');
 });

@@ -71,6 +71,22 @@ function render(template: string, element: Record<string, unknown>): string {
   });
 }
 
+/** Renders every string of a template value with one list element (`{{.key}}` only). */
+function renderDeep(v: unknown, element: Record<string, unknown>): unknown {
+  if (typeof v === 'string') return render(v, element);
+  if (Array.isArray(v)) return v.map((x) => renderDeep(x, element));
+  if (typeof v === 'object' && v !== null) return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, renderDeep(x, element)]));
+  return v;
+}
+
+/** The Applications the ApplicationSet's list generators make (its template rendered with each element), in the ApplicationSet's namespace. */
+export function generatedApplications(set: ApplicationSet & { metadata?: { namespace?: string } }): ArgoObject[] {
+  return set.spec.generators.flatMap((g) => g.list?.elements ?? []).map((element) => {
+    const t = renderDeep(set.spec.template, element) as { metadata: Record<string, unknown>; spec: Record<string, unknown> };
+    return { apiVersion: 'argoproj.io/v1alpha1', kind: 'Application', metadata: { ...t.metadata, namespace: set.metadata?.namespace }, spec: t.spec };
+  });
+}
+
 function selects(labels: Record<string, string>, exprs: MatchExpression[]): boolean {
   // Argo CD: all expressions must hold; a NotIn that matches excludes the Application whatever an In says.
   return exprs.every((e) => {
