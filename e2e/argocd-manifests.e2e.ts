@@ -2,7 +2,8 @@
 // accepted by a real kube-apiserver serving Argo CD's own CRDs (v3.5.1, test/fixtures/argocd-crds/): a server-side
 // dry run (`kubectl apply --dry-run=server --validate=strict`: the CRD's schema, and no field it does not know).
 // Manifests broken on purpose are refused, so the check can fail. The operator Application's Helm values render
-// the chart with `helm template`, which validates them against values.schema.json; a wrong value is refused.
+// the chart with `helm template`, which validates them against values.schema.json (so do those of the docs' objects);
+// a wrong value is refused.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -17,6 +18,7 @@ const root = join(import.meta.dirname, '..');
 const CRDS = ['application-crd.yaml', 'applicationset-crd.yaml', 'appproject-crd.yaml'].map((f) => join(root, 'test', 'fixtures', 'argocd-crds', f));
 const CHART = join(root, 'charts', 'apiserver-upgrade-operator');
 const t0 = Date.now();
+interface HelmSource { helm?: { valuesObject?: Record<string, unknown> } }
 let cluster: Cluster;
 let kubectl: string;
 
@@ -117,6 +119,18 @@ test('the operator Application\'s Helm values render the chart (helm validates t
       assert.notEqual(bad.code, 0, JSON.stringify(wrong));
       assert.match(bad.stderr, /values don't meet the specifications of the schema/);
     }
+    // The docs' Argo CD objects that install the chart: their values render it too.
+    let rendered = 0;
+    for (const { where, object } of docArgoObjects()) {
+      const spec = object.spec as { source?: HelmSource; template?: { spec?: { source?: HelmSource } } } | undefined;
+      const v = (spec?.source ?? spec?.template?.spec?.source)?.helm?.valuesObject;
+      if (v === undefined) continue;
+      writeFileSync(values, stringify(v));
+      const r = await run(helm, ['template', 'x', CHART, '--kube-version', OLD_VERSION, '-f', values]);
+      assert.equal(r.code, 0, `${where}: ${r.stderr}`);
+      rendered++;
+    }
+    assert.ok(rendered >= 1, 'the fleet ApplicationSet of docs/argocd.md has Helm values');
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
