@@ -38,12 +38,6 @@ function exec(cmd: string, args: string[], o: { cwd?: string; timeoutMs?: number
   });
 }
 
-/** A file of the pinned commit, read from this clone's history. */
-export async function previousFile(path: string): Promise<string> {
-  await requireCommit();
-  return exec('git', ['-C', REPO_ROOT, 'show', `${PREVIOUS_RELEASE.commit}:${path}`]);
-}
-
 async function requireCommit(): Promise<void> {
   try {
     await exec('git', ['-C', REPO_ROOT, 'cat-file', '-e', `${PREVIOUS_RELEASE.commit}^{commit}`]);
