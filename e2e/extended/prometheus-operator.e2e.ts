@@ -231,12 +231,16 @@ test('Prometheus, run with prometheus-operator\'s output, scrapes the operator u
   writeFileSync(out, reloaderOutput(gz, containerEnv(sts, 'config-reloader', PROMETHEUS_POD)));
   const own = ['--config.file=', '--storage.tsdb.path=', '--web.listen-address=', '--storage.tsdb.retention.time=', '--log.level='];
   const lb = new URL(cluster!.lbUrl);
+  const promDir = join(work, 'prometheus');
   prom = await startInClusterPrometheus({
-    bin: await binary('prometheus', PROMETHEUS_VERSION), dir: join(work, 'prometheus'), config: '', configFile,
+    bin: await binary('prometheus', PROMETHEUS_VERSION), dir: promDir, config: '', configFile,
     binds: [{ from: join(work, 'pod-root', 'etc', 'prometheus'), to: '/etc/prometheus' }],
     args: args.filter((a) => !own.some((f) => a.startsWith(f))),
     token: (await k(['create', 'token', KPS_PROMETHEUS, '-n', KPS_NAMESPACE, '--duration=1h'])).trim(),
     caFile: cluster!.pki.caCert, api: { host: lb.hostname, port: Number(lb.port) },
+  }).catch((err: Error) => {
+    // The cluster's folder goes with the teardown: the log's end goes into the failure.
+    throw new Error(`${err.message}\n${readFileSync(join(promDir, 'prometheus.log'), 'utf8').slice(-3000)}`);
   });
 
   const t0 = Date.now();

@@ -2,7 +2,7 @@
 // would do with the StatefulSets it writes: their Secret and ConfigMap volumes laid out as files, and the
 // configuration the config-reloader sidecar would hand Prometheus (gunzipped, `$(VAR)` expanded from its env).
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, normalize, sep } from 'node:path';
 import { gunzipSync } from 'node:zlib';
 import { ManagedProcess } from '../cluster/process.ts';
@@ -69,10 +69,13 @@ export async function materializeMounts(sts: StatefulSet, container: string, und
   const volumes = new Map((sts.spec.template.spec.volumes ?? []).map((v) => [v.name, v]));
   const written: string[] = [];
   for (const m of c.volumeMounts ?? []) {
-    if (!m.mountPath.startsWith(`${under}/`) || m.subPath) continue;
+    if (!m.mountPath.startsWith(`${under}/`)) continue;
     const v = volumes.get(m.name);
     if (!v) continue;
-    const dir = inside(root, m.mountPath.slice(1));
+    const target = inside(root, m.mountPath.slice(1));
+    // With subPath the mount is one file of the volume (a key of its Secret or ConfigMap): laid out in a folder of
+    // its own, then that file put at the mount path.
+    const dir = m.subPath ? inside(root, `.subpath/${m.name}`) : target;
     mkdirSync(dir, { recursive: true });
     const sources: { kind: 'Secret' | 'ConfigMap'; name: string; items?: KeyToPath[] }[] = [];
     if (v.secret) sources.push({ kind: 'Secret', name: v.secret.secretName, items: v.secret.items });
@@ -91,6 +94,10 @@ export async function materializeMounts(sts: StatefulSet, container: string, und
         mkdirSync(join(path, '..'), { recursive: true });
         writeFileSync(path, value, { mode: 0o600 });
       }
+    }
+    if (m.subPath) {
+      mkdirSync(join(target, '..'), { recursive: true });
+      writeFileSync(target, readFileSync(inside(dir, m.subPath)), { mode: 0o600 });
     }
     written.push(m.mountPath);
   }
