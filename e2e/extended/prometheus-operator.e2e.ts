@@ -49,6 +49,7 @@ const SCRAPER = `system:serviceaccount:${NS}:${RELEASE}-metrics-scraper`;
 const SM_JOB = `serviceMonitor/${NS}/${RELEASE}/0`;
 const CLUSTER_NAME = 'e2e-east';
 const PAUSED = 'kps-refused';
+const AUTH_TTL = '5s';
 /** A version no binary is built for: the e2e hook refuses to stop a server it cannot start again (422). */
 const UNBUILDABLE = 'v1.36.99';
 const PAGER_BRIDGE = 'http://pager-bridge.monitoring.svc:8080';
@@ -160,7 +161,9 @@ before(async () => {
   // The operator as a process behind the chart's metrics Service (rendered by the install below).
   const metricsPort = await freePort();
   metricsAddress = `${cluster.netns.hostAddress}:${metricsPort}`;
-  op = await startOperator(cluster, { healthPort: await freePort(), extraArgs: [`--metrics-port=${metricsPort}`, `--metrics-host=${cluster.netns.hostAddress}`, '--metrics-auth=true'] });
+  op = await startOperator(cluster, { healthPort: await freePort(), extraArgs: [`--metrics-port=${metricsPort}`, `--metrics-host=${cluster.netns.hostAddress}`, '--metrics-auth=true',
+    // For the test only: an allowed review is reused 5 s (metrics.auth.cacheTTL, 1m by default).
+    `--metrics-auth-cache-ttl=${AUTH_TTL}`] });
 
   // The page's install block, as written but for the chart's location and this test's shortened intervals.
   writeFileSync(join(work, 'e2e-shortened.yaml'), stringify({ serviceMonitor: { interval: '1s', scrapeTimeout: '1s' }, prometheusRule: { paused: { for: '5s' } } }));
@@ -252,9 +255,6 @@ test('Prometheus, run with prometheus-operator\'s output, scrapes the operator u
   assert.equal(target.scrapeUrl, `https://${metricsAddress}/metrics`);
   assert.equal(target.labels.job, METRICS_SERVICE, 'job = the Service\'s name, as the chart\'s rules select');
   assert.equal(target.labels.namespace, NS);
-  // The operator reviewed the scraper's token and allowed it: its /metrics would answer 401/403 to anyone else.
-  const reviewed = op!.logLines().filter((l) => typeof l.user === 'string' && String(l.msg ?? l.message).includes('metrics authorization'));
-  assert.ok(!reviewed.some((l) => l.user !== SCRAPER), `only the scraper was reviewed: ${JSON.stringify(reviewed.slice(0, 3))}`);
 
   const groups = (await promGet<{ groups: { name: string; file: string; rules: { name: string; labels?: Record<string, string> }[] }[] }>('/api/v1/rules')).groups;
   const ours = groups.filter((g) => g.file.includes(`/${NS}-${RELEASE}-`));
@@ -264,6 +264,30 @@ test('Prometheus, run with prometheus-operator\'s output, scrapes the operator u
   const rules = ours.flatMap((g) => g.rules);
   assert.equal(rules.length, 12, 'eleven alerts, ApiServerUpgradeOperatorDown as a page and as a ticket');
   assert.ok(rules.every((r) => r.labels?.team === 'control-plane'), 'the page\'s alertLabels');
+});
+
+test('the scrape is the scraper\'s: without the chart\'s binding of it the operator refuses that user (403), with the binding back the target is up', async () => {
+  const binding = `${RELEASE}-metrics-scraper`;
+  const saved = (await getJson<{ metadata: Record<string, unknown> } & Record<string, unknown>>(['clusterrolebinding', binding]))!;
+  await k(['delete', 'clusterrolebinding', binding]);
+  const t0 = Date.now();
+  // The operator keeps an allowed review for metrics.auth.cacheTTL (AUTH_TTL here).
+  const down = await waitFor(`${SM_JOB} refused`, 60_000, async () => {
+    const [t] = (await promGet<{ activeTargets: Target[] }>('/api/v1/targets?state=active')).activeTargets.filter((x) => x.scrapePool === SM_JOB);
+    return t?.health === 'down' ? t : undefined;
+  }, 500);
+  report(`without ${binding}: down ${Date.now() - t0} ms after the delete: ${down.lastError}`);
+  assert.match(down.lastError, /403/);
+  const refused = op!.logLines().filter((l) => l.message === 'metrics authorization: forbidden');
+  assert.ok(refused.length > 0, 'the operator logged the refusal');
+  assert.deepEqual([...new Set(refused.map((l) => l.user))], [SCRAPER], 'the only identity the operator refused is the chart\'s scraper');
+  const { name, labels } = saved.metadata as { name: string; labels: Record<string, string> };
+  await k(['create', '-f', '-'], JSON.stringify({ ...saved, metadata: { name, labels } }));
+  await waitFor(`${SM_JOB} up again`, 60_000, async () => {
+    const [t] = (await promGet<{ activeTargets: Target[] }>('/api/v1/targets?state=active')).activeTargets.filter((x) => x.scrapePool === SM_JOB);
+    return t?.health === 'up' ? t : undefined;
+  }, 500);
+  report(`with ${binding} back: up ${Date.now() - t0} ms after the delete`);
 });
 
 test('an upgrade that pauses pages through Alertmanager with the cluster\'s name', async () => {
