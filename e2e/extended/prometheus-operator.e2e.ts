@@ -215,6 +215,28 @@ test('prometheus-operator, with kube-prometheus-stack\'s default selectors, puts
   assert.equal(review.status.user.username, SCRAPER);
 });
 
+test('a ServiceMonitor without the documented release label is left out; the same one with it is taken', async () => {
+  type Sm = { metadata: { name: string; namespace: string; labels: Record<string, string> }; spec: unknown };
+  const sm = (await getJson<Sm>(['servicemonitor', RELEASE, '-n', NS]))!;
+  const copy = (name: string, labels: Record<string, string>): string => JSON.stringify({ apiVersion: 'monitoring.coreos.com/v1', kind: 'ServiceMonitor', metadata: { name, namespace: NS, labels }, spec: sm.spec });
+  const { release, ...others } = sm.metadata.labels;
+  assert.equal(release, KPS_RELEASE, 'the page\'s serviceMonitor.labels.release');
+  // The unlabelled one first: the configuration that has the labelled one was generated with both there.
+  await k(['create', '-f', '-'], copy(`${RELEASE}-unlabelled`, others));
+  await k(['create', '-f', '-'], copy(`${RELEASE}-labelled`, sm.metadata.labels));
+  const text = await waitFor('the labelled copy in the configuration', 60_000, async () => {
+    const gz = (await data('Secret', `prometheus-${KPS_PROMETHEUS}`))['prometheus.yaml.gz']!;
+    const t = reloaderOutput(gz, { POD_NAME: PROMETHEUS_POD, SHARD: '0' });
+    return t.includes(`job_name: serviceMonitor/${NS}/${RELEASE}-labelled/0`) ? t : undefined;
+  }, 1000);
+  assert.ok(!text.includes(`serviceMonitor/${NS}/${RELEASE}-unlabelled/`), 'kube-prometheus-stack\'s serviceMonitorSelector leaves it out');
+  await k(['delete', 'servicemonitor', '-n', NS, `${RELEASE}-unlabelled`, `${RELEASE}-labelled`]);
+  await waitFor('the labelled copy gone from the configuration', 60_000, async () => {
+    const gz = (await data('Secret', `prometheus-${KPS_PROMETHEUS}`))['prometheus.yaml.gz']!;
+    return reloaderOutput(gz, { POD_NAME: PROMETHEUS_POD, SHARD: '0' }).includes(`${RELEASE}-labelled/`) ? undefined : true;
+  }, 1000);
+});
+
 test('Prometheus, run with prometheus-operator\'s output, scrapes the operator up with the scraper\'s identity and loads the chart\'s PrometheusRule', async () => {
   // Alertmanager first, with the configuration prometheus-operator generated from kube-prometheus-stack's Secret.
   const amConfig = await waitFor('the generated Alertmanager configuration', 60_000, async () => (await data('Secret', `alertmanager-${KPS_ALERTMANAGER}-generated`).catch(() => undefined))?.['alertmanager.yaml.gz'], 1000);
