@@ -41,6 +41,7 @@ import type { ApiServerUpgrade } from '../../src/api/types.generated.ts';
 
 const root = join(import.meta.dirname, '..', '..');
 const PAGE = join(root, 'docs', 'monitoring.md');
+const TAG = 'e2e/extended/prometheus-operator.e2e.ts';
 const PUBLISHED_CHART = `oci://ghcr.io/apiserver-upgrade-operator/charts/apiserver-upgrade-operator --version ${RELEASE_VERSION}`;
 const RELEASE = 'apiserver-upgrade-operator';
 const NS = 'apiserver-upgrade-operator';
@@ -105,6 +106,14 @@ async function endpointsFor(ns: string, service: string, port: { name: string; p
   ].join('---\n'));
 }
 
+/** A block of the page run with bash (pipefail) as a reader would: kubectl and helm first on PATH, KUBECONFIG the cluster's. */
+function runPageScript(name: string, tag = TAG, replacements: [string, string][] = []): Promise<{ code: number; stdout: string; stderr: string }> {
+  const b = docBlock(PAGE, tag, name);
+  assert.equal(b.lang, 'sh', `${name} is a shell block`);
+  const path = [...new Set([dirname(tool('helm')), dirname(kubectl)])].join(':');
+  return run('bash', ['-e', '-o', 'pipefail', '-c', `export PATH=${path}:"$PATH" KUBECONFIG=${cluster!.kubeconfig}\n${substitute(b, replacements)}`], { cwd: work });
+}
+
 interface Target { scrapePool: string; scrapeUrl: string; labels: Record<string, string>; health: string; lastError: string }
 async function promGet<T>(path: string): Promise<T> {
   const res = await fetch(`${prom!.url}${path}`);
@@ -167,12 +176,10 @@ before(async () => {
 
   // The page's install block, as written but for the chart's location and this test's shortened intervals.
   writeFileSync(join(work, 'e2e-shortened.yaml'), stringify({ serviceMonitor: { interval: '1s', scrapeTimeout: '1s' }, prometheusRule: { paused: { for: '5s' } } }));
-  const b = docBlock(PAGE, 'test/docs/install-blocks.test.ts', 'kube-prometheus-stack.sh');
-  const path = [...new Set([dirname(tool('helm')), dirname(kubectl)])].join(':');
-  const install = await run('bash', ['-e', '-o', 'pipefail', '-c', `export PATH=${path}:"$PATH" KUBECONFIG=${cluster.kubeconfig}\n${substitute(b, [
+  const install = await runPageScript('kube-prometheus-stack.sh', 'test/docs/install-blocks.test.ts', [
     [PUBLISHED_CHART, 'charts/apiserver-upgrade-operator'],
     ['--set-json \'prometheusRule.alertLabels={"team":"control-plane"}\'', '--set-json \'prometheusRule.alertLabels={"team":"control-plane"}\' -f e2e-shortened.yaml'],
-  ])}`], { cwd: work });
+  ]);
   assert.equal(install.code, 0, `the page's install block:\n${install.stdout}${install.stderr}`);
   await endpointsFor(NS, METRICS_SERVICE, { name: 'metrics', port: metricsPort }, cluster.netns.hostAddress);
   report(`prometheus-operator ${pop.url}, operator /metrics ${metricsAddress}, receivers ${receiver.url}; files in ${work}`);
@@ -213,6 +220,11 @@ test('prometheus-operator, with kube-prometheus-stack\'s default selectors, puts
   const review = JSON.parse(await k(['create', '-o', 'json', '-f', '-'], JSON.stringify({ apiVersion: 'authentication.k8s.io/v1', kind: 'TokenReview', spec: { token } }))) as { status: { authenticated: boolean; user: { username: string } } };
   assert.equal(review.status.authenticated, true);
   assert.equal(review.status.user.username, SCRAPER);
+  // The page's commands that check the same in a cluster, run as written.
+  const check = await runPageScript('kube-prometheus-stack-check.sh');
+  assert.equal(check.code, 0, `the page's check:\n${check.stdout}${check.stderr}`);
+  assert.match(check.stdout, new RegExp(`job_name: ${SM_JOB}\n`));
+  assert.match(check.stdout, /^yes$/m);
 });
 
 test('a ServiceMonitor without the documented release label is left out; the same one with it is taken', async () => {
