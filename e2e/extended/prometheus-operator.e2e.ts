@@ -267,6 +267,7 @@ test('Prometheus, run with prometheus-operator\'s output, scrapes the operator u
   mkdirSync(dirname(out), { recursive: true });
   writeFileSync(out, reloaderOutput(gz, containerEnv(sts, 'config-reloader', PROMETHEUS_POD)));
   const own = ['--config.file=', '--storage.tsdb.path=', '--web.listen-address=', '--storage.tsdb.retention.time=', '--log.level='];
+  report(`the StatefulSet's Prometheus flags (${own.join(', ')} set by the harness instead): ${args.join(' ')}`);
   const lb = new URL(cluster!.lbUrl);
   const promDir = join(work, 'prometheus');
   prom = await startInClusterPrometheus({

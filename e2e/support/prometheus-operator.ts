@@ -3,7 +3,7 @@
 // configuration the config-reloader sidecar would hand Prometheus (gunzipped, `$(VAR)` expanded from its env).
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { join, normalize, sep } from 'node:path';
+import { join, normalize, posix, sep } from 'node:path';
 import { gunzipSync } from 'node:zlib';
 import { ManagedProcess } from '../cluster/process.ts';
 import { freePort } from '../cluster/cluster.ts';
@@ -69,10 +69,11 @@ export async function materializeMounts(sts: StatefulSet, container: string, und
   const volumes = new Map((sts.spec.template.spec.volumes ?? []).map((v) => [v.name, v]));
   const written: string[] = [];
   for (const m of c.volumeMounts ?? []) {
-    if (!m.mountPath.startsWith(`${under}/`)) continue;
+    const mountPath = posix.normalize(m.mountPath);
+    if (!mountPath.startsWith(`${under}/`)) continue;
     const v = volumes.get(m.name);
     if (!v) continue;
-    const target = inside(root, m.mountPath.slice(1));
+    const target = inside(root, mountPath.slice(1));
     // With subPath the mount is one file of the volume (a key of its Secret or ConfigMap): laid out in a folder of
     // its own, then that file put at the mount path.
     const dir = m.subPath ? inside(root, `.subpath/${m.name}`) : target;
@@ -99,7 +100,7 @@ export async function materializeMounts(sts: StatefulSet, container: string, und
       mkdirSync(join(target, '..'), { recursive: true });
       writeFileSync(target, readFileSync(inside(dir, m.subPath)), { mode: 0o600 });
     }
-    written.push(m.mountPath);
+    written.push(mountPath);
   }
   return written;
 }
