@@ -62,6 +62,7 @@ const PROMETHEUS_POD = `prometheus-${KPS_PROMETHEUS}-0`;
 let cluster: Cluster | undefined;
 let hook: ReplaceWebhook | undefined;
 let kcm: ManagedProcess | undefined;
+let kcmBinPath: string;
 let pop: PrometheusOperatorProcess | undefined;
 let op: OperatorProcess | undefined;
 let receiver: AlertReceiver | undefined;
@@ -114,6 +115,29 @@ function runPageScript(name: string, tag = TAG, replacements: [string, string][]
   return run('bash', ['-e', '-o', 'pipefail', '-c', `export PATH=${path}:"$PATH" KUBECONFIG=${cluster!.kubeconfig}\n${substitute(b, replacements)}`], { cwd: work });
 }
 
+/**
+ * kube-controller-manager running its serviceaccount-token controller alone: it writes the token into Secrets of
+ * type kubernetes.io/service-account-token, signed with the key the apiservers verify.
+ */
+async function startTokenController(): Promise<ManagedProcess> {
+  const kcmDir = join(cluster!.dir, 'kcm');
+  mkdirSync(kcmDir, { recursive: true });
+  const port = await freePort();
+  const p = new ManagedProcess(kcmBinPath, [
+    `--kubeconfig=${cluster!.kubeconfig}`, `--authentication-kubeconfig=${cluster!.kubeconfig}`, `--authorization-kubeconfig=${cluster!.kubeconfig}`,
+    '--bind-address=127.0.0.1', `--secure-port=${port}`, `--cert-dir=${kcmDir}`, '--leader-elect=false',
+    '--controllers=serviceaccount-token', `--service-account-private-key-file=${cluster!.pki.saKey}`, `--root-ca-file=${cluster!.pki.caCert}`,
+  ], join(kcmDir, 'kcm.log'));
+  return p;
+}
+
+/** The configuration prometheus-operator generated, as the config-reloader hands it to Prometheus. */
+async function generatedConfig(): Promise<string> {
+  const gz = (await data('Secret', `prometheus-${KPS_PROMETHEUS}`))['prometheus.yaml.gz'];
+  if (!gz) throw new Error(`prometheus-${KPS_PROMETHEUS} has no prometheus.yaml.gz`);
+  return reloaderOutput(gz, { POD_NAME: PROMETHEUS_POD, SHARD: '0' });
+}
+
 interface Target { scrapePool: string; scrapeUrl: string; labels: Record<string, string>; health: string; lastError: string }
 async function promGet<T>(path: string): Promise<T> {
   const res = await fetch(`${prom!.url}${path}`);
@@ -140,15 +164,8 @@ before(async () => {
   await k(['create', 'namespace', NS]);
   await k(['create', 'namespace', KPS_NAMESPACE]);
 
-  // kube-controller-manager's serviceaccount-token controller: it writes the token into Secrets of type
-  // kubernetes.io/service-account-token, signed with the key the apiservers verify.
-  const kcmDir = join(cluster.dir, 'kcm');
-  mkdirSync(kcmDir, { recursive: true });
-  kcm = new ManagedProcess(kcmBin!, [
-    `--kubeconfig=${cluster.kubeconfig}`, `--authentication-kubeconfig=${cluster.kubeconfig}`, `--authorization-kubeconfig=${cluster.kubeconfig}`,
-    '--bind-address=127.0.0.1', `--secure-port=${await freePort()}`, `--cert-dir=${kcmDir}`, '--leader-elect=false',
-    '--controllers=serviceaccount-token', `--service-account-private-key-file=${cluster.pki.saKey}`, `--root-ca-file=${cluster.pki.caCert}`,
-  ], join(kcmDir, 'kcm.log'));
+  kcmBinPath = kcmBin!;
+  kcm = await startTokenController();
 
   // prometheus-operator's CRDs (server-side: the Prometheus CRD is larger than a client-side apply's annotation).
   await k(['apply', '--server-side', '-f', crdDir]);
@@ -347,4 +364,40 @@ test('an upgrade that pauses pages through Alertmanager with the cluster\'s name
   assert.equal(alert.labels.reason, 'DriverFailed');
   assert.equal(alert.labels.severity, 'critical');
   report(`kube-prometheus-stack ${KPS_CHART_VERSION} (${KPS_RELEASE}), prometheus-operator ${PROMETHEUS_OPERATOR_VERSION}`);
+});
+
+test('a scraper token filled after prometheus-operator read its Secret: the ServiceMonitor stays out (kube-prometheus-stack watches no token Secrets) until the page\'s label change brings it in', async () => {
+  // Reproduced with a second ServiceMonitor and token Secret of the same scraper, made while no token controller runs.
+  await kcm!.stop(10_000);
+  const late = `${RELEASE}-late`;
+  const sm = (await getJson<{ metadata: { labels: Record<string, string> }; spec: { endpoints: { authorization?: { credentials?: { name: string } } }[] } }>(['servicemonitor', RELEASE, '-n', NS]))!;
+  await k(['create', '-f', '-'], JSON.stringify({
+    apiVersion: 'v1', kind: 'Secret', type: 'kubernetes.io/service-account-token',
+    metadata: { name: `${late}-token`, namespace: NS, annotations: { 'kubernetes.io/service-account.name': `${RELEASE}-metrics-scraper` } },
+  }));
+  const endpoints = sm.spec.endpoints.map((e) => ({ ...e, authorization: { ...e.authorization, credentials: { name: `${late}-token`, key: 'token' } } }));
+  await k(['create', '-f', '-'], JSON.stringify({ apiVersion: 'monitoring.coreos.com/v1', kind: 'ServiceMonitor', metadata: { name: late, namespace: NS, labels: sm.metadata.labels }, spec: { ...sm.spec, endpoints } }));
+  const skipped = await waitFor('prometheus-operator to skip it', 60_000, async () => readFileSync(pop!.proc.logPath, 'utf8').split('\n')
+    .find((l) => l.includes('msg="skipping object"') && l.includes(`object=${NS}/${late}`) && l.includes(`secret \\"${late}-token\\" not found`)), 500);
+  report(`prometheus-operator: ${skipped.replace(/^.*msg=/, 'msg=')}`);
+
+  kcm = await startTokenController();
+  await waitFor(`the token controller to fill ${late}-token`, 60_000, async () => ((await data('Secret', `${late}-token`, NS)).token ? true : undefined), 500);
+  const filledAt = Date.now();
+  // No event of that Secret reaches prometheus-operator (--secret-field-selector): the configuration stays as it was.
+  await new Promise((r) => setTimeout(r, 15_000));
+  assert.ok(!(await generatedConfig()).includes(`serviceMonitor/${NS}/${late}/`), `still left out ${Date.now() - filledAt} ms after the token was filled`);
+
+  // An annotation is no change to prometheus-operator (it reacts to a ServiceMonitor's generation or labels).
+  await k(['-n', NS, 'annotate', 'servicemonitor', RELEASE, `${RELEASE}/annotated-at=${Date.now()}`, '--overwrite']);
+  await new Promise((r) => setTimeout(r, 5_000));
+  assert.ok(!(await generatedConfig()).includes(`serviceMonitor/${NS}/${late}/`), 'still left out after an annotation');
+  // The page's way out: a label change to a selected ServiceMonitor makes prometheus-operator read every Secret again.
+  const touch = await runPageScript('kube-prometheus-stack-late-token.sh');
+  assert.equal(touch.code, 0, touch.stdout + touch.stderr);
+  const t0 = Date.now();
+  await waitFor(`${late} in the configuration`, 60_000, async () => ((await generatedConfig()).includes(`job_name: serviceMonitor/${NS}/${late}/0`) ? true : undefined), 500);
+  report(`${late}: left out for 15 s after its token was filled; in the configuration ${Date.now() - t0} ms after the label change`);
+  await k(['delete', 'servicemonitor', '-n', NS, late]);
+  await k(['delete', 'secret', '-n', NS, `${late}-token`]);
 });
