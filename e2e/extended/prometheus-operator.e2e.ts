@@ -16,6 +16,9 @@
 //   Prometheus ServiceAccount's token where the kubelet puts it; Debian's Alertmanager with the configuration
 //   prometheus-operator generated from the chart's alertmanager Secret, reached through the Endpoints of the
 //   chart's Alertmanager Service, its receivers posting to this test.
+// Last, a token Secret filled after prometheus-operator read it (the token controller stopped meanwhile): with
+// kube-prometheus-stack's --secret-field-selector no event of it reaches prometheus-operator, and the page's
+// `kubectl label` of the ServiceMonitor brings the job in.
 //   flock /tmp/auo-e2e.lock node_modules/.bin/node --test --test-reporter=spec e2e/extended/prometheus-operator.e2e.ts
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
