@@ -1,7 +1,7 @@
 // The objects kube-prometheus-stack 77.14.0 (the last chart of prometheus-operator v0.85.0) renders with its default
 // values for a release `kube-prometheus-stack` in `monitoring`, written out here: the chart itself is not reachable
-// from the e2e machine (no registry but the Go module proxy). Checked by hand against
-// `helm template kube-prometheus-stack <chart at kube-prometheus-stack-77.14.0> -n monitoring` (templates
+// from the e2e machine (no registry but the Go module proxy). To compare: `helm template kube-prometheus-stack
+// <the chart at tag kube-prometheus-stack-77.14.0> -n monitoring --set grafana.enabled=false,...` (templates
 // prometheus/prometheus.yaml, prometheus/clusterrole.yaml, prometheus/serviceaccount.yaml, alertmanager/alertmanager.yaml,
 // alertmanager/secret.yaml, alertmanager/service.yaml, prometheus-operator/deployment.yaml): kept are the fields that
 // decide what prometheus-operator generates (selectors, alerting, external labels, ServiceAccount, the operator's
