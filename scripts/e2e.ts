@@ -10,7 +10,7 @@ import { spawnSync } from 'node:child_process';
 import { globSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { e2eFiles, parseE2eArgs, tierKubeVersions } from './e2e-tiers.ts';
-import { ensureBinaries } from '../e2e/cluster/binaries.ts';
+import { ensureBinaries, PROMETHEUS_OPERATOR_VERSION } from '../e2e/cluster/binaries.ts';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 let args;
@@ -32,8 +32,9 @@ if (setup.status !== 0) process.exit(setup.status ?? 1);
 // The extended tier's other versions (e2e/extended/paths.ts), built here once, never by setup or the core tier.
 const extra = tierKubeVersions(args.tier);
 if (extra.length > 0) {
-  process.stderr.write(`[e2e] tier ${args.tier}: kube-apiserver ${extra.join(', ')}\n`);
-  await ensureBinaries(extra.map((version) => ({ what: 'kube-apiserver' as const, version })));
+  process.stderr.write(`[e2e] tier ${args.tier}: kube-apiserver ${extra.join(', ')}, prometheus-operator ${PROMETHEUS_OPERATOR_VERSION}\n`);
+  // prometheus-operator: e2e/extended/prometheus-operator.e2e.ts runs it (kube-prometheus-stack's monitoring).
+  await ensureBinaries([...extra.map((version) => ({ what: 'kube-apiserver' as const, version })), { what: 'prometheus-operator', version: PROMETHEUS_OPERATOR_VERSION }]);
 }
 const run = spawnSync(node, ['--test', `--test-concurrency=${args.streams}`, '--test-reporter=spec', ...files], { cwd: root, stdio: 'inherit' });
 process.exit(run.status ?? 1);

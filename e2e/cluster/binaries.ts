@@ -17,6 +17,12 @@ export const HELM_VERSION = 'v3.22.0';
  * a cluster would, through kubernetes_sd_configs: Debian's prometheus is built without that service discovery.
  */
 export const PROMETHEUS_VERSION = 'v3.16.0';
+/**
+ * prometheus-operator for e2e/extended/prometheus-operator.e2e.ts: the operator kube-prometheus-stack 77.14.0 (its last
+ * chart of this operator version) deploys, built from its Go module (`cmd/operator`) and run as a process.
+ */
+export const PROMETHEUS_OPERATOR_VERSION = 'v0.85.0';
+export const PROMETHEUS_OPERATOR_MODULE = 'github.com/prometheus-operator/prometheus-operator';
 /** The reference CNI plugins of the nodes mode's Pod network (github.com/containernetworking/plugins). */
 export const CNI_PLUGINS_VERSION = process.env.AUO_CNI_PLUGINS_VERSION ?? 'v1.10.0';
 /**
@@ -34,7 +40,7 @@ export const MIN_GO = [1, 26] as const;
 export const GO_VERSION = '1.26.8';
 
 /** What build-binaries.sh builds; 'cni-plugins' is a folder (bridge, host-local, loopback, portmap), the rest one binary each. */
-export type BinaryKind = 'kube-apiserver' | 'etcd' | 'kubectl' | 'helm' | 'kubelet' | 'kube-controller-manager' | 'kube-scheduler' | 'kube-proxy' | 'kubeadm' | 'crictl' | 'cni-plugins' | 'prometheus' | ReleaseTool;
+export type BinaryKind = 'kube-apiserver' | 'etcd' | 'kubectl' | 'helm' | 'kubelet' | 'kube-controller-manager' | 'kube-scheduler' | 'kube-proxy' | 'kubeadm' | 'crictl' | 'cni-plugins' | 'prometheus' | 'prometheus-operator' | ReleaseTool;
 /** The release's tools (scripts/release.ts): the SBOM writer, krew (the plugin install test), the workflow linter. */
 export type ReleaseTool = 'syft' | 'krew' | 'actionlint';
 export const RELEASE_TOOLS: Record<ReleaseTool, { version: string; module: string }> = {
@@ -348,7 +354,7 @@ function runBuild(spec: BinarySpec): Promise<string> {
     board.update();
     const tail: string[] = [];
     // The package whose compile line means "linking now" (the plugins link one by one: no such single moment).
-    const mainPkg = spec.what === 'etcd' ? 'go.etcd.io/etcd/server/v3' : spec.what === 'helm' ? 'helm.sh/helm/v3/cmd/helm' : spec.what === 'prometheus' ? 'github.com/prometheus/prometheus/cmd/prometheus' : spec.what === 'crictl' ? 'sigs.k8s.io/cri-tools/cmd/crictl' : spec.what === 'cni-plugins' ? undefined : spec.what in RELEASE_TOOLS ? `${RELEASE_TOOLS[spec.what as ReleaseTool].module}/cmd/${spec.what}` : `k8s.io/kubernetes/cmd/${spec.what}`;
+    const mainPkg = spec.what === 'etcd' ? 'go.etcd.io/etcd/server/v3' : spec.what === 'helm' ? 'helm.sh/helm/v3/cmd/helm' : spec.what === 'prometheus' ? 'github.com/prometheus/prometheus/cmd/prometheus' : spec.what === 'prometheus-operator' ? `${PROMETHEUS_OPERATOR_MODULE}/cmd/operator` : spec.what === 'crictl' ? 'sigs.k8s.io/cri-tools/cmd/crictl' : spec.what === 'cni-plugins' ? undefined : spec.what in RELEASE_TOOLS ? `${RELEASE_TOOLS[spec.what as ReleaseTool].module}/cmd/${spec.what}` : `k8s.io/kubernetes/cmd/${spec.what}`;
     try {
       return await new Promise<string>((resolve, reject) => {
         const child = spawn('bash', [buildScript, spec.what, spec.version], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, PATH: go.envPath } });

@@ -9,8 +9,9 @@
 #   etcd                      go.etcd.io/etcd/server/v3 (v3.6.16)
 #   helm                      helm.sh/helm/v3 (v3.22.0)
 #   prometheus                github.com/prometheus/prometheus (v3.16.0 = module v0.316.0), with kubernetes_sd_configs
+#   prometheus-operator       github.com/prometheus-operator/prometheus-operator (v0.85.0): its operator command
 #   syft, krew, actionlint    the release's: github.com/anchore/syft, sigs.k8s.io/krew, github.com/rhysd/actionlint
-# Usage: build-binaries.sh <kube-apiserver|kubectl|kubelet|kube-controller-manager|kube-scheduler|kube-proxy|kubeadm|crictl|etcd|helm|cni-plugins|prometheus|syft|krew|actionlint> <version>
+# Usage: build-binaries.sh <kube-apiserver|kubectl|kubelet|kube-controller-manager|kube-scheduler|kube-proxy|kubeadm|crictl|etcd|helm|cni-plugins|prometheus|prometheus-operator|syft|krew|actionlint> <version>
 # Prints the path of the built binary (for cni-plugins: of the folder of plugins) on stdout. Progress goes to stderr: log lines "[build ...]", "go: downloading"
 # lines while modules are fetched, then, for e2e/cluster/binaries.ts to count:
 #   @@waiting            another process holds this binary's build lock (it is building the same thing)
@@ -125,6 +126,17 @@ case "$what" in
     v=github.com/prometheus/common/version
     compile github.com/prometheus/prometheus/cmd/prometheus "-s -w -X $v.Version=${version#v} -X $v.Revision=$modver -X $v.Branch=module -X $v.BuildUser=auo -X $v.BuildDate=19700101-00:00:00"
     ;;
+  prometheus-operator)
+    [[ "$version" =~ ^v0\.[0-9]+\.[0-9]+$ ]] || { echo "bad prometheus-operator version: $version" >&2; exit 2; }
+    # As `go install github.com/prometheus-operator/prometheus-operator/cmd/operator@<version>`: its own go.mod
+    # decides every dependency. The binary upstream's image ships as /bin/operator.
+    printf 'module auo.local/build\ngo 1.25\n' > go.mod
+    log "resolving github.com/prometheus-operator/prometheus-operator@$version"
+    go get "github.com/prometheus-operator/prometheus-operator/cmd/operator@$version" >&2
+    log "compiling"
+    v=github.com/prometheus/common/version
+    compile github.com/prometheus-operator/prometheus-operator/cmd/operator "-s -w -X $v.Version=${version#v} -X $v.Revision=module -X $v.Branch=module -X $v.BuildUser=auo -X $v.BuildDate=19700101-00:00:00"
+    ;;
   syft|krew|actionlint)
     # The release's tools (scripts/release.ts, e2e/extended/release.e2e.ts, test/release/workflow.test.ts), each built as
     # `go install <module>/cmd/<what>@<version>` would: its own go.mod decides every dependency.
@@ -140,7 +152,7 @@ case "$what" in
     log "compiling"
     compile "$mod/cmd/$what" "$ldflags"
     ;;
-  *) echo "unknown binary: $what (kube-apiserver|kubectl|kubelet|kube-controller-manager|kube-scheduler|kube-proxy|kubeadm|crictl|etcd|helm|cni-plugins|prometheus|syft|krew|actionlint)" >&2; exit 2 ;;
+  *) echo "unknown binary: $what (kube-apiserver|kubectl|kubelet|kube-controller-manager|kube-scheduler|kube-proxy|kubeadm|crictl|etcd|helm|cni-plugins|prometheus|prometheus-operator|syft|krew|actionlint)" >&2; exit 2 ;;
 esac
 mv "$work/out" "$out"
 log "built $out"

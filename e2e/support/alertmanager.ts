@@ -16,14 +16,15 @@ export interface Alertmanager {
   stop(): Promise<void>;
 }
 
-export async function startAlertmanager(o: { dir: string; config: string }): Promise<Alertmanager> {
+/** `host`: the address it listens on (loopback unless given: an Endpoints object may not name a loopback address). */
+export async function startAlertmanager(o: { dir: string; config: string; host?: string }): Promise<Alertmanager> {
   const bin = process.env.AUO_ALERTMANAGER ?? 'prometheus-alertmanager';
   if (!process.env.AUO_ALERTMANAGER) requireCommands(['prometheus-alertmanager'], 'startAlertmanager()');
   await mkdir(o.dir, { recursive: true });
   const configFile = join(o.dir, 'alertmanager.yml');
   await writeFile(configFile, o.config);
   const port = await freePort();
-  const address = `127.0.0.1:${port}`;
+  const address = `${o.host ?? '127.0.0.1'}:${port}`;
   const url = `http://${address}`;
   const proc = new ManagedProcess(bin, [`--config.file=${configFile}`, `--storage.path=${join(o.dir, 'alertmanager-data')}`,
     `--web.listen-address=${address}`, '--cluster.listen-address=', '--log.level=debug'], join(o.dir, 'alertmanager.log'));

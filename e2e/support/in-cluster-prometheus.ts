@@ -23,8 +23,11 @@ export interface InClusterPrometheus {
 /**
  * Starts Prometheus (the binary `bin`) with `config` as its prometheus.yml, written into `dir` (relative rule_files are read from
  * there), and answers once /-/ready says 200. `api` is the address of the API as a Pod sees it (the balancer).
+ * `binds` puts host folders at the paths a Pod's volumes would be mounted at (each `to` must exist), in the same
+ * private mount namespace; `configFile` then names the configuration by its path there instead of `config`.
+ * `args` are more flags (none of those set here: config file, storage path, listen address, retention, log level).
  */
-export async function startInClusterPrometheus(o: { bin: string; dir: string; config: string; token: string; caFile: string; api: { host: string; port: number } }): Promise<InClusterPrometheus> {
+export async function startInClusterPrometheus(o: { bin: string; dir: string; config: string; token: string; caFile: string; api: { host: string; port: number }; binds?: { from: string; to: string }[]; configFile?: string; args?: string[] }): Promise<InClusterPrometheus> {
   requireCommands(['unshare'], 'startInClusterPrometheus()');
   const sa = join(o.dir, 'serviceaccount');
   await mkdir(sa, { recursive: true });
@@ -43,11 +46,15 @@ export async function startInClusterPrometheus(o: { bin: string; dir: string; co
     `cp "$1/token" "$1/ca.crt" ${SERVICE_ACCOUNT_DIR}/`,
     'export KUBERNETES_SERVICE_HOST="$2" KUBERNETES_SERVICE_PORT="$3"',
     'shift 3',
+    // Each bind as two arguments (from, to) before `--`: paths, never parsed as shell.
+    'while [ "$1" != -- ]; do mount --bind "$1" "$2"; shift 2; done',
+    'shift',
     'exec "$@"',
   ].join('\n');
   const proc = new ManagedProcess('unshare', ['--mount', '--propagation', 'private', '--', 'sh', '-c', script, 'in-cluster', sa, o.api.host, String(o.api.port),
-    o.bin, `--config.file=${cfg}`, `--storage.tsdb.path=${join(o.dir, 'prometheus-data')}`,
-    `--web.listen-address=127.0.0.1:${port}`, '--storage.tsdb.retention.time=1h', '--log.level=info'], join(o.dir, 'prometheus.log'));
+    ...(o.binds ?? []).flatMap((b) => [b.from, b.to]), '--',
+    o.bin, `--config.file=${o.configFile ?? cfg}`, `--storage.tsdb.path=${join(o.dir, 'prometheus-data')}`,
+    `--web.listen-address=127.0.0.1:${port}`, '--storage.tsdb.retention.time=1h', '--log.level=info', ...(o.args ?? [])], join(o.dir, 'prometheus.log'));
   const stop = await untilReady(proc, 'the in-cluster Prometheus', url, 60_000);
   return { url, proc, stop };
 }

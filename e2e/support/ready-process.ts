@@ -5,8 +5,8 @@ import type { ManagedProcess } from '../cluster/process.ts';
 import { waitFor } from '../cluster/index.ts';
 import { registerTeardown, unregisterTeardown } from '../cluster/cleanup.ts';
 
-/** Waits for `proc` to answer `${url}/-/ready`; returns how to stop it. */
-export async function untilReady(proc: ManagedProcess, what: string, url: string, timeoutMs: number): Promise<() => Promise<void>> {
+/** Waits for `proc` to answer `${url}${path}` (`/-/ready` unless given); returns how to stop it. */
+export async function untilReady(proc: ManagedProcess, what: string, url: string, timeoutMs: number, path = '/-/ready'): Promise<() => Promise<void>> {
   const key = `${what.replace(/\W+/g, '-')}-${proc.pid}`;
   registerTeardown(key, () => proc.signalGroup('SIGKILL'));
   const stop = async (): Promise<void> => {
@@ -16,7 +16,7 @@ export async function untilReady(proc: ManagedProcess, what: string, url: string
   try {
     await waitFor(`${what} to be ready`, timeoutMs, async () => {
       if (proc.exited) throw new Error(`${what} exited (${proc.exitCode ?? proc.signal}); see ${proc.logPath}`);
-      const r = await fetch(`${url}/-/ready`).catch(() => undefined);
+      const r = await fetch(`${url}${path}`).catch(() => undefined);
       return r?.status === 200 ? true : undefined;
     }, 250);
   } catch (err) {
