@@ -9,14 +9,14 @@ import { pause } from './breach.ts';
 import type { HeldCall } from './running-process.ts';
 import { safeMessage } from './redact.ts';
 
-function message(held: readonly HeldCall[]): string {
-  return `the running process is not what the call meant: ${held.map((h) => h.verdict.message).join('; ')}. The call is not counted as landed; the pause lifts by itself once the server's /flagz and /statusz agree (restart it with the flags the call gave it), or abort to roll back`;
+function message(held: readonly HeldCall[], rollingBack: boolean): string {
+  return `the running process is not what the call meant: ${held.map((h) => h.verdict.message).join('; ')}. The call is not counted as landed; the pause lifts by itself once the server's /flagz and /statusz agree (restart it with the flags the call gave it)${rollingBack ? '' : ', or abort to roll back'}`;
 }
 
 /** Pauses when a call is held. Returns true when it paused. */
 export function holdForRunning(ctx: PlanContext, held: readonly HeldCall[]): boolean {
   if (held.length === 0 || ctx.phase === 'Paused') return false;
-  pause(ctx, 'RunningProcessDiffers', message(held), ctx.phase, held.map((h) => h.call.server));
+  pause(ctx, 'RunningProcessDiffers', message(held, ctx.phase === 'RollingBack'), ctx.phase, held.map((h) => h.call.server));
   return true;
 }
 
@@ -28,7 +28,7 @@ export function recheckRunning(ctx: PlanContext, held: readonly HeldCall[]): boo
   const p = ctx.status.pause;
   if (p?.reason !== 'RunningProcessDiffers') return true;
   if (held.length > 0) {
-    const now = safeMessage(message(held), { maxChars: 4096 });
+    const now = safeMessage(message(held, p.resumePhase === 'RollingBack'), { maxChars: 4096 });
     if (now !== p.message) {
       p.message = now;
       p.servers = held.map((h) => h.call.server).sort();
