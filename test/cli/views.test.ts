@@ -167,7 +167,7 @@ test('get shows each server\'s running-process check and its CoordinatedLeaderEl
   peers[0]!.running = { state: 'Confirmed', call: 'upgrade-cp-1-aaaaaaaaaaaaaaaa', checkedAt: ago(100), flagz: 'Read', statusz: 'Read', message: 'cp-1 runs what the call meant' };
   peers[1]!.coordinatedLeaderElection = 'Enabled';
   peers[1]!.running = { state: 'Differs', call: 'upgrade-cp-2-bbbbbbbbbbbbbbbb', checkedAt: ago(10), message: 'cp-2 (Upgrade to v1.36.3): /flagz --feature-gates: the call meant UnknownVersionInteroperabilityProxy=true, the process runs UnknownVersionInteroperabilityProxy=false' };
-  const v = buildGetView(u, [], NOW);
+  const v = buildGetView(u, []);
   assert.deepEqual(v.servers.map((s) => [s.hostname, s.running, s.leaderElection]), [['cp-1', 'Confirmed', 'Disabled'], ['cp-2', 'Differs', 'Enabled'], ['cp-3', undefined, undefined]]);
   const text = renderGet(v, NOW);
   assert.match(text, /^ {2}cp-1 +v1\.36\.3 +true +Enabled +Upgraded +1 +Confirmed +-$/m);
