@@ -7,7 +7,7 @@ import { existsSync } from 'node:fs';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
-import { Cluster, OLD_VERSION, NEW_VERSION, PROXY_GATE, type ServerConfig } from '../e2e/cluster/index.ts';
+import { adminRequest, Cluster, OLD_VERSION, NEW_VERSION, PROXY_GATE, type ServerConfig } from '../e2e/cluster/index.ts';
 
 const root = join(import.meta.dirname, '..', 'test', 'fixtures', 'zpages');
 const V137 = 'v1.37.2';
@@ -41,7 +41,7 @@ try {
         row[`${page} ${k}`] = `${r.status} ${String(r.headers['content-type'] ?? '')}`;
         if (r.status === 200 || k === 'none' || k === 'json') await writeFile(join(root, `${s.name}.${page}.${k}.${r.status}.txt`), r.body);
       }
-      const anon = await cluster.request(i, `/${page}`, { anonymous: true } as never).catch(() => undefined);
+      const anon = await adminRequest(cluster.pki, `${cluster.server(i).url}/${page}`, { anonymous: true }).catch(() => undefined);
       if (anon) row[`${page} anonymous`] = String(anon.status);
     }
     summary[s.name] = row;
