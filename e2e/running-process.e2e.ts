@@ -36,7 +36,7 @@ test('each call is checked against the server\'s own /flagz and /statusz: NotSer
   rig = await startRig({ gate: false, healthPort: 18533 });
   const r = rig;
   const c = r.cluster;
-  r.hook.gatesInstead.set('cp-2', { [PROXY_GATE]: false });
+  r.hook.gatesInstead.set('cp-2', { action: 'Upgrade', featureGates: { [PROXY_GATE]: false } });
   await createUpgrade(c, upgradeManifest(NAME, r.hook));
   process.stderr.write(`[${at()}] cluster, operator and hook up; upgrade created\n`);
 
