@@ -8,6 +8,7 @@ import type { PlanContext } from './context.ts';
 import { pause } from './breach.ts';
 import type { HeldCall } from './running-process.ts';
 import { safeMessage } from './redact.ts';
+import { inFlight } from './calls.ts';
 
 function message(held: readonly HeldCall[], rollingBack: boolean): string {
   return `the running process is not what the call meant: ${held.map((h) => h.verdict.message).join('; ')}. The call is not counted as landed; the pause lifts by itself once the server's /flagz and /statusz agree (restart it with the flags the call gave it)${rollingBack ? '' : ', or abort to roll back'}`;
@@ -21,12 +22,15 @@ export function holdForRunning(ctx: PlanContext, held: readonly HeldCall[]): boo
 }
 
 /**
- * A RunningProcessDiffers pause re-checked: it stays while a call is held (its message follows what the pages say now),
- * and lifts once none is. Returns true while paused.
+ * A RunningProcessDiffers pause re-checked: it stays while a call is held (its message follows what the pages say now)
+ * or a paused server's call is still in flight without a verdict (the server restarting, not back yet), and lifts once
+ * none is: each call landed (or ended otherwise, which the step then judges). Returns true while paused.
  */
 export function recheckRunning(ctx: PlanContext, held: readonly HeldCall[]): boolean {
   const p = ctx.status.pause;
   if (p?.reason !== 'RunningProcessDiffers') return true;
+  const pending = (p.servers ?? []).some((h) => (ctx.status.driverCalls ?? []).some((c) => c.server === h && inFlight(c)));
+  if (held.length === 0 && pending) return true;
   if (held.length > 0) {
     const now = safeMessage(message(held, p.resumePhase === 'RollingBack'), { maxChars: 4096 });
     if (now !== p.message) {
@@ -37,7 +41,7 @@ export function recheckRunning(ctx: PlanContext, held: readonly HeldCall[]): boo
     return true;
   }
   const to = p.resumePhase ?? 'Upgrading';
-  const why = `${(p.servers ?? []).join(', ') || 'every server'} now runs what its call meant (/flagz and /statusz agree): the RunningProcessDiffers pause lifts by itself`;
+  const why = `no call of ${(p.servers ?? []).join(', ') || 'the paused servers'} is held by its /flagz and /statusz any more: the RunningProcessDiffers pause lifts by itself`;
   delete ctx.status.pause;
   ctx.setPhase(to);
   ctx.condition({ type: 'Paused', status: 'False', reason: 'Resumed', message: why });

@@ -81,6 +81,13 @@ test('a server whose process runs without the gate its call set: not landed, pau
   const call = sim.status?.driverCalls?.find((c) => c.server === 'cp-2' && c.action === 'Upgrade');
   assert.equal(call?.result, 'Accepted', 'not counted as landed');
   assert.equal(sim.status?.peers?.find((p) => p.hostname === 'cp-2')?.running?.state, 'Differs');
+  // Restarting (not ready: no verdict): the pause stays, nothing is called.
+  const cp2 = sim.peers.find((p) => p.hostname === 'cp-2')!;
+  cp2.ready = false;
+  sim.step();
+  assert.equal(sim.status?.pause?.reason, 'RunningProcessDiffers');
+  assert.deepEqual(sim.calls(), []);
+  cp2.ready = true;
   // Held past batchTimeout (10m): still in flight, not TimedOut, and nothing else is called.
   for (let i = 0; i < 3; i++) {
     sim.step(5 * 60_000);
