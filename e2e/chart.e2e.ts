@@ -603,7 +603,7 @@ test('the chart\'s RBAC, created for real, grants each call the operator makes a
     ['list', 'apiservices.apiregistration.k8s.io'], ['watch', 'apiservices.apiregistration.k8s.io'],
     // The /metrics guard: who a scrape's token is, and whether it may GET /metrics.
     ['create', 'tokenreviews.authentication.k8s.io'], ['create', 'subjectaccessreviews.authorization.k8s.io'],
-    ...['/version', '/readyz', '/metrics', '/api', '/api/v1', '/apis', '/apis/apps/v1'].map((p): [string, string] => ['get', p]),
+    ...['/version', '/readyz', '/metrics', '/flagz', '/statusz', '/api', '/api/v1', '/apis', '/apis/apps/v1'].map((p): [string, string] => ['get', p]),
     // kubeadm clusters (docs/kubeadm-runbook.md): kubeadm-config by name (read only by default), the Nodes' kubelet versions, etcd health.
     ['get', 'configmaps/kubeadm-config', { ns: 'kube-system' }],
     ['list', 'nodes'], ['get', '/readyz/etcd'],

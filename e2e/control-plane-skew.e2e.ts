@@ -177,6 +177,9 @@ test('kube-controller-manager skew: newer than the target blocks preflight; upgr
   assert.equal(paused.status?.pause?.reason, 'ComponentSkew', JSON.stringify(paused.status?.pause));
   assert.match(paused.status?.pause?.message ?? '', /a rollback to v1\.35\.4 would leave kube-controller-manager on node cp-1 \(Pod kube-system\/kube-controller-manager-cp-1\) runs v1\.36\.3, newer than v1\.35\.4/);
   assert.deepEqual(paused.status?.pause?.servers, ['kube-controller-manager/cp-1']);
+  // Each kube-apiserver's CoordinatedLeaderElection gate is read from its /metrics into status: off (beta, default off) on
+  // v1.35.4 (cp-2, cp-3) and v1.36.3 (cp-1), as the gauge above says.
+  assert.deepEqual(paused.status?.peers?.map((p) => [p.hostname, p.coordinatedLeaderElection]), [['cp-1', 'Disabled'], ['cp-2', 'Disabled'], ['cp-3', 'Disabled']]);
   process.stderr.write(`[${at()}] paused: ${paused.status?.pause?.message}\n`);
   // It stays held while the component is newer: several reconciles later, still no Rollback call.
   await new Promise((res) => setTimeout(res, 8_000));

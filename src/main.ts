@@ -16,6 +16,7 @@ import { installSignalHandlers } from './runtime/shutdown.ts';
 import { RuntimeMetrics } from './runtime/metrics.ts';
 import { APISERVICES_PATH, ENDPOINTSLICES_PATH, FleetObserver, KUBERNETES_SERVICE_SELECTOR } from './observe/fleet.ts';
 import { PrometheusAnalysis, httpQuery } from './observe/prometheus-source.ts';
+import { observeRunning } from './observe/running.ts';
 import { observeGates } from './observe/gates.ts';
 import { UpgradeReconciler } from './controller/reconciler.ts';
 import { OperatorMetrics } from './controller/metrics.ts';
@@ -175,6 +176,8 @@ const reconciler = new UpgradeReconciler({
     now: () => Date.now(),
   }),
   writeKubeadmConfig: kubeadmConfigWrite === 'true',
+  // After each call, the server's own /flagz and /statusz against what the call meant (docs/version-skew.md).
+  running: (peers, hostnames) => observeRunning(peers, hostnames, (address, path, accept, max) => observer.serverClient.page(address, path, accept, max)),
   events: { controller: `${GROUP}/operator`, get instance() { return leaderIdentityHolder.id; } },
 });
 

@@ -66,6 +66,12 @@ export class ReplaceWebhook {
   statuses = 0;
   /** Handle each request, then cut the connection instead of answering (a fault campaign's lost answers). */
   loseAnswers = false;
+  /**
+   * By hostname: the feature gates the platform starts that server with instead of the call's, for the first call of
+   * that action (a process that does not run what its call meant, docs/version-skew.md "The running process"). Used
+   * once, then removed.
+   */
+  readonly gatesInstead = new Map<string, { action: string; featureGates: Record<string, boolean> }>();
   /** Everything the hook did, in order. */
   readonly log: HookLogEntry[] = [];
   readonly logPath: string;
@@ -192,7 +198,10 @@ export class ReplaceWebhook {
         // The request says the whole goal: the emulation flag is set when asked for and removed otherwise.
         const flags = before.config.extraFlags.filter((f) => !f.startsWith('--emulated-version='));
         if (call.emulatedVersion) flags.push(`--emulated-version=${call.emulatedVersion}`);
-        const after = await cluster.replace(index, { version: call.targetVersion, featureGates: call.featureGates, extraFlags: flags });
+        const instead = this.gatesInstead.get(hostname)?.action === call.action ? this.gatesInstead.get(hostname)!.featureGates : undefined;
+        if (instead) this.gatesInstead.delete(hostname);
+        if (instead) this.record({ ...what, event: 'started', detail: `with the feature gates ${JSON.stringify(instead)} instead of the call's` });
+        const after = await cluster.replace(index, { version: call.targetVersion, featureGates: instead ?? call.featureGates, extraFlags: flags });
         const tail = this.tails.get(hostname);
         if (tail !== undefined) {
           // A platform's own steps after the server is ready (a check, a cleanup): the call is not ended yet.

@@ -3,7 +3,7 @@ import { CONDITION_REASON_PATTERN, CONDITION_TYPE_PATTERN } from './patterns.ts'
 import { stringField, timeField } from './schema-builders.ts';
 import { phaseTwoHoldSchema, phaseTwoSchema, rollbackWindowSchema } from './schema-hold.ts';
 import { acceptedRisksStatusSchema, waitingStatusSchema, windowStatusSchema } from './schema-gates.ts';
-import { CALL_RESULTS, CONTROL_PLANE_COMPONENTS, COVERAGE_KINDS, FLAG_PROOF_RESULTS, FLAG_PROOF_STATES, GATE_STATES, KUBEADM_CHECKS, KUBEADM_CONFIG_RESULTS, KUBEADM_SEVERITIES, PAUSE_REASONS, PEER_STATES, PHASES, TRUST_CHECKS, TRUST_RESULTS } from './vocabulary.ts';
+import { CALL_RESULTS, CONTROL_PLANE_COMPONENTS, RUNNING_STATES, COVERAGE_KINDS, FLAG_PROOF_RESULTS, FLAG_PROOF_STATES, GATE_STATES, KUBEADM_CHECKS, KUBEADM_CONFIG_RESULTS, KUBEADM_SEVERITIES, PAUSE_REASONS, PEER_STATES, PHASES, TRUST_CHECKS, TRUST_RESULTS } from './vocabulary.ts';
 
 /**
  * The observed state of an ApiServerUpgrade, as data (see schema-spec.ts for why).
@@ -38,6 +38,9 @@ const condition: Schema = {
   },
 };
 
+// One schema for both pages: the type generator maps one tsType to one schema.
+const pageRead: Schema = { tsType: 'PageRead', type: 'string', description: 'How the page answered: Read, NotServed (404) or Failed (another answer, none, or a body that does not parse).', enum: ['Read', 'NotServed', 'Failed'] };
+
 const peer: Schema = {
   tsType: 'PeerStatus',
   type: 'object',
@@ -65,6 +68,26 @@ const peer: Schema = {
     holderIdentity: stringField('holderIdentity of the identity Lease; it changes on every restart.', 253),
     lastRenew: timeField('renewTime of the identity Lease.'),
     message: stringField('Details of the last problem, if any.', 4096),
+    coordinatedLeaderElection: {
+      tsType: 'CoordinatedLeaderElectionState',
+      type: 'string',
+      description: 'Whether the server runs with the CoordinatedLeaderElection feature gate on, from kubernetes_feature_enabled on its /metrics (docs/version-skew.md): Enabled, Disabled, or Unknown when its page did not say. Absent: not read yet.',
+      enum: GATE_STATES,
+    },
+    running: {
+      tsType: 'RunningCheck',
+      type: 'object',
+      description: 'What the server\'s own /flagz and /statusz said after the last call that reached it, against what that call meant (docs/version-skew.md "The running process").',
+      required: ['state', 'call', 'checkedAt'],
+      properties: {
+        state: { tsType: 'RunningState', type: 'string', description: 'Confirmed, NotServed (a page answered 404: the call stands on /version and /metrics), Differs (the call is not counted as landed: paused RunningProcessDiffers), Unknown (a page could not be read or parsed: held as Differs).', enum: RUNNING_STATES },
+        call: stringField('The idempotency key of the call checked.', 253),
+        checkedAt: timeField('When the pages were last read for that call.'),
+        flagz: pageRead,
+        statusz: pageRead,
+        message: stringField('What differs (the page, the flag, what the call meant and what runs), or why a page could not be read.', 4096),
+      },
+    },
   },
 };
 

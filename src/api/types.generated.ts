@@ -704,6 +704,17 @@ export interface PeerStatus {
   lastRenew?: string;
   /** Details of the last problem, if any. */
   message?: string;
+  /**
+   * Whether the server runs with the CoordinatedLeaderElection feature gate on, from
+   * kubernetes_feature_enabled on its /metrics (docs/version-skew.md): Enabled, Disabled, or Unknown when its
+   * page did not say. Absent: not read yet.
+   */
+  coordinatedLeaderElection?: CoordinatedLeaderElectionState;
+  /**
+   * What the server's own /flagz and /statusz said after the last call that reached it, against what that
+   * call meant (docs/version-skew.md "The running process").
+   */
+  running?: RunningCheck;
 }
 
 /** Whether the server runs with UnknownVersionInteroperabilityProxy on. */
@@ -711,6 +722,57 @@ export type ProxyGateState = 'Enabled' | 'Disabled' | 'Unknown';
 
 /** Where the server is in the upgrade. */
 export type PeerState = 'Pending' | 'EnablingProxy' | 'Replacing' | 'Converging' | 'Upgraded' | 'RollingBack' | 'RolledBack' | 'Failed' | 'Unreachable';
+
+/**
+ * Whether the server runs with the CoordinatedLeaderElection feature gate on, from kubernetes_feature_enabled
+ * on its /metrics (docs/version-skew.md): Enabled, Disabled, or Unknown when its page did not say. Absent:
+ * not read yet.
+ */
+export type CoordinatedLeaderElectionState = 'Enabled' | 'Disabled' | 'Unknown';
+
+/**
+ * What the server's own /flagz and /statusz said after the last call that reached it, against what that call
+ * meant (docs/version-skew.md "The running process").
+ */
+export interface RunningCheck {
+  /**
+   * Confirmed, NotServed (a page answered 404: the call stands on /version and /metrics), Differs (the call
+   * is not counted as landed: paused RunningProcessDiffers), Unknown (a page could not be read or parsed:
+   * held as Differs).
+   */
+  state: RunningState;
+  /** The idempotency key of the call checked. */
+  call: string;
+  /** When the pages were last read for that call. */
+  checkedAt: string;
+  /**
+   * How the page answered: Read, NotServed (404) or Failed (another answer, none, or a body that does not
+   * parse).
+   */
+  flagz?: PageRead;
+  /**
+   * How the page answered: Read, NotServed (404) or Failed (another answer, none, or a body that does not
+   * parse).
+   */
+  statusz?: PageRead;
+  /**
+   * What differs (the page, the flag, what the call meant and what runs), or why a page could not be read.
+   */
+  message?: string;
+}
+
+/**
+ * Confirmed, NotServed (a page answered 404: the call stands on /version and /metrics), Differs (the call is
+ * not counted as landed: paused RunningProcessDiffers), Unknown (a page could not be read or parsed: held as
+ * Differs).
+ */
+export type RunningState = 'Confirmed' | 'NotServed' | 'Differs' | 'Unknown';
+
+/**
+ * How the page answered: Read, NotServed (404) or Failed (another answer, none, or a body that does not
+ * parse).
+ */
+export type PageRead = 'Read' | 'NotServed' | 'Failed';
 
 /** One kube-controller-manager or kube-scheduler Pod. */
 export interface ComponentStatus {
@@ -1207,7 +1269,7 @@ export interface PauseStatus {
 }
 
 /** Why the upgrade paused. */
-export type PauseReasonName = 'PausedBySpec' | 'AnalysisBreach' | 'BatchTimeout' | 'DriverFailed' | 'DiscoveryNotConverged' | 'RollbackUnsafe' | 'RollbackSafetyUnknown' | 'MembershipChanged' | 'EmulationIneffective' | 'RollbackOrphans' | 'NotAllowedByPolicy' | 'FlagProofRefused' | 'ComponentSkew';
+export type PauseReasonName = 'PausedBySpec' | 'AnalysisBreach' | 'BatchTimeout' | 'DriverFailed' | 'DiscoveryNotConverged' | 'RollbackUnsafe' | 'RollbackSafetyUnknown' | 'MembershipChanged' | 'EmulationIneffective' | 'RollbackOrphans' | 'NotAllowedByPolicy' | 'FlagProofRefused' | 'ComponentSkew' | 'RunningProcessDiffers';
 
 /**
  * Why the upgrade waits before its next step without being paused; absent when it does not wait. It goes on

@@ -42,11 +42,22 @@ export const PAUSE_REASONS = [
   'NotAllowedByPolicy',
   'FlagProofRefused',
   'ComponentSkew',
+  'RunningProcessDiffers',
 ] as const;
 export type PauseReason = (typeof PAUSE_REASONS)[number];
 
 /** Reasons that end a Paused phase automatically, without a human: everything else pages. */
 export const SELF_RESUMING: ReadonlySet<PauseReason> = new Set<PauseReason>(['PausedBySpec']);
+
+/**
+ * What a call's server runs, as its own `/flagz` and `/statusz` pages say, against what the call meant
+ * (status.peers[].running, docs/version-skew.md "The running process"): Confirmed (both pages agree), NotServed (a page
+ * answered 404: the server does not serve it, and the call stands on /version and /metrics as before), Differs (a
+ * flag or the version differs: the call is not counted as landed, the upgrade pauses RunningProcessDiffers), Unknown
+ * (a page could not be read or parsed: held as Differs).
+ */
+export const RUNNING_STATES = ['Confirmed', 'NotServed', 'Differs', 'Unknown'] as const;
+export type RunningState = (typeof RUNNING_STATES)[number];
 
 /** The rest of the control plane whose version skew against kube-apiserver is checked (docs/version-skew.md). */
 export const CONTROL_PLANE_COMPONENTS = ['kube-controller-manager', 'kube-scheduler'] as const;

@@ -41,7 +41,7 @@ export interface GetView {
     phaseSoakUntil: string | undefined;
   };
   proxyGate: { on: string[]; off: string[]; unknown: string[]; turnedOnByUpgrade: string[] };
-  servers: { hostname: string; version: string | undefined; ready: boolean | undefined; gate: string | undefined; state: string | undefined; batch: number | undefined; message: string | undefined }[];
+  servers: { hostname: string; version: string | undefined; ready: boolean | undefined; gate: string | undefined; state: string | undefined; batch: number | undefined; message: string | undefined; running: string | undefined; leaderElection: string | undefined }[];
   /** The kube-controller-manager and kube-scheduler Pods as last observed (status.components, docs/version-skew.md). */
   components: { component: string; node: string; pod: string; version: string | undefined }[];
   analysis: {
@@ -164,7 +164,7 @@ export function buildGetView(u: ApiServerUpgrade, events: readonly KubeEvent[], 
       unknown: peers.filter((p) => p.proxyGate !== 'Enabled' && p.proxyGate !== 'Disabled').map((p) => p.hostname),
       turnedOnByUpgrade: [...(st?.plan?.gateTurnedOn ?? [])],
     },
-    servers: peers.map((p) => ({ hostname: p.hostname, version: p.version, ready: p.ready, gate: p.proxyGate, state: p.state, batch: p.batch, message: p.message })),
+    servers: peers.map((p) => ({ hostname: p.hostname, version: p.version, ready: p.ready, gate: p.proxyGate, state: p.state, batch: p.batch, message: p.running?.state === 'Differs' || p.running?.state === 'Unknown' ? p.running.message : p.message, running: p.running?.state, leaderElection: p.coordinatedLeaderElection })),
     components: (st?.components ?? []).map((c) => ({ component: c.component, node: c.node, pod: c.pod, version: c.version })),
     analysis: last
       ? {
@@ -269,8 +269,9 @@ export function renderGet(view: GetView, now: Date): string {
   }
 
   if (v.servers.length > 0) {
-    out.push('Servers:\n' + table(['HOSTNAME', 'VERSION', 'READY', 'GATE', 'STATE', 'BATCH', 'MESSAGE'],
-      v.servers.map((s) => [s.hostname, s.version, s.ready === undefined ? undefined : String(s.ready), s.gate, s.state, s.batch, truncate(s.message, 80)]), '  '));
+    out.push('Servers:\n' + table(['HOSTNAME', 'VERSION', 'READY', 'GATE', 'STATE', 'BATCH', 'RUNNING', 'MESSAGE'],
+      v.servers.map((s) => [s.hostname, s.version, s.ready === undefined ? undefined : String(s.ready), s.gate, s.state, s.batch, s.running, truncate(s.message, 80)]), '  '));
+    out.push(renderLeaderElection(v.servers.map((s) => ({ hostname: s.hostname, state: s.leaderElection }))));
   }
   if (v.components.length > 0) out.push(renderComponents(v.components));
 
@@ -309,6 +310,22 @@ export function renderGet(view: GetView, now: Date): string {
     out.push(v.eventsError ? `Events: not listed: ${v.eventsError}\n` : 'Events: none\n');
   }
   return out.join('\n');
+}
+
+/**
+ * Whether each kube-apiserver runs with the CoordinatedLeaderElection gate (docs/version-skew.md): Enabled, Disabled,
+ * Unknown (its /metrics did not say), or not read yet — never shown as off when it was not read.
+ */
+export function renderLeaderElection(rows: readonly { hostname: string; state: string | undefined }[]): string {
+  const by = (f: (s: string | undefined) => boolean): string[] => rows.filter((r) => f(r.state)).map((r) => r.hostname);
+  const groups: [string, string[]][] = [
+    ['on', by((s) => s === 'Enabled')],
+    ['off', by((s) => s === 'Disabled')],
+    ['unknown', by((s) => s === 'Unknown')],
+    ['not read', by((s) => s !== 'Enabled' && s !== 'Disabled' && s !== 'Unknown')],
+  ];
+  const parts = groups.filter(([, h]) => h.length > 0).map(([what, h]) => `${what} on ${h.join(', ')}`);
+  return `Coordinated leader election (CoordinatedLeaderElection gate): ${parts.join('; ')}\n`;
 }
 
 /** The control plane's other components, each with its version ("unknown" where its image names none). */

@@ -10,7 +10,7 @@ import { agentJob, plannedImage } from '../drivers/static-pod.ts';
 import type { DryRun, PlannedEvent } from './dry-run.ts';
 import { printable, table, truncate } from './format.ts';
 import { renderCoverage, renderTrust } from './trust-view.ts';
-import { renderComponents } from './get-view.ts';
+import { renderComponents, renderLeaderElection } from './get-view.ts';
 import { evaluateGates } from '../plan/start-gates.ts';
 import { windowAt } from '../plan/window.ts';
 
@@ -22,6 +22,8 @@ export interface InventoryView {
   version: string | undefined;
   ready: boolean | undefined;
   proxyGate: string;
+  /** The CoordinatedLeaderElection gate as its /metrics says (Enabled, Disabled, Unknown); undefined: not read. */
+  coordinatedLeaderElection: string | undefined;
   stale: boolean;
   problems: string[];
 }
@@ -134,11 +136,17 @@ function inventoryView(rows: readonly InventoryRow[] | undefined, obs: Observati
   return inventoryRows(rows, obs).sort(byHostname);
 }
 
+const LEADER_ELECTION = { on: 'Enabled', off: 'Disabled', unknown: 'Unknown' } as const;
+
 function inventoryRows(rows: readonly InventoryRow[] | undefined, obs: Observation): InventoryView[] {
+  const cle = (hostname: string): string | undefined => {
+    const g = obs.peers.find((p) => p.hostname === hostname)?.coordinatedLeaderElection;
+    return g === undefined ? undefined : LEADER_ELECTION[g];
+  };
   if (rows) {
-    return rows.map((r) => ({ hostname: r.hostname, identity: r.identity, address: r.address || undefined, addressSource: r.addressSource, version: r.version, ready: r.ready, proxyGate: r.proxyGate, stale: r.stale, problems: [...r.problems] }));
+    return rows.map((r) => ({ hostname: r.hostname, identity: r.identity, address: r.address || undefined, addressSource: r.addressSource, version: r.version, ready: r.ready, proxyGate: r.proxyGate, coordinatedLeaderElection: r.hostname ? cle(r.hostname) : undefined, stale: r.stale, problems: [...r.problems] }));
   }
-  return obs.peers.map((p) => ({ hostname: p.hostname, identity: p.identity, address: p.address, addressSource: undefined, version: p.version, ready: p.ready, proxyGate: p.proxyGate, stale: p.stale, problems: [] }));
+  return obs.peers.map((p) => ({ hostname: p.hostname, identity: p.identity, address: p.address, addressSource: undefined, version: p.version, ready: p.ready, proxyGate: p.proxyGate, coordinatedLeaderElection: cle(p.hostname), stale: p.stale, problems: [] }));
 }
 
 export function buildPlanView(i: PlanViewInput): PlanView {
@@ -242,6 +250,7 @@ export function renderPlan(view: PlanView): string {
   let inv = `Inventory (${v.inventory.length} kube-apiserver(s), each reached directly as the operator does):\n`;
   inv += v.inventory.length === 0 ? '  none found (no identity Leases in kube-system)\n' : table(['HOSTNAME', 'ADDRESS', 'VERSION', 'READY', 'GATE', 'LEASE', 'PROBLEMS'],
     v.inventory.map((r) => [r.hostname, r.address, r.version, r.ready === undefined ? undefined : String(r.ready), r.proxyGate, r.stale ? 'stale' : 'fresh', truncate(r.problems.join('; '), 80)]), '  ');
+  if (v.inventory.length > 0) inv += `  ${renderLeaderElection(v.inventory.map((r) => ({ hostname: r.hostname || r.address || '?', state: r.coordinatedLeaderElection })))}`;
   if (v.discovery) inv += `  discovery: ${v.discovery.converged ? 'converged' : 'not converged'} (${truncate(v.discovery.message, 120)})\n`;
   for (const s of v.storage) inv += `  storage version hashes of ${s.version}: read from ${s.server} (${s.resources} resources)\n`;
   out.push(inv);

@@ -10,6 +10,7 @@ import type { UpgradeReads } from '../runtime/upgrade-cache.ts';
 import type { ObservedKubeadm } from '../plan/kubeadm-preflight.ts';
 import type { GateReads, Observation, ObservedGates, ObservedPeer } from '../plan/observation.ts';
 import type { ObservedFlagProof } from '../plan/observed-preflight.ts';
+import type { ObservedRunning } from '../plan/zpages.ts';
 import type { ApiServerUpgrade } from '../api/types.generated.ts';
 
 /**
@@ -60,10 +61,15 @@ export interface ReconcilerDeps {
    * the mirror Pods through `list`, the proof Jobs and their Pods through `kube`).
    */
   flagProof?: (u: ApiServerUpgrade, spec: ResolvedSpec, obs: Observation) => Promise<ObservedFlagProof>;
+  /**
+   * Reads /flagz and /statusz of the servers with a call in flight (src/observe/running.ts), so a call lands only when
+   * the running process agrees with it (src/plan/running-process.ts). Absent: not read, and no call is held on them.
+   */
+  running?: (peers: readonly ObservedPeer[], hostnames: readonly string[]) => Promise<Record<string, ObservedRunning>>;
 }
 
-/** The wiring with every optional part decided (kubeadmFacts and flagProof stay optional: absent, kubeadm's are not read and the flag proof's are read by readFlagProof). */
-export type ReconcilerConfig = Required<Omit<ReconcilerDeps, 'kubeadmFacts' | 'flagProof'>> & Pick<ReconcilerDeps, 'kubeadmFacts' | 'flagProof'>;
+/** The wiring with every optional part decided (kubeadmFacts, flagProof and running stay optional: absent, kubeadm's are not read, the flag proof's are read by readFlagProof and the running process's pages are not read). */
+export type ReconcilerConfig = Required<Omit<ReconcilerDeps, 'kubeadmFacts' | 'flagProof' | 'running'>> & Pick<ReconcilerDeps, 'kubeadmFacts' | 'flagProof' | 'running'>;
 
 export function configureReconciler(d: ReconcilerDeps): ReconcilerConfig {
   return {

@@ -74,6 +74,10 @@ export class UpgradeReconciler {
       obs = { ...obs, flagProof: await (this.c.flagProof ?? ((u, s, o) => readFlagProof(this.c, u, s, o)))(rc.upgrade, rc.spec.spec, obs) };
       step('flagProofMs');
     }
+    if (reads.running && this.c.running) {
+      obs = { ...obs, running: await this.c.running(obs.peers, reads.running) };
+      step('runningMs');
+    }
     if (reads.preflight) {
       obs = { ...obs, ...(await readPreflightFacts(this.c, rc, obs, reads.preflight)) };
       step('preflightFactsMs');

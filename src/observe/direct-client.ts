@@ -18,7 +18,7 @@ import { hostOf } from './inventory.ts';
 import type { ProbeResult } from './inventory.ts';
 import { parsePromStream } from './prom-text.ts';
 import type { ParsedMetrics, WantedFamilies } from './prom-text.ts';
-import { FAMILIES, processStartOf, proxyGateState } from './signals.ts';
+import { COORDINATED_LEADER_ELECTION, FAMILIES, featureGateState, processStartOf, proxyGateState } from './signals.ts';
 import { USER_AGENT } from '../runtime/kube-request.ts';
 import { bigBodySlots, capExceeded, DISCOVERY_MAX_BYTES, METRICS_MAX_BYTES, METRICS_MAX_KEPT_BYTES, METRICS_MAX_KEPT_SAMPLES, METRICS_MAX_LINE_BYTES, parseBoundedJson, SMALL_BODY_MAX_BYTES, type Slots } from '../runtime/body-limits.ts';
 import type { PromLimits } from './prom-text.ts';
@@ -147,6 +147,13 @@ export class DirectClient {
     return { status: res.statusCode ?? 0, body };
   }
 
+  /** A GET whose body is read up to `maxBytes` (a larger one throws): `/flagz` and `/statusz`, in the `accept` type asked. */
+  async page(address: string, path: string, accept: string, maxBytes: number): Promise<{ status: number; body: string }> {
+    const res = await this.request(address, path, { Accept: accept });
+    const body = await readBody(res, maxBytes, `https://${address}${path}`);
+    return { status: res.statusCode ?? 0, body };
+  }
+
   /** Streams `/metrics` (gzipped when the server agrees, ~10x fewer bytes) through the decompressor into the parser, keeping only the wanted families. */
   async metrics(address: string, wanted: WantedFamilies, o: Deadline = {}): Promise<ParsedMetrics> {
     // Asked and parsed inside a slot (its kept samples are a big body; the deadline starts once the slot is
@@ -243,6 +250,7 @@ export class DirectClient {
     if (metrics.status === 'fulfilled') {
       if (metrics.value) {
         result.proxyGate = proxyGateState(metrics.value);
+        result.coordinatedLeaderElection = featureGateState(metrics.value, COORDINATED_LEADER_ELECTION);
         const start = processStartOf(metrics.value);
         if (start !== undefined) result.processStart = start;
       }

@@ -74,6 +74,8 @@ interface DiscoveryRead {
 interface GateRead {
   holderIdentity: string;
   gate: GateState;
+  /** The CoordinatedLeaderElection gate of the same page. */
+  coordinatedLeaderElection: GateState;
   processStart?: number;
   version?: string;
   /** The last scrape failed: the gate is unknown until a scrape succeeds. */
@@ -241,12 +243,14 @@ export class FleetObserver {
         this.gates.set(a, {
           holderIdentity: holders.get(a) ?? '',
           gate: probe.proxyGate ?? 'unknown',
+          coordinatedLeaderElection: probe.coordinatedLeaderElection ?? 'unknown',
           ...(probe.processStart === undefined ? {} : { processStart: probe.processStart }),
           ...(probe.version === undefined ? {} : { version: probe.version }),
         });
       } else if (r.status === 'fulfilled' && wanted(a) === undefined) {
         const kept = this.gates.get(a)!;
         probe.proxyGate = kept.gate;
+        probe.coordinatedLeaderElection = kept.coordinatedLeaderElection;
         if (kept.processStart !== undefined) probe.processStart = kept.processStart;
       } else {
         // A failed scrape: the gate is unknown now and read again next time. The process start of the last page
@@ -273,6 +277,7 @@ export class FleetObserver {
       ...(s.holderIdentity ? { holderIdentity: s.holderIdentity } : {}),
       ...(s.address && probes.get(s.address)?.processStart !== undefined ? { processStart: probes.get(s.address)!.processStart! } : {}),
       ...(s.lastRenew ? { lastRenew: s.lastRenew } : {}),
+      ...(s.address && probes.get(s.address)?.coordinatedLeaderElection !== undefined ? { coordinatedLeaderElection: probes.get(s.address)!.coordinatedLeaderElection! } : {}),
       stale: s.stale,
     }));
     const up = peers.filter((p) => p.ready && !p.stale && p.address && p.version);

@@ -85,8 +85,16 @@ export type GateState = 'on' | 'off' | 'unknown';
 
 /** The proxy gate as the server reports it; `unknown` when the gauge is missing (older binaries, scrape failed). */
 export function proxyGateState(metrics: ParsedMetrics): GateState {
+  return featureGateState(metrics, PROXY_GATE);
+}
+
+/** The CoordinatedLeaderElection gate (KEP-4355) as `kubernetes_feature_enabled` reports it (docs/version-skew.md). */
+export const COORDINATED_LEADER_ELECTION = 'CoordinatedLeaderElection';
+
+/** A feature gate as `kubernetes_feature_enabled{name}` reports it: 1 on, 0 off, no sample or another value unknown. */
+export function featureGateState(metrics: ParsedMetrics, name: string): GateState {
   const family = metrics.get(FAMILIES.featureEnabled);
-  const sample = family?.samples.find((s) => s.labels.name === PROXY_GATE);
+  const sample = family?.samples.find((s) => s.labels.name === name);
   if (!sample) return 'unknown';
   if (sample.value === 1) return 'on';
   if (sample.value === 0) return 'off';

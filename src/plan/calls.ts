@@ -6,6 +6,7 @@ import { isUp } from './peers.ts';
 import { safeMessage } from './redact.ts';
 import { minorOf, sameRelease } from './version.ts';
 import { processIdentity } from './process-identity.ts';
+import { checkRunning, holds, type HeldCall } from './running-process.ts';
 
 /**
  * The results of a step's attempt that failed: a resume (or retry) after it acknowledges the failure and the
@@ -173,15 +174,23 @@ function finish(ctx: PlanContext, c: DriverCall, result: CallResult, message: st
 
 /**
  * Moves every call in flight along its lifecycle from what is observed and what the driver reported: Done
- * when it landed (observation wins over any report), Failed when the driver reported, after accepting it, that
- * the replacement failed, TimedOut when batchTimeout passed since it was recorded. Runs first in every step,
- * paused or not, so a decision never reads a stale lifecycle.
+ * when it landed (observation wins over any report) and its server's own /flagz and /statusz do not say otherwise
+ * (src/plan/running-process.ts), Failed when the driver reported, after accepting it, that the replacement failed,
+ * TimedOut when batchTimeout passed since it was recorded. Runs first in every step, paused or not, so a decision
+ * never reads a stale lifecycle. Returns the calls the pages hold (back at the goal, but the process differs or its
+ * pages could not be read): they stay in flight, and are not timed out while held (the planner pauses on them).
  */
-export function advanceCalls(ctx: PlanContext): void {
+export function advanceCalls(ctx: PlanContext): HeldCall[] {
   const timeoutMs = ctx.spec.strategy.batchTimeoutMs;
+  const held: HeldCall[] = [];
   for (const c of ctx.status.driverCalls ?? []) {
     if (!inFlight(c)) continue;
     if (landed(ctx, c)) {
+      const verdict = checkRunning(ctx, c);
+      if (verdict && holds(verdict)) {
+        held.push({ call: c, verdict });
+        continue;
+      }
       const how = c.result === 'Requested' ? 'landed before its acceptance was recorded' : 'done';
       finish(ctx, c, 'Done', `${c.server} restarted and is up at ${c.target}: ${how}`);
       continue;
@@ -200,6 +209,7 @@ export function advanceCalls(ctx: PlanContext): void {
     finish(ctx, c, 'TimedOut', why);
   }
   settleDrivers(ctx);
+  return held;
 }
 
 /**

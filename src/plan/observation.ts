@@ -1,5 +1,6 @@
 import type { AnalysisSignals, Breach } from '../api/types.generated.ts';
 import type { ObservedComponents } from './component-skew.ts';
+import type { ObservedRunning } from './zpages.ts';
 import type { ObservedCoverage, ObservedFlagProof, ObservedKubeadm, ObservedTrust } from './observed-preflight.ts';
 
 /**
@@ -28,6 +29,11 @@ export interface ObservedPeer {
    * it did not say. A server without --emulated-version emulates its own minor.
    */
   emulation?: string;
+  /**
+   * The CoordinatedLeaderElection gate from `kubernetes_feature_enabled` on the server's /metrics (docs/version-skew.md);
+   * unknown when the page did not say, absent when not read.
+   */
+  coordinatedLeaderElection?: 'on' | 'off' | 'unknown';
 }
 
 export interface ObservedAnalysis {
@@ -117,6 +123,12 @@ export interface Observation {
   components?: ObservedComponents;
   /** The facts of spec.gates, read when the planner asked for them (src/plan/reconcile.ts). Absent: not read. */
   gates?: ObservedGates;
+  /**
+   * The /flagz and /statusz of each server with a call in flight, by hostname (src/controller/running-reads.ts,
+   * src/plan/running-process.ts). Absent: this observer does not read them (nothing is held on them); a server
+   * missing from it is unknown (its call is held).
+   */
+  running?: Readonly<Record<string, ObservedRunning>>;
 }
 
 /** One PromQL gate's answer: its samples, or why there are none (the query failed, Prometheus did not answer). */

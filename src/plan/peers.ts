@@ -18,6 +18,10 @@ export function peerRowFrom(p: ObservedPeer, previous?: PeerStatus): PeerStatus 
   if (previous?.state !== undefined) row.state = previous.state;
   if (previous?.batch !== undefined) row.batch = previous.batch;
   if (previous?.message !== undefined) row.message = previous.message;
+  // The gate as last read: a look that did not read it (no /metrics scrape) keeps the reading before; never read, absent.
+  const cle = p.coordinatedLeaderElection === undefined ? previous?.coordinatedLeaderElection : GATE[p.coordinatedLeaderElection];
+  if (cle !== undefined) row.coordinatedLeaderElection = cle;
+  if (previous?.running !== undefined) row.running = previous.running;
   return row;
 }
 

@@ -14,6 +14,8 @@ import { runRollingBack } from './rolling-back.ts';
 import { pause, recheckComponentSkew, recheckMembership, recheckRollback, resume, startRollback } from './breach.ts';
 import { componentStatus } from './component-skew.ts';
 import { advanceCalls, inFlight } from './calls.ts';
+import { holdForRunning, recheckRunning } from './running-pause.ts';
+import type { HeldCall } from './running-process.ts';
 import { touchedServers } from './rollback-goal.ts';
 import { membershipChange } from './membership.ts';
 import { recordTargetStorage, reportRollbackSafety } from './rollback-verdict.ts';
@@ -74,7 +76,7 @@ export function planResolved(upgrade: UpgradeInput, spec: ResolvedSpec, statusIn
   ctx.status.peers = refreshPeers(ctx.status.peers, obs.peers);
   const components = componentStatus(obs.components);
   if (components) ctx.status.components = components;
-  advanceCalls(ctx);
+  const held = advanceCalls(ctx);
   recordTargetStorage(ctx);
   if (ctx.status.plan) reportRollbackSafety(ctx);
   const resumeToken = takeToken(ctx, RESUME_ANNOTATION, 'observedResume') ?? (ctx.phase === 'Paused' ? retryToken : undefined);
@@ -107,8 +109,9 @@ export function planResolved(upgrade: UpgradeInput, spec: ResolvedSpec, statusIn
 
   if (abortToken !== undefined && abort(ctx, abortToken)) return done(ctx);
   if (policyGate(ctx, violations, resumeToken)) return done(ctx);
-  if (handlePause(ctx, resumeToken)) return done(ctx);
+  if (handlePause(ctx, resumeToken, held)) return done(ctx);
   if (policyPause(ctx, violations)) return done(ctx);
+  if (holdForRunning(ctx, held)) return done(ctx);
 
   const change = membershipChange(ctx);
   if (change) {
@@ -197,7 +200,7 @@ function retryFailed(ctx: PlanContext, token: string): void {
 }
 
 /** Returns true when the upgrade is (or just became) paused and nothing else should happen this step. */
-function handlePause(ctx: PlanContext, resumeToken: string | undefined): boolean {
+function handlePause(ctx: PlanContext, resumeToken: string | undefined, held: readonly HeldCall[]): boolean {
   const p = ctx.status.pause;
   if (ctx.spec.paused) {
     if (ctx.phase !== 'Paused') pause(ctx, 'PausedBySpec', 'spec.paused is true', ctx.phase);
@@ -215,6 +218,7 @@ function handlePause(ctx: PlanContext, resumeToken: string | undefined): boolean
   if (p?.reason === 'RollbackSafetyUnknown') return recheckRollback(ctx);
   if (p?.reason === 'MembershipChanged') return recheckMembership(ctx);
   if (p?.reason === 'ComponentSkew') return recheckComponentSkew(ctx);
+  if (p?.reason === 'RunningProcessDiffers') return recheckRunning(ctx, held);
   return true;
 }
 

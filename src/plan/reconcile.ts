@@ -14,7 +14,7 @@ import type { AnalysisSettings, GateReads, Observation } from './observation.ts'
 import { checkSpec, type Policy, type PolicyViolation } from './policy.ts';
 import { blockingUpgrade, isFinished } from './admission.ts';
 import { analysisDue } from './analysis.ts';
-import { callsToReport } from './calls.ts';
+import { callsToReport, inFlight } from './calls.ts';
 import { kubeadmConfigDue, kubeadmIntent, type KubeadmIntent } from './kubeadm-config.ts';
 import { invalidSpecPlan, planResolved, type Plan } from './planner.ts';
 
@@ -73,6 +73,11 @@ export interface ReconcileReads {
   gates?: GateReads;
   /** The calls whose driver reports are read (calls.ts callsToReport); absent: none. */
   driverReports?: DriverCall[];
+  /**
+   * The servers whose /flagz and /statusz are read (src/plan/running-process.ts): those with a call in flight.
+   * Absent: none.
+   */
+  running?: string[];
 }
 
 /** What this reconcile reads: nothing (finished), nothing more (held back by another upgrade), or `reads`. */
@@ -104,6 +109,8 @@ export function whatToRead(rc: ReconcileContext, others: readonly ApiServerUpgra
       reads.gates = { ...(g.prometheus ? { prometheus: g.prometheus } : {}), queries: g.queries.map((q) => ({ name: q.name, query: q.query })), controlPlaneNodes: g.controlPlaneNodesReady };
     }
   }
+  const inFlightOn = (rc.upgrade.status?.driverCalls ?? []).filter(inFlight).map((c) => c.server);
+  if (inFlightOn.length > 0) reads.running = [...new Set(inFlightOn)].sort();
   const toReport = spec ? callsToReport(rc.upgrade.status?.driverCalls ?? [], rc.now, spec.strategy.batchTimeoutMs, spec.driver) : [];
   if (toReport.length > 0 && rc.violations.length === 0) reads.driverReports = toReport;
   return { kind: 'read', reads };

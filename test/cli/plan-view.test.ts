@@ -111,3 +111,14 @@ test('the human plan lists the control plane components with their versions, and
   const unlisted = { ...fleet('off'), components: { error: 'HTTP 403' } };
   assert.match(renderPlan(buildPlanView(input(s, { observation: unlisted, dryRun: dryRun(upgrade, s, unlisted, NOW) }))), /^Control plane components: not listed \(HTTP 403\)/m);
 });
+
+test('the human plan says each server\'s CoordinatedLeaderElection gate as read, "not read" where it was not (never off)', () => {
+  const s = spec();
+  const base = fleet('off');
+  const observation = { ...base, peers: base.peers.map((p, i) => (i === 0 ? { ...p, coordinatedLeaderElection: 'on' as const } : i === 1 ? { ...p, coordinatedLeaderElection: 'unknown' as const } : p)) };
+  const upgrade = { name: 'to-v1-36', uid: 'uid-1', generation: 1, annotations: {} };
+  const v = buildPlanView(input(s, { observation, dryRun: dryRun(upgrade, s, observation, NOW) }));
+  const names = observation.peers.map((p) => p.hostname);
+  assert.deepEqual(v.inventory.map((r) => r.coordinatedLeaderElection), ['Enabled', 'Unknown', ...names.slice(2).map(() => undefined)]);
+  assert.match(renderPlan(v), new RegExp(`^ {2}Coordinated leader election \\(CoordinatedLeaderElection gate\\): on on ${names[0]}; unknown on ${names[1]}; not read on ${names.slice(2).join(', ')}$`, 'm'));
+});

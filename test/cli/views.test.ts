@@ -39,7 +39,7 @@ test('get: the human view shows phase, progress bar, servers, signals, calls and
   assert.match(text, /^Batches: +✔ 1: cp-1 +▶ 2: cp-2 +· 3: cp-3$/m);
   assert.match(text, /^Proxy gate: +on for 3\/3 servers; turned on by this upgrade: cp-1, cp-2, cp-3$/m);
   assert.match(text, /^Soak until: +2026-03-01T12:00:20\.000Z \(in 20s\)$/m);
-  assert.match(text, /^ {2}cp-3 +v1\.35\.4 +true +Enabled +Pending +- +-$/m);
+  assert.match(text, /^ {2}cp-3 +v1\.35\.4 +true +Enabled +Pending +- +- +-$/m);
   assert.match(text, /^Analysis: Breach at .*\(4s ago\); 1 breaching check\(s\) in a row of failureLimit 3 \(then Pause\)$/m);
   assert.match(text, /^ {2}proxyErrorRatio +0\.0200 +<= 0\.01 +✖$/m);
   assert.match(text, /^ {2}breach: proxyErrorRatio@cp-3 0\.02 > 0\.01$/m);
@@ -158,4 +158,19 @@ test('get: the control plane components are listed with their versions, an unkno
   assert.match(text, /^ {2}kube-controller-manager +cp-1 +v1\.36\.3 +kube-system\/kube-controller-manager-cp-1$/m);
   assert.match(text, /^ {2}kube-scheduler +cp-1 +unknown +kube-system\/kube-scheduler-cp-1$/m);
   assert.doesNotMatch(renderGet(buildGetView(upgrading(), []), NOW), /Control plane components/);
+});
+
+test('get shows each server\'s running-process check and its CoordinatedLeaderElection gate; a gate never read is "not read", never off', () => {
+  const u = upgrading();
+  const peers = u.status!.peers!;
+  peers[0]!.coordinatedLeaderElection = 'Disabled';
+  peers[0]!.running = { state: 'Confirmed', call: 'upgrade-cp-1-aaaaaaaaaaaaaaaa', checkedAt: ago(100), flagz: 'Read', statusz: 'Read', message: 'cp-1 runs what the call meant' };
+  peers[1]!.coordinatedLeaderElection = 'Enabled';
+  peers[1]!.running = { state: 'Differs', call: 'upgrade-cp-2-bbbbbbbbbbbbbbbb', checkedAt: ago(10), message: 'cp-2 (Upgrade to v1.36.3): /flagz --feature-gates: the call meant UnknownVersionInteroperabilityProxy=true, the process runs UnknownVersionInteroperabilityProxy=false' };
+  const v = buildGetView(u, []);
+  assert.deepEqual(v.servers.map((s) => [s.hostname, s.running, s.leaderElection]), [['cp-1', 'Confirmed', 'Disabled'], ['cp-2', 'Differs', 'Enabled'], ['cp-3', undefined, undefined]]);
+  const text = renderGet(v, NOW);
+  assert.match(text, /^ {2}cp-1 +v1\.36\.3 +true +Enabled +Upgraded +1 +Confirmed +-$/m);
+  assert.match(text, /^ {2}cp-2 .* Differs +cp-2 \(Upgrade to v1\.36\.3\): \/flagz --feature-gates/m);
+  assert.match(text, /^Coordinated leader election \(CoordinatedLeaderElection gate\): on on cp-2; off on cp-1; not read on cp-3$/m);
 });

@@ -38,10 +38,13 @@ describe('FleetObserver /metrics scrapes (issue 12)', () => {
     assert.deepEqual(servers.map(scrapes), [2, 2]);
     assert.ok(second.analysis);
     const gates = second.peers.map((p) => p.proxyGate);
+    // The CoordinatedLeaderElection gate from the same page (beta and off by default in v1.36.3).
+    assert.deepEqual(second.peers.map((p) => p.coordinatedLeaderElection), ['off', 'off']);
     for (const h of api.leases.keys()) api.renew(h);
     const third = await observer.observe(settings(false), NOW + 4_000);
     assert.deepEqual(servers.map(scrapes), [2, 2], 'not due, same holders: no scrape');
     assert.deepEqual(third.peers.map((p) => p.proxyGate), gates, 'the gate state of the last scrape is kept');
+    assert.deepEqual(third.peers.map((p) => p.coordinatedLeaderElection), ['off', 'off'], 'and the CoordinatedLeaderElection gate');
     assert.equal(third.analysis, second.analysis);
     api.renew('cp-2', 'apiserver-cp-2_uuid-2');
     await observer.observe(settings(false), NOW + 6_000);

@@ -22,6 +22,7 @@ local AUTOMATIC_PAUSE = {
   ["NotAllowedByPolicy"] = true,
   ["FlagProofRefused"] = true,
   ["ComponentSkew"] = true,
+  ["RunningProcessDiffers"] = true,
 }
 
 local function condition(conditions, ctype)
