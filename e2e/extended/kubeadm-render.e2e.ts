@@ -24,25 +24,29 @@ const OLD = 'v1.35.4';
 const NEW = 'v1.36.3';
 const FIXTURES = join(import.meta.dirname, '..', '..', 'test', 'fixtures', 'kubeadm-render');
 const WRITE = process.env.AUO_WRITE_KUBEADM_RENDER_FIXTURES === '1';
+const DEBIAN_CA_DIRS = ['etc/ca-certificates', 'usr/share/ca-certificates', 'usr/local/share/ca-certificates'];
 
-/** kubeadm's kube-apiserver manifest for the node of `config` (written into a throwaway folder, nothing else touched). */
+/**
+ * kubeadm's kube-apiserver manifest for the node of `config`. kubeadm runs chrooted into a throwaway folder
+ * (`--rootfs`), so its dry run writes nothing on this machine outside it (no /etc/kubernetes, which the clusters of
+ * the harness bind their nodes' folders onto).
+ */
 async function render(kubeadm: string, config: string, patches?: string): Promise<string> {
-  const dir = await mkdtemp(join(tmpdir(), 'auo-kubeadm-render-'));
+  const root = await mkdtemp(join(tmpdir(), 'auo-kubeadm-render-'));
   try {
-    let patchDir: string | undefined;
+    // kubeadm mounts each of these CA folders that exists (phases/controlplane/volumes.go caCertsExtraVolumePaths):
+    // a Debian host's, so the render is the same on any machine.
+    for (const d of DEBIAN_CA_DIRS) await mkdir(join(root, d), { recursive: true });
     if (patches !== undefined) {
-      patchDir = join(dir, 'patches');
-      await mkdir(patchDir);
-      await writeFile(join(patchDir, 'kube-apiserver+json.json'), patches);
+      await mkdir(join(root, 'patches'));
+      await writeFile(join(root, 'patches', 'kube-apiserver+json.json'), patches);
     }
-    const cfg = join(dir, 'kubeadm.yaml');
-    await writeFile(cfg, initConfiguration(config, patchDir));
-    const out = join(dir, 'out');
-    await mkdir(out);
-    await promisify(execFile)(kubeadm, ['init', 'phase', 'control-plane', 'apiserver', '--config', cfg, '--dry-run'], { env: { ...process.env, KUBEADM_INIT_DRYRUN_DIR: out }, timeout: 60_000, maxBuffer: 1 << 20 });
-    return await readFile(join(out, 'kube-apiserver.yaml'), 'utf8');
+    await writeFile(join(root, 'kubeadm.yaml'), initConfiguration(config, patches === undefined ? undefined : '/patches'));
+    await mkdir(join(root, 'out'));
+    await promisify(execFile)(kubeadm, ['init', 'phase', 'control-plane', 'apiserver', '--rootfs', root, '--config', '/kubeadm.yaml', '--dry-run'], { env: { ...process.env, KUBEADM_INIT_DRYRUN_DIR: '/out' }, timeout: 60_000, maxBuffer: 1 << 20 });
+    return await readFile(join(root, 'out', 'kube-apiserver.yaml'), 'utf8');
   } finally {
-    await rm(dir, { recursive: true, force: true });
+    await rm(root, { recursive: true, force: true });
   }
 }
 
