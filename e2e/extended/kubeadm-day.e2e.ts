@@ -6,7 +6,8 @@
 //   2. the quickstart's ApiServerUpgrade (static Pod driver) to v1.36.3, applied paused, reviewed, let go, while a
 //      client keeps reading and writing a ConfigMap through the balancer;
 //   3. what docs/kubeadm-runbook.md says next, with kubeadm v1.36.3 itself: `kubeadm upgrade plan`,
-//      `kubeadm upgrade apply v1.36.3 -y` on cp-1, `kubeadm upgrade node` on cp-2 and cp-3.
+//      `kubeadm upgrade apply v1.36.3 -y` on cp-1, `kubeadm upgrade node` on cp-2 and cp-3 (each with an
+//      UpgradeConfiguration holding the timeouts the nodes were made with);
 //   4. the certificates kubeadm did not renew (it skips a component whose manifest is unchanged, before it renews that
 //      component's certificates): `kubeadm certs renew` of the kube-apiserver's and etcd's certificates on each node,
 //      which the servers load from disk without a restart.
@@ -23,7 +24,7 @@ import { connect } from 'node:tls';
 import { dirname, join } from 'node:path';
 import { parse } from 'yaml';
 import { KubeadmCluster } from '../cluster/kubeadm/kubeadm-cluster.ts';
-import { IGNORED_UPGRADE_PREFLIGHT } from '../cluster/kubeadm/kubeadm-files.ts';
+import { IGNORED_UPGRADE_PREFLIGHT, upgradeConfiguration } from '../cluster/kubeadm/kubeadm-files.ts';
 import { NEW_VERSION, PROXY_GATE, waitFor } from '../cluster/index.ts';
 import { operatorImage, OPERATOR_IMAGE } from '../cluster/operator-image.ts';
 import { componentImage } from '../cluster/images.ts';
@@ -178,15 +179,22 @@ test('the platform team\'s day on real kubeadm: helm install, the operator upgra
   // The version named: without it kubeadm asks dl.k8s.io for the latest stable release (no internet here). The
   // preflight checks this harness cannot pass (kubeadm-files.ts says which and why) are named, nothing else.
   const ignore = `--ignore-preflight-errors=${Object.keys(IGNORED_UPGRADE_PREFLIGHT).join(',')}`;
+  // The timeouts the nodes were made with (init and join): kubeadm renders the startup probes from them, and
+  // `kubeadm upgrade` takes them from its own --config only (kubeadm-files.ts upgradeConfiguration).
+  const upgradeConfig = await Promise.all(c.nodes.map(async (n) => {
+    const path = join(n.root, 'kubeadm', 'upgrade.yaml');
+    await writeFile(path, upgradeConfiguration());
+    return `--config=${path}`;
+  }));
   const plan = await measure('kubeadm upgrade plan (cp-1)', () => c.kubeadm(0, NEW_VERSION, ['upgrade', 'plan', NEW_VERSION, ignore]));
   process.stderr.write(`[day] kubeadm upgrade plan:\n${plan}\n`);
   const kubeadmFrom = r.snapshot();
-  const apply = await measure('kubeadm upgrade apply v1.36.3 -y (cp-1)', () => c.kubeadm(0, NEW_VERSION, ['upgrade', 'apply', NEW_VERSION, '-y', ignore]));
+  const apply = await measure('kubeadm upgrade apply v1.36.3 -y (cp-1)', () => c.kubeadm(0, NEW_VERSION, ['upgrade', 'apply', NEW_VERSION, '-y', upgradeConfig[0]!, ignore]));
   process.stderr.write(`[day] kubeadm upgrade apply (tail):\n${apply.split('\n').slice(-25).join('\n')}\n`);
   assert.match(apply, /SUCCESS! A control plane node of your cluster was upgraded to "v1\.36\.3"/);
   const outputs = [apply];
   for (const i of [1, 2]) {
-    const out = await measure(`kubeadm upgrade node (${names[i]})`, () => c.kubeadm(i, NEW_VERSION, ['upgrade', 'node', ignore]));
+    const out = await measure(`kubeadm upgrade node (${names[i]})`, () => c.kubeadm(i, NEW_VERSION, ['upgrade', 'node', upgradeConfig[i]!, ignore]));
     assert.match(out, /The upgrade for this control plane node was successfully completed|upgrade.*successfully/i, out.split('\n').slice(-10).join('\n'));
     outputs.push(out);
   }
