@@ -324,8 +324,9 @@ describe('image library against a real containerd', { timeout: 20 * 60_000 }, ()
       assert.match(r.stdout, /^ready: https:\/\/127\.0\.0\.1:\d+\/readyz answered 200/m);
       const edited = readFileSync(manifest, 'utf8');
       const added = edited.split('\n').filter((l) => !original.split('\n').includes(l));
-      assert.deepEqual(added, ['    - --emulated-version=1.35', '    - --feature-gates=UnknownVersionInteroperabilityProxy=true', '    - --peer-advertise-ip=127.0.0.1',
-        `    - --peer-advertise-port=${server.port}`, '    - --peer-ca-file=/etc/kubernetes/pki/ca.crt', '    image: registry.k8s.io/kube-apiserver:v1.36.3']);
+      // New flags after the last one, where kubeadm puts extraArgs; the peer address (127.0.0.1) is not the advertise address.
+      assert.deepEqual(added, ['    - --feature-gates=UnknownVersionInteroperabilityProxy=true', '    - --peer-ca-file=/etc/kubernetes/pki/ca.crt',
+        '    - --peer-advertise-ip=127.0.0.1', `    - --peer-advertise-port=${server.port}`, '    - --emulated-version=1.35', '    image: registry.k8s.io/kube-apiserver:v1.36.3']);
       assert.equal(readFileSync(join(backup, 'upgrade-cp-1-0123456789abcdef.yaml'), 'utf8'), original);
       assert.deepEqual(readdirSync(manifests), ['kube-apiserver.yaml'], 'no temp file left');
       // The issue 21 injection, handed to the agent directly (a Job made by hand): refused, nothing written.

@@ -4,9 +4,13 @@
 //  - a flag that is there keeps its position: `--feature-gates` gets the gate merged into its list,
 //    `--peer-*` and `--emulated-version` get their value replaced where they are (a flag repeated: the first
 //    is set, the others removed, as kube-apiserver would only use the last);
-//  - a new flag goes where kubeadm would put it: kubeadm writes its flags sorted by name, so before the first
-//    `--` entry whose name sorts after it, else after the last `--` entry;
-//  - a removed flag is removed, with its value entry when it was written as `--flag value`.
+//  - a new flag goes where kubeadm puts the `apiServer.extraArgs` that the kubeadm-config edit adds: after the last
+//    `--` entry (kubeadm renders its base flags sorted, then the extraArgs in their order; src/plan/kubeadm-layout.ts);
+//  - a removed flag is removed, with its value entry when it was written as `--flag value`;
+//  - `--peer-advertise-ip`/`--peer-advertise-port` are not written (and removed) where the server's
+//    `--advertise-address` and `--secure-port` already give its peers that address (kubeadm-layout.ts
+//    peerAdvertiseImplied): kubeadm cannot render per-node flags from kubeadm-config.
+import { mergeGate, peerAdvertiseImplied } from '../plan/kubeadm-layout.ts';
 
 /** A list of strings that can be edited in place (a YAML sequence of scalars, or a plain array in tests). */
 export interface FlagList {
@@ -57,14 +61,13 @@ function removeOccurrence(list: FlagList, o: Occurrence): void {
   list.remove(o.index);
 }
 
-/** Where kubeadm's sorted order puts a new `name`. */
-function sortedPosition(list: FlagList, name: string): number {
+/** Where a new flag goes: after the last `--` entry (and its value entry), as kubeadm appends an extraArg. */
+function endPosition(list: FlagList): number {
   const v = list.values();
   let afterLast = v.length === 0 ? 0 : 1;
   for (let i = 1; i < v.length; i++) {
     const n = flagName(v[i]!);
     if (n === undefined) continue;
-    if (n > name) return i;
     afterLast = i + 1;
     // A flag written as `--name value`: its value entry goes with it.
     if (v[i] === n && i + 1 < v.length && flagName(v[i + 1]!) === undefined) afterLast = i + 2;
@@ -72,14 +75,14 @@ function sortedPosition(list: FlagList, name: string): number {
   return afterLast;
 }
 
-/** Sets `name` to `value`: in place when it is there (repeats removed), else inserted in sorted position. */
+/** Sets `name` to `value`: in place when it is there (repeats removed), else appended after the last flag. */
 export function setFlag(list: FlagList, name: string, value: string): void {
   const found = occurrences(list, name);
   // From the last: removing an entry does not move the ones before it.
   for (const o of found.slice(1).reverse()) removeOccurrence(list, o);
   const first = found[0];
   if (first === undefined) {
-    list.insert(sortedPosition(list, name), `${name}=${value}`);
+    list.insert(endPosition(list), `${name}=${value}`);
   } else if (first.valueIndex === first.index) {
     if (list.values()[first.index] !== `${name}=${value}`) list.set(first.index, `${name}=${value}`);
   } else if (first.valueIndex > first.index) {
@@ -95,18 +98,9 @@ export function removeFlag(list: FlagList, name: string): void {
   for (const o of occurrences(list, name).reverse()) removeOccurrence(list, o);
 }
 
-/** A `--feature-gates` value with `gate` set to `on`: in place when listed, else in sorted position (as kube-apiserver prints them). */
+/** A `--feature-gates` value with `gate` set to `on`: in place when listed, else appended (kubeadm-layout.ts mergeGate). */
 export function withGate(gates: string, gate: string, on: boolean): string {
-  const items = gates === '' ? [] : gates.split(',');
-  const want = `${gate}=${on}`;
-  const at = items.map((x) => x.split('=')[0]!.trim()).map((n, i) => (n === gate ? i : -1)).filter((i) => i >= 0);
-  if (at.length > 0) {
-    for (const i of at) items[i] = want;
-    return items.join(',');
-  }
-  const pos = items.findIndex((x) => x.split('=')[0]!.trim() > gate);
-  items.splice(pos < 0 ? items.length : pos, 0, want);
-  return items.join(',');
+  return mergeGate(gates, gate, on);
 }
 
 /**
@@ -118,7 +112,7 @@ export function setGate(list: FlagList, on: boolean): void {
   const listing = found.filter((o) => o.value.split(',').some((x) => x.split('=')[0]!.trim() === PROXY_GATE_NAME));
   const targets = listing.length > 0 ? listing : found.slice(-1);
   if (targets.length === 0) {
-    list.insert(sortedPosition(list, '--feature-gates'), `--feature-gates=${PROXY_GATE_NAME}=${on}`);
+    list.insert(endPosition(list), `--feature-gates=${PROXY_GATE_NAME}=${on}`);
     return;
   }
   for (const o of targets) {
@@ -142,16 +136,23 @@ export interface FlagEdit {
 }
 
 /**
- * The call's flags: the gate; with it on, the three --peer-* flags (set); with it off, none of them (kube-apiserver
- * refuses to start with peer flags and the gate off); --emulated-version set or removed.
+ * The call's flags: the gate; with it on, --peer-ca-file set and --peer-advertise-ip/--peer-advertise-port set, or
+ * removed where the command's --advertise-address and --secure-port already advertise that address; with it off,
+ * none of the three (kube-apiserver refuses to start with peer flags and the gate off); --emulated-version set or
+ * removed.
  */
 export function editFlags(list: FlagList, e: FlagEdit): void {
   if (e.gate !== undefined) {
     setGate(list, e.gate);
     if (e.gate) {
       setFlag(list, '--peer-ca-file', e.peerCA);
-      setFlag(list, '--peer-advertise-ip', e.peerIP);
-      setFlag(list, '--peer-advertise-port', String(e.peerPort));
+      if (peerAdvertiseImplied(list.values(), e.peerIP, e.peerPort)) {
+        removeFlag(list, '--peer-advertise-ip');
+        removeFlag(list, '--peer-advertise-port');
+      } else {
+        setFlag(list, '--peer-advertise-ip', e.peerIP);
+        setFlag(list, '--peer-advertise-port', String(e.peerPort));
+      }
     } else {
       for (const f of PEER_FLAGS) removeFlag(list, f);
     }

@@ -25,6 +25,7 @@ import type { ResolvedSpec } from '../api/defaults.ts';
 import { PROXY_GATE } from '../api/constants.ts';
 import { setCondition, type ConditionInput } from '../api/conditions.ts';
 import type { Action } from './actions.ts';
+import { mergeGate } from './kubeadm-layout.ts';
 
 export const KUBEADM_CONFIG_NAMESPACE = 'kube-system';
 export const KUBEADM_CONFIG_NAME = 'kubeadm-config';
@@ -113,15 +114,13 @@ export function kubeadmIntent(spec: ResolvedSpec, status: ApiServerUpgradeStatus
 type Refusal = Extract<KubeadmEdit, { kind: 'refused' }>;
 const refuse = (reason: string, message: string): Refusal => ({ kind: 'refused', reason, message });
 
-/** "A=true,B=false" with `gates` set: existing gates keep their place, new ones are appended. */
+/**
+ * "A=true,B=false" with `gates` set: each by kubeadm-layout.ts mergeGate, the rule the node agent's manifest edit
+ * follows too (other gates kept as written, in place; a new one appended), so the value kubeadm renders from
+ * kubeadm-config equals the one the agent left in the manifest.
+ */
 export function mergeFeatureGates(value: string, gates: Record<string, boolean>): string {
-  const parts = value.split(',').map((p) => p.trim()).filter((p) => p !== '');
-  const out = parts.map((p) => {
-    const name = p.split('=')[0]!.trim();
-    return Object.hasOwn(gates, name) ? `${name}=${gates[name]}` : p;
-  });
-  for (const [name, on] of Object.entries(gates)) if (!parts.some((p) => p.split('=')[0]!.trim() === name)) out.push(`${name}=${on}`);
-  return out.join(',');
+  return Object.entries(gates).reduce((v, [name, on]) => mergeGate(v, name, on), value);
 }
 
 /**

@@ -47,7 +47,10 @@ test('proofWant: a server not seen up is proven at the address its command line 
   assert.equal(advertised(['kube-apiserver', '--advertise-address=fd00::7']), '[fd00::7]:6443');
   assert.equal(advertised(['kube-apiserver']), undefined);
   const w = proofWant(staticPod, 'u', { hostname: 'cp-1', gate: true, targetVersion: 'v1.36.3' }, [mirror(['kube-apiserver', '--advertise-address=10.0.0.7', '--a=1'])]);
-  assert.ok(!('error' in w) && w.command.includes('--peer-advertise-ip=10.0.0.7'), JSON.stringify(w));
+  // The proof's peer address is the advertised one, which kube-apiserver advertises without --peer-advertise-*.
+  assert.ok(!('error' in w) && w.command.includes('--peer-ca-file=/etc/kubernetes/pki/ca.crt') && !w.command.some((f) => f.startsWith('--peer-advertise-')), JSON.stringify(w));
+  const other = proofWant(staticPod, 'u', { hostname: 'cp-1', gate: true, targetVersion: 'v1.36.3', address: '10.0.0.8:6443' }, [mirror(['kube-apiserver', '--advertise-address=10.0.0.7', '--a=1'])]);
+  assert.ok(!('error' in other) && other.command.includes('--peer-advertise-ip=10.0.0.8'), JSON.stringify(other));
 });
 
 test('proofJobsOf: only this upgrade\'s Jobs; the verdict from its newest Pod; none while it runs', () => {

@@ -25,17 +25,16 @@ const UPGRADE: FlagEdit = { gate: true, peerCA: '/etc/kubernetes/pki/ca.crt', pe
 test('the kubeadm command under an Upgrade: the agent\'s edit, then the sentinel last', () => {
   const got = proofCommand(KUBEADM, UPGRADE);
   assert.ok('args' in got);
+  // The peer address is the advertise address on the default secure port: no --peer-advertise-* flags.
   assert.deepEqual(got.args, [
     '--advertise-address=10.0.0.11',
-    '--emulated-version=1.35',
     '--enable-admission-plugins=NodeRestriction',
-    '--feature-gates=UnknownVersionInteroperabilityProxy=true',
-    '--peer-advertise-ip=10.0.0.11',
-    '--peer-advertise-port=6443',
-    '--peer-ca-file=/etc/kubernetes/pki/ca.crt',
     '--service-account-key-file=/etc/kubernetes/pki/sa.pub',
     '--service-account-signing-key-file=/etc/kubernetes/pki/sa.key',
     '--tls-private-key-file=/etc/kubernetes/pki/apiserver.key',
+    '--feature-gates=UnknownVersionInteroperabilityProxy=true',
+    '--peer-ca-file=/etc/kubernetes/pki/ca.crt',
+    '--emulated-version=1.35',
     PROOF_SENTINEL,
   ]);
   assert.deepEqual(got.substituted, []);

@@ -122,9 +122,10 @@ test('agent: EnableProxy, Upgrade, RevertProxy on a kubeadm manifest: edits in p
     const inode0 = statSync(n.manifest).ino;
     const on = await runAgent(n, request('EnableProxy', 'v1.35.4', s.port, true));
     assert.equal(on.code, 0, on.stderr);
-    // The gate merged into the existing --feature-gates; the peer flags in kubeadm's sorted position.
+    // The gate merged into the existing --feature-gates; the peer flags appended after the last flag, where kubeadm
+    // renders extraArgs (the peer address 127.0.0.1 is not the advertise address: --peer-advertise-* written).
     assert.deepEqual(args(on.manifest), ['kube-apiserver', '--advertise-address=10.0.0.11', '--feature-gates=SomeGate=true,UnknownVersionInteroperabilityProxy=true',
-      '--peer-advertise-ip=127.0.0.1', `--peer-advertise-port=${s.port}`, '--peer-ca-file=/etc/kubernetes/pki/ca.crt', '--secure-port=6443']);
+      '--secure-port=6443', '--peer-ca-file=/etc/kubernetes/pki/ca.crt', '--peer-advertise-ip=127.0.0.1', `--peer-advertise-port=${s.port}`]);
     assert.equal(imageOf(on.manifest), 'registry.k8s.io/kube-apiserver:v1.35.4');
     assert.notEqual(statSync(n.manifest).ino, inode0, 'a new file was renamed into place');
     assertAtomic(n, on, `enableproxy-cp-1-${KEY_HASH}`);
@@ -312,12 +313,12 @@ test('agent: a re-run on a server that does not get ready reverts nothing (exit 
   });
 });
 
-test('agent: emulatedVersion adds --emulated-version in sorted position; a second run changes nothing; none removes it', async () => {
+test('agent: emulatedVersion adds --emulated-version after the last flag; a second run changes nothing; none removes it', async () => {
   await withNode(KUBEADM_MANIFEST, (n) => withServer(n, 'kubelet', async (s) => {
     const r = request('Upgrade', 'v1.36.3', s.port, undefined, '1.35');
     const { manifest: once, job, code } = await runAgent(n, r);
     assert.equal(code, 0);
-    assert.deepEqual(args(once), ['kube-apiserver', '--advertise-address=10.0.0.11', '--emulated-version=1.35', '--feature-gates=SomeGate=true', '--secure-port=6443']);
+    assert.deepEqual(args(once), ['kube-apiserver', '--advertise-address=10.0.0.11', '--feature-gates=SomeGate=true', '--secure-port=6443', '--emulated-version=1.35']);
     assert.equal(imageOf(once), 'registry.k8s.io/kube-apiserver:v1.36.3');
     assert.equal((await runAgent(n, r)).manifest, once, 'idempotent');
     assert.equal(agentOf(job).env.EMULATED_VERSION, '1.35');

@@ -6,7 +6,7 @@ import { mkdtempSync, readdirSync, rmSync, writeFileSync, chmodSync } from 'node
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseAllDocuments, parse } from 'yaml';
-import { IGNORED_PREFLIGHT, initConfiguration, joinConfiguration, kubeletServiceArgs, parseKubeletFlagsEnv, systemctlShim, type ClusterInput } from '../../e2e/cluster/kubeadm/kubeadm-files.ts';
+import { IGNORED_PREFLIGHT, initConfiguration, joinConfiguration, kubeletServiceArgs, parseKubeletFlagsEnv, systemctlShim, upgradeConfiguration, type ClusterInput } from '../../e2e/cluster/kubeadm/kubeadm-files.ts';
 import { caCertHash } from '../../e2e/cluster/kubeadm/kubeadm-cluster.ts';
 import { etcdImageTag, pauseImageName } from '../../e2e/cluster/kubeadm/kubeadm-images.ts';
 
@@ -49,6 +49,15 @@ test('join configuration: control-plane join through the balancer, pinned to the
   assert.deepEqual(j.discovery.bootstrapToken, { apiServerEndpoint: '10.77.9.1:40001', token: input.token, caCertHashes: [hash] });
   assert.deepEqual(j.controlPlane, { localAPIEndpoint: { advertiseAddress: '10.77.9.12', bindPort: 6443 }, certificateKey: input.certificateKey });
   assert.throws(() => joinConfiguration(input, node, 'sha256:zz'), /CA hash/);
+});
+
+test('upgrade configuration: the timeouts of init and join, so kubeadm upgrade renders the same startup probes', () => {
+  const up = parse(upgradeConfiguration()) as { apiVersion: string; kind: string; timeouts: Record<string, string> };
+  assert.equal(up.kind, 'UpgradeConfiguration');
+  assert.equal(up.apiVersion, 'kubeadm.k8s.io/v1beta4');
+  const init = parseAllDocuments(initConfiguration(input, { name: 'cp-1', address: '10.0.0.11', criSocket: 'unix:///c.sock' }))[0]!.toJS() as { timeouts: Record<string, string> };
+  assert.deepEqual(up.timeouts, init.timeouts);
+  assert.equal(up.timeouts.controlPlaneComponentHealthCheck, '10m0s');
 });
 
 test('kubeadm-flags.env is parsed, never sourced: plain --name=value flags pass, anything else is refused', () => {

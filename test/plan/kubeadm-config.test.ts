@@ -128,7 +128,8 @@ test('mergeFeatureGates: keeps the other gates in place, replaces the gate, appe
   assert.equal(mergeFeatureGates('', { G: true }), 'G=true');
   assert.equal(mergeFeatureGates('A=true,B=false', { G: true }), 'A=true,B=false,G=true');
   assert.equal(mergeFeatureGates('A=true, G=false ,B=false', { G: true }), 'A=true,G=true,B=false');
-  assert.equal(mergeFeatureGates('A=true,,', { G: true }), 'A=true,G=true');
+  assert.equal(mergeFeatureGates('A=true,,', { G: true }), 'A=true,,,G=true', 'the other items kept as written: the manifest kubeadm renders from it has them so');
+  assert.equal(mergeFeatureGates('B=true', { G: true, A: false }), 'B=true,G=true,A=false');
 });
 
 const INTENT: KubeadmIntent = { phase: 'Succeeded', kubernetesVersion: NEW, featureGates: { UnknownVersionInteroperabilityProxy: true }, extraArgs: { 'peer-ca-file': '/etc/kubernetes/pki/ca.crt' }, notes: [] };

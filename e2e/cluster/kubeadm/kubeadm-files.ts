@@ -138,6 +138,17 @@ export function joinConfiguration(input: ClusterInput, node: KubeadmNode, caCert
   });
 }
 
+/**
+ * `kubeadm upgrade apply|node --config` of every control-plane node: the same timeouts as init and join. kubeadm
+ * renders each control-plane component's startupProbe failureThreshold from the active
+ * timeouts.controlPlaneComponentHealthCheck (util/staticpod StartupProbe: ceil(timeout / 10 s)), and `kubeadm upgrade`
+ * reads it from this file alone: without it kubeadm's default (4 min: 24) differs from init's (10 min: 60) and every
+ * manifest differs from the running one.
+ */
+export function upgradeConfiguration(): string {
+  return stringify({ apiVersion: 'kubeadm.k8s.io/v1beta4', kind: 'UpgradeConfiguration', timeouts: TIMEOUTS });
+}
+
 const FLAG = /^--[a-z0-9][a-z0-9-]*=[A-Za-z0-9_.:/,=@+-]*$/;
 
 /**
