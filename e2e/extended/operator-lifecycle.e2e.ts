@@ -14,7 +14,8 @@
 // moment of the operator's upgrade (test/fixtures/previous-release/ holds one such recording).
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { parse, parseAllDocuments, stringify } from 'yaml';
@@ -87,6 +88,16 @@ async function agentJobs(c: NodesCluster): Promise<JobList['items']> {
 function failIfStuck(u: ApiServerUpgrade | undefined): void {
   if (u?.status?.phase === 'Paused' || u?.status?.phase === 'Failed') throw new Error(`upgrade ${u.status.phase}: ${JSON.stringify(u.status.pause)} ${JSON.stringify(u.status.conditions)}`);
 }
+
+test('the previous release\'s CRD fixture is its crds/ file at the pinned commit', () => {
+  let text: string;
+  try {
+    text = execFileSync('git', ['show', `${PREVIOUS_RELEASE.commit}:crds/apiserverupgrades.upgrade.apiserver.dev.yaml`], { cwd: REPO, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+  } catch (err) {
+    assert.fail(`the previous release's commit ${PREVIOUS_RELEASE.commit} is not in this clone (a shallow clone? git fetch --unshallow): ${(err as Error).message}`);
+  }
+  assert.equal(readFileSync(join(REPO, 'test', 'fixtures', 'previous-release', 'crd.yaml'), 'utf8'), text, 'test/fixtures/previous-release/crd.yaml: git show <commit>:crds/... > it, when the pinned commit moves');
+});
 
 test(`helm upgrade of the operator mid-batch: the previous release (${PREVIOUS_RELEASE.version}, ${PREVIOUS_RELEASE.commit.slice(0, 7)}) upgraded to this checkout's while a call is in flight; the upgrade goes on to Succeeded, each call once (long: a nodes cluster, two releases, an upgrade)`, { timeout: 40 * 60_000 }, async () => {
   const t0 = Date.now();
