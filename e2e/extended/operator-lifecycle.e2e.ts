@@ -58,7 +58,7 @@ after(async () => {
   rmSync(work, { recursive: true, force: true });
 });
 
-interface Pod { metadata: { name: string }; spec: { containers: { image: string }[] }; status?: { containerStatuses?: { ready: boolean }[] } }
+interface Pod { metadata: { name: string }; spec: { containers: { image: string }[] }; status?: { containerStatuses?: { ready: boolean; imageID?: string }[] } }
 interface JobList { items: { metadata: { name: string; creationTimestamp: string; annotations?: Record<string, string>; labels?: Record<string, string> }; spec: { template: { spec: { containers: { image: string }[] } } }; status?: { succeeded?: number; failed?: number } }[] }
 
 /** Set by the first test for the second. */
@@ -103,14 +103,18 @@ test(`helm upgrade of the operator mid-batch: the previous release (${PREVIOUS_R
   const t0 = Date.now();
   const secs = (): string => `${((Date.now() - t0) / 1000).toFixed(1)} s`;
   registry = await startRegistry({ verbose: true });
+  // The cluster first: its start pushes this checkout's operator image under its default name, which is the
+  // previous release's name too (package.json's version); the previous release is pushed after it, so that name
+  // is the previous release's in the registry, and the Pods' image digest is checked against it below.
+  const c = await NodesCluster.start({ nodes: 3, registry: registry.address, verbose: true });
+  cluster = c;
   const previous = await publishPreviousRelease(registry);
+  const previousDigest = (await runOk('skopeo', ['inspect', '--tls-verify=false', '--format', '{{.Digest}}', `docker://${registry.address}/${previous.image}`])).trim();
   const next = await release({
     version: NEXT_VERSION, registry: parseRegistry(`${registry.address}/${PUBLISHED}`), mirrorOf: parseRegistry(PUBLISHED),
     downloadBase: DEFAULT_DOWNLOAD_BASE, plainHttp: true, out: join(work, 'next'),
   });
   const tReleases = secs();
-  const c = await NodesCluster.start({ nodes: 3, registry: registry.address, verbose: true });
-  cluster = c;
   for (const n of c.nodes) {
     await kubectl(c, ['label', 'node', n.name, 'node-role.kubernetes.io/control-plane=']);
     await kubectl(c, ['taint', 'node', n.name, 'node-role.kubernetes.io/control-plane:NoSchedule']);
@@ -145,6 +149,7 @@ test(`helm upgrade of the operator mid-batch: the previous release (${PREVIOUS_R
     return ps.length === 2 ? ps : undefined;
   }, 1000);
   for (const p of oldPods) assert.equal(p.spec.containers[0]!.image, previous.image, `${p.metadata.name} runs the previous release`);
+  for (const p of oldPods) assert.ok(p.status?.containerStatuses?.[0]?.imageID?.endsWith(`@${previousDigest}`), `${p.metadata.name} runs the previous release's image ${previousDigest}, not ${p.status?.containerStatuses?.[0]?.imageID}`);
   const tInstall = secs();
 
   // Why the page says --reset-then-reuse-values: with --reuse-values helm renders the new chart with the old chart's
