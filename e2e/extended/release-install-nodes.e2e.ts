@@ -66,15 +66,17 @@ test('release 0.2.0 into the harness registry, then the quickstart\'s helm insta
   registry = await startRegistry({ verbose: true });
   const out = join(work, 'release');
 
-  // 1. The release (what it publishes is checked by e2e/extended/release.e2e.ts).
-  const r = await releaseToHarness(registry, out);
-  const tRelease = secs();
-  assert.equal(r.names.image, `${PUBLISHED}/apiserver-upgrade-operator:${VERSION}`);
-
-  // 2. The cluster, pulling through the registry.
+  // 1. The cluster, pulling through the registry. Its start pushes the harness's own build of the operator image
+  // under the chart's default name, which is the release's name too: the release is pushed after it, so that name is
+  // the release's manifest in the registry (checked below on the Pods).
   const c = await NodesCluster.start({ nodes: 3, registry: registry.address, verbose: true });
   cluster = c;
   const tCluster = secs();
+
+  // 2. The release (what it publishes is checked by e2e/extended/release.e2e.ts).
+  const r = await releaseToHarness(registry, out);
+  const tRelease = secs();
+  assert.equal(r.names.image, `${PUBLISHED}/apiserver-upgrade-operator:${VERSION}`);
   const kubectl = (args: string[]): Promise<string> => runOk(tool('kubectl'), ['--kubeconfig', c.kubeconfig, ...args]);
   // What kubeadm's mark-control-plane phase does: the label the chart's nodeSelector names, the taint it tolerates.
   for (const n of c.nodes) {
