@@ -38,6 +38,7 @@ work="$(mktemp -d "$cache/.build-$what-$version.XXXXXX")"
 trap 'rm -rf "$work"' EXIT
 cd "$work"
 log() { echo "[build $what $version] $(date +%T) $*" >&2; }
+tags=""
 
 # compile <package> <ldflags> [more packages]: counts, then builds with -v so that each compiled package is one
 # line. One package: the binary $work/out; several: the folder $work/out/ with one binary per package.
@@ -45,10 +46,22 @@ compile() {
   local pkg="$1" ldflags="$2"; shift 2
   local pkgs=("$pkg" "$@") dest="$work/out"
   [[ $# -eq 0 ]] || { mkdir -p "$work/out"; dest="$work/out/"; }
-  echo "@@total $(go list -deps "${pkgs[@]}" | sort -u | wc -l)" >&2
-  echo "@@stale $(go list -trimpath -deps -f '{{if .Stale}}{{.ImportPath}}{{end}}' "${pkgs[@]}" | sort -u | grep -c . || true)" >&2
+  local tagflag=(); [[ -z "$tags" ]] || tagflag=("-tags=$tags")
+  echo "@@total $(go list "${tagflag[@]}" -deps "${pkgs[@]}" | sort -u | wc -l)" >&2
+  echo "@@stale $(go list "${tagflag[@]}" -trimpath -deps -f '{{if .Stale}}{{.ImportPath}}{{end}}' "${pkgs[@]}" | sort -u | grep -c . || true)" >&2
   echo "@@compile" >&2
-  go build -v -trimpath -ldflags "$ldflags" -o "$dest" "${pkgs[@]}" >&2
+  go build "${tagflag[@]}" -v -trimpath -ldflags "$ldflags" -o "$dest" "${pkgs[@]}" >&2
+}
+
+# own_module <go get target> <ldflags> <package> [more packages]: a tool whose own go.mod decides every dependency,
+# built as `go install <target>` would. $tags (build tags) apply to the compile only.
+own_module() {
+  local target="$1" ldflags="$2"; shift 2
+  printf 'module auo.local/build\ngo 1.25\n' > go.mod
+  log "resolving $target"
+  go get "$target" >&2
+  log "compiling"
+  compile "$1" "$ldflags" "${@:2}"
 }
 
 case "$what" in
@@ -76,41 +89,25 @@ case "$what" in
     ;;
   etcd)
     [[ "$version" =~ ^v3\.[0-9]+\.[0-9]+$ ]] || { echo "bad etcd version: $version" >&2; exit 2; }
-    printf 'module auo.local/build\ngo 1.25\n' > go.mod
-    log "resolving go.etcd.io/etcd/server/v3@$version"
-    go get "go.etcd.io/etcd/server/v3@$version" >&2
-    log "compiling"
-    compile go.etcd.io/etcd/server/v3 "-s -w"
+    own_module "go.etcd.io/etcd/server/v3@$version" "-s -w" go.etcd.io/etcd/server/v3
     ;;
   helm)
     [[ "$version" =~ ^v3\.[0-9]+\.[0-9]+$ ]] || { echo "bad helm version: $version" >&2; exit 2; }
     # The same build as `go install helm.sh/helm/v3/cmd/helm@<version>`: helm's own go.mod decides every dependency.
-    printf 'module auo.local/build\ngo 1.25\n' > go.mod
-    log "resolving helm.sh/helm/v3@$version"
-    go get "helm.sh/helm/v3/cmd/helm@$version" >&2
-    log "compiling"
-    compile helm.sh/helm/v3/cmd/helm "-s -w -X helm.sh/helm/v3/internal/version.version=$version"
+    own_module "helm.sh/helm/v3/cmd/helm@$version" "-s -w -X helm.sh/helm/v3/internal/version.version=$version" helm.sh/helm/v3/cmd/helm
     ;;
   crictl)
     [[ "$version" =~ ^v1\.[0-9]+\.[0-9]+$ ]] || { echo "bad cri-tools version: $version" >&2; exit 2; }
     # cri-tools' own go.mod decides every dependency (it vendors them; -mod=mod takes them from the proxy instead).
-    printf 'module auo.local/build\ngo 1.25\n' > go.mod
-    log "resolving sigs.k8s.io/cri-tools@$version"
-    go get "sigs.k8s.io/cri-tools/cmd/crictl@$version" >&2
-    log "compiling"
-    compile sigs.k8s.io/cri-tools/cmd/crictl "-s -w -X sigs.k8s.io/cri-tools/pkg/version.Version=$version"
+    own_module "sigs.k8s.io/cri-tools/cmd/crictl@$version" "-s -w -X sigs.k8s.io/cri-tools/pkg/version.Version=$version" sigs.k8s.io/cri-tools/cmd/crictl
     ;;
   cni-plugins)
     [[ "$version" =~ ^v1\.[0-9]+\.[0-9]+$ ]] || { echo "bad CNI plugins version: $version" >&2; exit 2; }
     # The reference plugins a Pod network needs: bridge + host-local (the Pods' veths and addresses), loopback
     # (containerd sets up every Pod's lo with it), portmap (hostPort). Their own go.mod decides every dependency.
-    printf 'module auo.local/build\ngo 1.25\n' > go.mod
-    log "resolving github.com/containernetworking/plugins@$version"
-    go get "github.com/containernetworking/plugins@$version" >&2
-    log "compiling"
     p=github.com/containernetworking/plugins/plugins
-    compile "$p/main/bridge" "-s -w -X github.com/containernetworking/plugins/pkg/utils/buildversion.BuildVersion=$version" \
-      "$p/ipam/host-local" "$p/main/loopback" "$p/meta/portmap"
+    own_module "github.com/containernetworking/plugins@$version" "-s -w -X github.com/containernetworking/plugins/pkg/utils/buildversion.BuildVersion=$version" \
+      "$p/main/bridge" "$p/ipam/host-local" "$p/main/loopback" "$p/meta/portmap"
     ;;
   prometheus)
     [[ "$version" =~ ^v3\.([0-9]+)\.([0-9]+)$ ]] || { echo "bad Prometheus version: $version" >&2; exit 2; }
@@ -118,24 +115,19 @@ case "$what" in
     # the service discoveries a Pod in a cluster needs (static, file, http and kubernetes: build tags remove_all_sd,
     # enable_kubernetes_sd): Debian's prometheus has no kubernetes_sd_configs. Its own go.mod decides every dependency.
     modver="$(printf 'v0.3%02d.%d' "${BASH_REMATCH[1]}" "${BASH_REMATCH[2]}")"
-    printf 'module auo.local/build\ngo 1.25\n' > go.mod
-    log "resolving github.com/prometheus/prometheus@$modver (Prometheus $version)"
-    go get "github.com/prometheus/prometheus/cmd/prometheus@$modver" >&2
-    export GOFLAGS="$GOFLAGS -tags=remove_all_sd,enable_kubernetes_sd"
-    log "compiling"
     v=github.com/prometheus/common/version
-    compile github.com/prometheus/prometheus/cmd/prometheus "-s -w -X $v.Version=${version#v} -X $v.Revision=$modver -X $v.Branch=module -X $v.BuildUser=auo -X $v.BuildDate=19700101-00:00:00"
+    tags=remove_all_sd,enable_kubernetes_sd own_module "github.com/prometheus/prometheus/cmd/prometheus@$modver" \
+      "-s -w -X $v.Version=${version#v} -X $v.Revision=$modver -X $v.Branch=module -X $v.BuildUser=auo -X $v.BuildDate=19700101-00:00:00" \
+      github.com/prometheus/prometheus/cmd/prometheus
     ;;
   prometheus-operator)
     [[ "$version" =~ ^v0\.[0-9]+\.[0-9]+$ ]] || { echo "bad prometheus-operator version: $version" >&2; exit 2; }
     # As `go install github.com/prometheus-operator/prometheus-operator/cmd/operator@<version>`: its own go.mod
     # decides every dependency. The binary upstream's image ships as /bin/operator.
-    printf 'module auo.local/build\ngo 1.25\n' > go.mod
-    log "resolving github.com/prometheus-operator/prometheus-operator@$version"
-    go get "github.com/prometheus-operator/prometheus-operator/cmd/operator@$version" >&2
-    log "compiling"
     v=github.com/prometheus/common/version
-    compile github.com/prometheus-operator/prometheus-operator/cmd/operator "-s -w -X $v.Version=${version#v} -X $v.Revision=module -X $v.Branch=module -X $v.BuildUser=auo -X $v.BuildDate=19700101-00:00:00"
+    own_module "github.com/prometheus-operator/prometheus-operator/cmd/operator@$version" \
+      "-s -w -X $v.Version=${version#v} -X $v.Revision=module -X $v.Branch=module -X $v.BuildUser=auo -X $v.BuildDate=19700101-00:00:00" \
+      github.com/prometheus-operator/prometheus-operator/cmd/operator
     ;;
   syft|krew|actionlint)
     # The release's tools (scripts/release.ts, e2e/extended/release.e2e.ts, test/release/workflow.test.ts), each built as
@@ -146,11 +138,7 @@ case "$what" in
       krew) mod=sigs.k8s.io/krew; ldflags="-s -w -X sigs.k8s.io/krew/internal/version.gitTag=$version -X sigs.k8s.io/krew/internal/version.gitCommit=module" ;;
       actionlint) mod=github.com/rhysd/actionlint; ldflags="-s -w -X github.com/rhysd/actionlint.version=$version" ;;
     esac
-    printf 'module auo.local/build\ngo 1.25\n' > go.mod
-    log "resolving $mod/cmd/$what@$version"
-    go get "$mod/cmd/$what@$version" >&2
-    log "compiling"
-    compile "$mod/cmd/$what" "$ldflags"
+    own_module "$mod/cmd/$what@$version" "$ldflags" "$mod/cmd/$what"
     ;;
   *) echo "unknown binary: $what (kube-apiserver|kubectl|kubelet|kube-controller-manager|kube-scheduler|kube-proxy|kubeadm|crictl|etcd|helm|cni-plugins|prometheus|prometheus-operator|syft|krew|actionlint)" >&2; exit 2 ;;
 esac
