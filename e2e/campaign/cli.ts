@@ -1,4 +1,5 @@
 // npm run campaign -- --seed S --upgrades N [--mode process|nodes|both] [--driver webhook|staticPod] [--resume-after-heal] [--replay FILE | --shrink FILE] [--out DIR]
+// npm run campaign -- --tally DIR [DIR...]: every saved history judged again, totals per operator (tally.ts)
 // Runs N upgrades under randomized faults drawn from the seed, checks each history, prints one line per upgrade and a
 // summary table; on a violation it writes the schedule as a replay file. The process mode runs the webhook driver,
 // the nodes mode (real kubelets and containerd) the static Pod driver; `both` alternates them, upgrade by upgrade.
@@ -8,14 +9,18 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { percentiles } from './history-check.ts';
+import { operatorIdentity } from './operator-identity.ts';
+import { historyFiles, readTallied, tallyTable, type Tallied } from './tally.ts';
 import { runUpgrade } from './run-upgrade.ts';
 import { runNodesUpgrade } from './run-nodes-upgrade.ts';
 import { line, type UpgradeResult } from './result.ts';
 import { budgetMs, describeFault, drawUpgrade, parseSchedule, type Mode, type Schedule } from './schedule.ts';
 import { sameFailure, shrink } from './shrink.ts';
 
-const { values } = parseArgs({
+const { values, positionals } = parseArgs({
+  allowPositionals: true,
   options: {
+    tally: { type: 'boolean', default: false },
     seed: { type: 'string' },
     upgrades: { type: 'string', default: '1' },
     mode: { type: 'string', default: 'process' },
@@ -28,6 +33,23 @@ const { values } = parseArgs({
     'resume-after-heal': { type: 'boolean', default: false },
   },
 });
+
+if (values.tally) {
+  if (positionals.length === 0) {
+    process.stderr.write('--tally takes the folders of saved histories: npm run campaign -- --tally DIR [DIR...]\n');
+    process.exit(2);
+  }
+  const read = historyFiles(positionals).map(readTallied);
+  for (const e of read.filter((x): x is string => typeof x === 'string')) process.stderr.write(`not judged: ${e}\n`);
+  const rows = read.filter((x): x is Tallied => typeof x !== 'string');
+  for (const r of rows.filter((x) => x.rules.length > 0)) process.stdout.write(`VIOLATION ${r.file}: ${r.rules.join(', ')}\n`);
+  process.stdout.write(`${tallyTable(rows)}\n`);
+  process.exit(rows.some((r) => r.rules.length > 0) ? 1 : 0);
+}
+if (positionals.length > 0) {
+  process.stderr.write(`unexpected argument ${JSON.stringify(positionals[0])}: only --tally takes folders\n`);
+  process.exit(2);
+}
 
 // Each mode has its driver: the webhook's hook is a process of this run; the static Pod agent needs real kubelets.
 const DRIVER: Record<Mode, string> = { process: 'webhook', nodes: 'staticPod' };
@@ -55,12 +77,14 @@ const stopBy = values['stop-by'] ? (values['stop-by'].includes('T') ? Date.parse
 /** Whether an upgrade started now ends, at the latest, a minute before --stop-by. */
 const fits = (s: Schedule): boolean => Date.now() + budgetMs(s) + 60_000 <= stopBy;
 const out = resolve(values.out);
+/** The operator this checkout builds: each history records it, so totals never mix operators. */
+const OPERATOR = operatorIdentity(resolve(import.meta.dirname, '..', '..'));
 mkdirSync(out, { recursive: true });
 
 /** Runs one upgrade, printing its line and writing its history (and, on a violation, its replay file). */
 async function runOne(s: Schedule, tag = ''): Promise<UpgradeResult> {
   const run = (s.mode ?? 'process') === 'nodes' ? runNodesUpgrade : runUpgrade;
-  const r = await run(s, (m) => process.stderr.write(`${m}\n`));
+  const r = { ...(await run(s, (m) => process.stderr.write(`${m}\n`))), operator: OPERATOR };
   process.stdout.write(`${line(r)}\n`);
   writeFileSync(join(out, `history-${s.seed}-${s.index}${tag}.json`), JSON.stringify(r, null, 1));
   if (r.verdict.violations.length > 0) {
