@@ -1,6 +1,7 @@
 // What a campaign upgrade draws of the start conditions (docs/operations.md "Gates, windows and accepted risks"):
-// a PromQL gate whose value the harness flips (`gate-fail`), and a maintenance window that closes while the upgrade
-// runs and opens again later (`window-close`), with an operator leader kill about the reopening. Drawn after every
+// a PromQL gate whose value the harness flips (`gate-fail`), a maintenance window that closes while the upgrade
+// runs and opens again later (`window-close`), with an operator leader kill about the reopening, and an accepted
+// risk (a serving certificate expiring soon), with a hard finding at the start (`hard-finding`). Drawn after every
 // older draw of drawUpgrade (schedule.ts), so a seed's earlier draws stay as they were.
 import type { Fault, FaultKind, Mode, UpgradeSpecDraw } from './schedule.ts';
 
@@ -12,6 +13,17 @@ export const WINDOW_ODDS = 0.25;
 export const REOPEN_KILL_ODDS = 0.8;
 /** Of the upgrades with a gate and Direct analysis, this many get a Prometheus fault (the gate's queries fail). */
 export const GATE_PROMETHEUS_FAULT_ODDS = 0.5;
+/**
+ * One process-mode upgrade in four has a server whose serving certificate expires in 3 days (a kubeadm cluster:
+ * preflight's ServingCertificateExpiresSoon blocks) and accepts it by name in spec.acceptRisks.
+ */
+export const RISK_ODDS = 0.25;
+/** Of those, this many also start with a hard finding (a Node whose kubelet is newer than the target) for a while. */
+export const HARD_FINDING_ODDS = 0.5;
+/** Validity of the drawn server's serving certificate, days: under preflight's 7-day block. */
+export const EXPIRING_CERT_DAYS = 3;
+/** The acceptable finding the campaign makes real, and names in spec.acceptRisks. */
+export const ACCEPTED_RISK = 'ServingCertificateExpiresSoon';
 
 export interface Draws {
   r: () => number;
@@ -21,7 +33,7 @@ export interface Draws {
 
 /**
  * Adds the gate and window draws to `spec` and `faults` (in place), from `activeMs`, the upgrade's active part.
- * The draws are made in the same order in every mode, so what follows them in drawUpgrade does not depend on them.
+ * The rolls are made in every mode, each kind's after the one before it finished drawing.
  */
 export function drawStartConditions(d: Draws, mode: Mode, spec: UpgradeSpecDraw, faults: Fault[], activeMs: number): void {
   const activeS = Math.floor(activeMs / 1000);
@@ -46,6 +58,13 @@ export function drawStartConditions(d: Draws, mode: Mode, spec: UpgradeSpecDraw,
     const closedMs = d.int(1, 2) * 60_000;
     faults.push({ kind: 'window-close', atMs: closeAtMs, durationMs: closedMs });
     if (d.r() < REOPEN_KILL_ODDS) faults.push({ kind: 'operator-leader-kill', atMs: closeAtMs + closedMs + d.int(-3, 4) * 1000, durationMs: d.int(3, 10) * 1000 });
+  }
+  // Drawn after the gate's and the window's draws: upgrades drawn before it keep those.
+  const riskRoll = d.r();
+  if (mode === 'process' && riskRoll < RISK_ODDS) {
+    spec.expiringCert = d.int(0, 2);
+    // The hard finding is there when the upgrade is created and gone when this heals: preflight must wait for it.
+    if (d.r() < HARD_FINDING_ODDS) faults.push({ kind: 'hard-finding', atMs: 0, durationMs: d.int(5, 25) * 1000 });
   }
   faults.sort((a, b) => a.atMs - b.atMs);
 }

@@ -3,7 +3,7 @@
 // from sources that do not trust the operator: the driver's own log (the hook's log, the agent Jobs), the harness's
 // process records (which binary each server ran, and when it was up), a watch of the upgrade object (its status
 // snapshots), the faults injected and when they healed, and the client's answers.
-import { noCallOutsideWindow, noCallWhileGateFails, rollbackNotDelayedByGateOrWindow, type CallSeen, type GateRecord, type WindowSpec } from './rules-gates.ts';
+import { acceptedRiskRecorded, noCallOutsideWindow, noCallWhileGateFails, rollbackNotDelayedByGateOrWindow, type CallSeen, type GateRecord, type RiskRecord, type WindowSpec } from './rules-gates.ts';
 
 /** One replacement as the driver carried it out: started when it took the key, ended when the server was back (or failed). */
 export interface DriverOp {
@@ -54,6 +54,8 @@ export interface StatusSnapshot {
   resumedAt?: string;
   /** status.waiting.reason (GateNotHeld, GateUnknown, OutsideWindow, a preflight wait); absent when not waiting. */
   waiting?: string;
+  /** The names in status.acceptedRisks; absent when none. */
+  acceptedRisks?: string[];
 }
 
 /**
@@ -129,6 +131,8 @@ export interface History {
   gate?: GateRecord;
   /** spec.window as the upgrade was given it (`window-close` drawn). */
   window?: WindowSpec;
+  /** The preflight findings the harness made real, and those spec.acceptRisks named. */
+  risks?: RiskRecord;
 }
 
 /** Every rule of the checker (docs/reliability.md's table maps each to the promise it checks). */
@@ -150,6 +154,7 @@ export const RULES = [
   'NoCallWhileGateFails',
   'NoCallOutsideWindow',
   'RollbackNotDelayedByGateOrWindow',
+  'AcceptedRiskRecorded',
 ] as const;
 
 export type Rule = (typeof RULES)[number];
@@ -529,6 +534,7 @@ export function checkHistory(h: History, only: ReadonlySet<Rule> = new Set(RULES
     ...noCallWhileGateFails(h),
     ...noCallOutsideWindow(h),
     ...rollbackNotDelayedByGateOrWindow(h, [...(h.operatorBlind ?? []), ...noServerUp(h)]),
+    ...acceptedRiskRecorded(h, WATCH_LAG_MS),
   ].filter((v) => only.has(v.rule)).sort((a, b) => a.t - b.t);
   return { violations, breachReactionMs: breach.reactions };
 }

@@ -4,7 +4,7 @@ import { NEW_VERSION, OLD_VERSION, sleep } from '../cluster/index.ts';
 import { NEW_ONLY } from '../support/rig.ts';
 import type { Sample } from '../support/traffic.ts';
 import { checkHistory, SELF_LIFTING, type CheckRecord, type DriverOp, type BreachWindow, type History, type ServerRecord, type Span, type StatusSnapshot, type Verdict } from './history-check.ts';
-import type { CallSeen, GateRecord, WindowSpec } from './rules-gates.ts';
+import type { CallSeen, GateRecord, RiskRecord, WindowSpec } from './rules-gates.ts';
 import type { StatusRecorder } from './status-recorder.ts';
 import { describeFault, describeSpec, PROMETHEUS_WINDOW_SECONDS, RESUMES_AFTER_HEAL, type Fault, type Schedule } from './schedule.ts';
 
@@ -159,6 +159,7 @@ export interface Recorded {
   callsSeen?: CallSeen[];
   gate?: GateRecord;
   window?: WindowSpec;
+  risks?: RiskRecord;
 }
 
 /** The history of one upgrade (v1.35.4 -> v1.36.3), judged by the checker. */
@@ -181,6 +182,7 @@ export function judge(r: Recorded): UpgradeResult {
     ...(r.callsSeen?.length ? { callsSeen: r.callsSeen } : {}),
     ...(r.gate ? { gate: r.gate } : {}),
     ...(r.window ? { window: r.window } : {}),
+    ...(r.risks ? { risks: r.risks } : {}),
     // A server a fault took down may take the only copy of the target's API with it: those answers are the fault's.
     client: r.samples
       .filter((x) => !r.faultDown.some((f) => x.at >= f.from - 1000 && x.at <= f.to + 5000))

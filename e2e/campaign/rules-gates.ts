@@ -1,7 +1,7 @@
 // The checker's rules for the start conditions (docs/lifecycle.md "Gates and windows hold starts, never what is
-// under way"): pure, on what the harness knows of the gate (the gauge it set, Prometheus down or hung) and of the
-// window (the spec's recurring windows, evaluated here, not by the operator's code), and the driver calls the watch
-// saw recorded. Imported by history-check.ts; each rule has a VIOLATING history in test/campaign/history-check.test.ts.
+// under way"; docs/api.md acceptRisks): pure, on what the harness knows of the gate (the gauge it set, Prometheus
+// down or hung), of the window (the spec's recurring windows, evaluated here, not by the operator's code) and of the
+// preflight findings it made real, and the driver calls the watch saw recorded. Imported by history-check.ts; each rule has a VIOLATING history in test/campaign/history-check.test.ts.
 import type { History, Span, Violation } from './history-check.ts';
 
 /** What the harness knows of the gate: when its gauge failed, when Prometheus was down or hung (unknown: not held). */
@@ -23,6 +23,17 @@ export interface WindowSpec {
   timeZone: string;
   recurring: RecurringWindowSpec[];
   exclusions?: { start: string; end: string }[];
+}
+
+/**
+ * The preflight findings the harness made real: `made`, acceptable ones present for the whole run (a serving
+ * certificate expiring soon), of which the spec named `accepted` in acceptRisks; `hard`, when a finding no spec can
+ * accept was there (a Node whose kubelet is newer than the target), from before the upgrade was created.
+ */
+export interface RiskRecord {
+  accepted: string[];
+  made: string[];
+  hard: Span[];
 }
 
 /** A driver call as the watch first saw it recorded in status.driverCalls (Requested: decided, maybe not delivered). */
@@ -172,5 +183,31 @@ export function rollbackNotDelayedByGateOrWindow(h: History, blind: readonly Spa
     if (first !== undefined && first <= by) return;
     out.push({ rule: 'RollbackNotDelayedByGateOrWindow', t: by, message: `RollingBack since ${s.t}, free to begin at ${from} while ${h.gate && [...h.gate.failing, ...h.gate.unknown].some((x) => x.from <= from && from <= x.to) ? 'the gate failed' : 'the window was closed'}, yet no Rollback call by ${by}${first === undefined ? '' : ` (the first at ${first})`}` });
   });
+  return out;
+}
+
+/**
+ * Preflight lets an upgrade start (its first driver call) on a blocking finding the spec accepted only once
+ * status.acceptedRisks records it (seen by the watch up to WATCH_LAG_MS after that call: the write came first); on
+ * one it did not accept, never; and never while a hard finding the harness made before the upgrade was created is
+ * still there (no spec can accept it).
+ */
+export function acceptedRiskRecorded(h: History, watchLagMs: number): Violation[] {
+  const risks = h.risks;
+  const statuses = [...h.statuses].sort((a, b) => a.t - b.t);
+  const first = [...(h.callsSeen ?? []).map((c) => c.t), ...h.ops.map((o) => o.start)].sort((a, b) => a - b)[0];
+  if (!risks || first === undefined) return [];
+  const out: Violation[] = [];
+  for (const f of risks.made) {
+    if (!risks.accepted.includes(f)) {
+      out.push({ rule: 'AcceptedRiskRecorded', t: first, message: `the first driver call at ${first} went out past the blocking finding ${f}, which spec.acceptRisks does not name` });
+      continue;
+    }
+    if (!statuses.some((s) => s.t <= first + watchLagMs && (s.acceptedRisks ?? []).includes(f))) out.push({ rule: 'AcceptedRiskRecorded', t: first, message: `the first driver call at ${first} went out past the accepted finding ${f} before status.acceptedRisks recorded it` });
+  }
+  const createdBy = statuses[0]?.t ?? first;
+  for (const x of risks.hard.filter((x) => x.from <= createdBy && first < x.to)) {
+    out.push({ rule: 'AcceptedRiskRecorded', t: first, message: `the first driver call at ${first} went out while a hard finding was there (from ${x.from} to ${x.to}): never acceptable, it must block` });
+  }
   return out;
 }

@@ -257,7 +257,7 @@ export async function runNodesUpgrade(s: Schedule, log: (m: string) => void = ()
       driver: { staticPod: { readyTimeout: '2m' } },
       analysis: { interval: `${s.spec.intervalSeconds}s`, failureLimit: s.spec.failureLimit, onBreach: s.spec.onBreach },
     };
-    const windowNote = await start.beforeCreate(spec, undefined);
+    const windowNote = await start.beforeCreate(spec, undefined, (p, o) => c.request('lb', p, o));
     if (windowNote) log(windowNote);
     await createUpgrade(c, { apiVersion: 'upgrade.apiserver.dev/v1alpha1', kind: 'ApiServerUpgrade', metadata: { name: NAME }, spec });
     createdAt = Date.now();

@@ -95,7 +95,7 @@ export async function runUpgrade(s: Schedule, log: (m: string) => void = () => u
   let healedAt = 0;
   // Resumes of a resting pause after the heal (liveness runs, Schedule.resumeAfterHeal).
   const resumes: number[] = [];
-  const rig = await startRig({ gate: s.spec.gate, healthPort: await freePort() });
+  const rig = await startRig({ gate: s.spec.gate, healthPort: await freePort(), ...StartConditions.clusterOptions(s) });
   const replicas = new Replicas(async () => startOperator(rig.cluster, { healthPort: await freePort() }), notes);
   replicas.ops.push(rig.op);
   let rw: ReadWriteTraffic | undefined;
@@ -121,7 +121,7 @@ export async function runUpgrade(s: Schedule, log: (m: string) => void = () => u
     });
     const spec = manifest.spec as { driver: { webhook: { url: string } } };
     spec.driver.webhook.url = `https://127.0.0.1:${door.port}/replace`;
-    const windowNote = await start.beforeCreate(manifest.spec as Record<string, unknown>, promUrl);
+    const windowNote = await start.beforeCreate(manifest.spec as Record<string, unknown>, promUrl, (p, o) => cluster.request('lb', p, o));
     if (windowNote) log(windowNote);
     await createUpgrade(cluster, manifest);
     createdAt = Date.now();

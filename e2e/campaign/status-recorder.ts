@@ -37,6 +37,7 @@ export class StatusRecorder {
       ...rollbackSafe(u),
       ...(st.resumedAt ? { resumedAt: st.resumedAt } : {}),
       ...(st.waiting?.reason ? { waiting: st.waiting.reason } : {}),
+      ...(st.acceptedRisks?.length ? { acceptedRisks: st.acceptedRisks.map((a) => a.name) } : {}),
     };
     for (const c of st.driverCalls ?? []) {
       if (this.keys.has(c.key)) continue;

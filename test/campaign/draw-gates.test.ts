@@ -1,9 +1,9 @@
 // The start-condition draws of the campaign (e2e/campaign/draw-gates.ts): drawn after every older draw, so an upgrade
-// that draws a gate or a window is the upgrade it was plus them; their odds; and the window the harness builds from
+// that draws a gate, a window or an accepted risk is the upgrade it was plus them; their odds; and the window the harness builds from
 // the draw (e2e/campaign/window-draw.ts) closes on the drawn minute and opens again when the fault heals.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { GATE_ODDS, WINDOW_ODDS } from '../../e2e/campaign/draw-gates.ts';
+import { GATE_ODDS, RISK_ODDS, WINDOW_ODDS } from '../../e2e/campaign/draw-gates.ts';
 import { windowOpenAt } from '../../e2e/campaign/rules-gates.ts';
 import { drawUpgrade, MODES, type Fault, type Schedule } from '../../e2e/campaign/schedule.ts';
 import { waitForAlignment, windowSpec } from '../../e2e/campaign/window-draw.ts';
@@ -11,7 +11,7 @@ import { waitForAlignment, windowSpec } from '../../e2e/campaign/window-draw.ts'
 /** What the start-condition draws added to `s`: its gate and window, their faults, the gate's Prometheus fault, the kill at the reopening. */
 function added(s: Schedule): Fault[] {
   const close = s.faults.find((f) => f.kind === 'window-close');
-  return s.faults.filter((f) => f.kind === 'gate-fail' || f.kind === 'window-close'
+  return s.faults.filter((f) => f.kind === 'gate-fail' || f.kind === 'window-close' || f.kind === 'hard-finding'
     || (s.spec.startGate && !s.spec.prometheus && f.kind.startsWith('prometheus-'))
     || (close !== undefined && f.kind === 'operator-leader-kill' && Math.abs(f.atMs - (close.atMs + close.durationMs)) <= 4_000));
 }
@@ -20,6 +20,7 @@ for (const mode of MODES) {
   test(`${mode} mode: an upgrade that draws a gate or a window is the same upgrade plus them; the odds are as documented`, () => {
     let gates = 0;
     let windows = 0;
+    let risks = 0;
     for (let seed = 0; seed < 300; seed++) {
       const s = drawUpgrade(seed, seed % 7, mode);
       if (s.spec.startGate) gates++;
@@ -41,7 +42,15 @@ for (const mode of MODES) {
       const rest = s.faults.filter((f) => !extra.includes(f));
       assert.ok(rest.length >= 1 && rest.length <= 3 + (s.spec.prometheus ? 1 : 0), `${seed}: ${JSON.stringify(s.faults)}`);
       if (extra.length === 0) assert.equal(s.spec.startGate ?? s.spec.window, undefined);
+      if (s.spec.expiringCert !== undefined) {
+        risks++;
+        assert.ok([0, 1, 2].includes(s.spec.expiringCert));
+        const hard = s.faults.filter((f) => f.kind === 'hard-finding');
+        assert.ok(hard.length <= 1 && hard.every((f) => f.atMs === 0 && f.durationMs >= 5_000 && f.durationMs <= 25_000), 'there at the creation, gone within 25 s');
+      }
     }
+    if (mode === 'process') assert.ok(Math.abs(risks / 300 - RISK_ODDS) < 0.08, `accepted risks ${risks}/300`);
+    else assert.equal(risks, 0, 'no accepted risk in nodes mode');
     if (mode === 'process') assert.ok(Math.abs(gates / 300 - GATE_ODDS) < 0.08, `gates ${gates}/300`);
     else assert.equal(gates, 0, 'no gate in nodes mode (no Prometheus there)');
     assert.ok(Math.abs(windows / 300 - WINDOW_ODDS) < 0.08, `windows ${windows}/300`);

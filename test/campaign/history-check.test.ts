@@ -2,7 +2,7 @@
 // it is there for (and only that rule fires).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { checkHistory, percentiles, RULES, type History, type Rule } from '../../e2e/campaign/history-check.ts';
+import { checkHistory, percentiles, RULES, WATCH_LAG_MS, type History, type Rule } from '../../e2e/campaign/history-check.ts';
 import { GATE_LAG_MS, goDurationMs, windowOpenAt } from '../../e2e/campaign/rules-gates.ts';
 
 const OLD = 'v1.35.4';
@@ -481,6 +481,30 @@ test('RollbackNotDelayedByGateOrWindow: a rollback held while the gate fails, or
   assert.ok(!rules(inFlight).includes('RollbackNotDelayedByGateOrWindow'), 'cp-2\'s Requested call counts until 90 s: not judged');
 });
 
+test('AcceptedRiskRecorded: the start past an accepted finding needs it in status.acceptedRisks; an unaccepted one or a hard one never lets it start', () => {
+  const risks = { accepted: ['ServingCertificateExpiresSoon'], made: ['ServingCertificateExpiresSoon'], hard: [] };
+  const ok = started();
+  ok.risks = risks;
+  ok.statuses[0] = { ...ok.statuses[0]!, acceptedRisks: ['ServingCertificateExpiresSoon'] };
+  assert.deepEqual(rules(ok), [], 'recorded before the first call');
+  const late = started();
+  late.risks = risks;
+  late.statuses.splice(1, 0, { t: 9_500 + WATCH_LAG_MS + 1, phase: 'Upgrading', acceptedRisks: ['ServingCertificateExpiresSoon'] });
+  assert.deepEqual(rules(late), ['AcceptedRiskRecorded'], 'recorded only after the first call went out');
+  const unaccepted = started();
+  unaccepted.risks = { ...risks, accepted: [] };
+  assert.match(checkHistory(unaccepted).violations[0]!.message, /past the blocking finding ServingCertificateExpiresSoon, which spec.acceptRisks does not name/);
+  // A hard finding there from before the creation until 12 s: batch 1's call at 9.5 s is too early; at 12.5 s it is not.
+  const hard = started();
+  hard.statuses[0] = { ...hard.statuses[0]!, acceptedRisks: ['ServingCertificateExpiresSoon'] };
+  hard.risks = { ...risks, hard: [{ from: 500, to: 12_000 }] };
+  assert.match(checkHistory(hard).violations[0]!.message, /while a hard finding was there \(from 500 to 12000\)/);
+  hard.risks.hard = [{ from: 500, to: 9_000 }];
+  assert.deepEqual(rules(hard), []);
+  hard.risks.hard = [{ from: 5_000, to: 12_000 }];
+  assert.deepEqual(rules(hard), [], 'a finding that came after the upgrade was created: preflight had passed already');
+});
+
 /** For each rule, a hand-made history that breaks its promise and no other: without the rule the history is clean. */
 const VIOLATING: Record<Rule, () => History> = {
   OncePerKey: () => {
@@ -572,6 +596,12 @@ const VIOLATING: Record<Rule, () => History> = {
     return h;
   },
   RollbackNotDelayedByGateOrWindow: () => heldRollback(),
+  AcceptedRiskRecorded: () => {
+    // An accepted certificate finding, never recorded in status.acceptedRisks, and batch 1 went ahead.
+    const h = started();
+    h.risks = { accepted: ['ServingCertificateExpiresSoon'], made: ['ServingCertificateExpiresSoon'], hard: [] };
+    return h;
+  },
 };
 
 for (const rule of RULES) {

@@ -23,8 +23,10 @@ for (const mode of MODES) {
     for (let seed = 0; seed < 300; seed++) {
       const s = drawUpgrade(seed, seed % 5, mode);
       assert.equal(s.mode ?? 'process', mode);
-      // 1-3 drawn by weight, one Prometheus fault, 1-3 gate flaps and a Prometheus fault, a window's closing and a leader kill.
-      assert.ok(s.faults.length >= 1 && s.faults.length <= 3 + (s.spec.prometheus ? 1 : 0) + (s.spec.startGate ? 4 : 0) + (s.spec.window ? 2 : 0));
+      // 1-3 drawn by weight, one Prometheus fault, 1-3 gate flaps and a Prometheus fault, a window's closing and a
+      // leader kill, a hard finding.
+      assert.ok(s.faults.length >= 1 && s.faults.length <= 3 + (s.spec.prometheus ? 1 : 0) + (s.spec.startGate ? 4 : 0) + (s.spec.window ? 2 : 0) + (s.spec.expiringCert === undefined ? 0 : 1));
+      if (s.faults.some((f) => f.kind === 'hard-finding')) assert.notEqual(s.spec.expiringCert, undefined, 'a hard finding only in a kubeadm cluster (where preflight lists the Nodes)');
       if (s.faults.some((f) => f.kind.startsWith('prometheus-'))) assert.ok(s.spec.prometheus || s.spec.startGate, 'a Prometheus fault only where the analysis or a gate reads Prometheus');
       for (const f of s.faults) {
         kinds.add(f.kind);
