@@ -18,9 +18,12 @@ export function waitForAlignment(now: number, closeAtMs: number): number {
   return (MINUTE - ((now + closeAtMs) % MINUTE)) % MINUTE;
 }
 
-/** The window for an upgrade created at `createdAt` that closes `closeAtMs` later (rounded up to the minute) for `closedMs`. */
+/**
+ * The window for an upgrade created at `createdAt` that closes `closeAtMs` later, at the nearest minute (the harness
+ * waited for it, and wakes a few ms past it), for `closedMs`.
+ */
 export function windowSpec(createdAt: number, closeAtMs: number, closedMs: number): { spec: WindowSpec; closesAt: number; opensAt: number } {
-  const closesAt = Math.ceil((createdAt + closeAtMs) / MINUTE) * MINUTE;
+  const closesAt = Math.round((createdAt + closeAtMs) / MINUTE) * MINUTE;
   const opensFrom = Math.floor(createdAt / MINUTE) * MINUTE - MINUTE;
   const opensAt = closesAt + Math.ceil(closedMs / MINUTE) * MINUTE;
   return {
