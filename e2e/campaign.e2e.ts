@@ -11,7 +11,7 @@ import { drawUpgrade } from './campaign/schedule.ts';
 
 /**
  * Seed 1's first upgrade: batch 2, client errors and a pause under way, gate on, OnePhase; a maintenance window that
- * closes 38 s in (mid-batch) for a minute, and the leader killed 2 s after it opened again (NoCallOutsideWindow).
+ * closes 38 s in (mid-batch) for a minute, and the leader killed 2 s before it opens again (NoCallOutsideWindow).
  */
 const FIXED = 1;
 /**
