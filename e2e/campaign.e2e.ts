@@ -1,7 +1,7 @@
 // A short fault campaign (issue 26) in the core tier: two upgrades on fresh process-mode clusters (the webhook driver)
 // and one on real kubelets (the static Pod driver), under faults drawn from a seed, each history judged by the
-// offline checker. The nodes seed and one process seed are fixed (the same upgrades every run), the other is random
-// and printed, so a failure names what to replay: npm run campaign -- --seed S --upgrades 1 [--mode nodes].
+// offline checker. The nodes seed and one process seed are fixed (the same upgrades every run), the other is random,
+// with a flapping start gate, and printed, so a failure names what to replay: npm run campaign -- --seed S --upgrades 1 [--mode nodes].
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { runUpgrade } from './campaign/run-upgrade.ts';
@@ -9,7 +9,10 @@ import { runNodesUpgrade } from './campaign/run-nodes-upgrade.ts';
 import { line } from './campaign/result.ts';
 import { drawUpgrade } from './campaign/schedule.ts';
 
-/** Seed 1's first upgrade: batch 2, client errors and a pause under way, gate on, OnePhase. */
+/**
+ * Seed 1's first upgrade: batch 2, client errors and a pause under way, gate on, OnePhase; a maintenance window that
+ * closes 38 s in (mid-batch) for a minute, and the leader killed 2 s before it opens again (NoCallOutsideWindow).
+ */
 const FIXED = 1;
 /**
  * Seed 10's first upgrade in nodes mode: batch 2, onBreach Rollback, a standby replica; cp-3's kubelet hung for 19 s
@@ -17,12 +20,16 @@ const FIXED = 1;
  */
 const FIXED_NODES = 10;
 
-/** A random seed whose first upgrade fits the tier's budget: OnePhase with the gate on (no EnablingProxy). */
+/**
+ * A random seed whose first upgrade fits the tier's budget — OnePhase with the proxy gate on (no EnablingProxy) and
+ * no maintenance window (its closing holds the upgrade a minute or two) — and draws a start gate that flaps
+ * (spec.gates on a gauge the harness flips: NoCallWhileGateFails judges its batch starts).
+ */
 function randomShortSeed(): number {
   for (;;) {
     const seed = Math.floor(Math.random() * 2 ** 31);
     const s = drawUpgrade(seed, 0);
-    if (s.spec.gate && !s.spec.twoPhase) return seed;
+    if (s.spec.gate && !s.spec.twoPhase && s.spec.startGate && !s.spec.window) return seed;
   }
 }
 

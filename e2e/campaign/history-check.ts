@@ -3,6 +3,7 @@
 // from sources that do not trust the operator: the driver's own log (the hook's log, the agent Jobs), the harness's
 // process records (which binary each server ran, and when it was up), a watch of the upgrade object (its status
 // snapshots), the faults injected and when they healed, and the client's answers.
+import { acceptedRiskRecorded, noCallOutsideWindow, noCallWhileGateFails, rollbackNotDelayedByGateOrWindow, type CallSeen, type GateRecord, type RiskRecord, type WindowSpec } from './rules-gates.ts';
 
 /** One replacement as the driver carried it out: started when it took the key, ended when the server was back (or failed). */
 export interface DriverOp {
@@ -51,6 +52,10 @@ export interface StatusSnapshot {
   rollbackSafe?: string;
   /** status.resumedAt: changes with every resume (a new annotation value, or spec.paused set false). */
   resumedAt?: string;
+  /** status.waiting.reason (GateNotHeld, GateUnknown, OutsideWindow, a preflight wait); absent when not waiting. */
+  waiting?: string;
+  /** The names in status.acceptedRisks; absent when none. */
+  acceptedRisks?: string[];
 }
 
 /**
@@ -120,6 +125,14 @@ export interface History {
   resumesAfterHeal?: number[];
   /** The operator's analysis checks, as it wrote them (not judged: CheckRecord). */
   checks?: CheckRecord[];
+  /** Each driver call as the watch first saw it in status.driverCalls (histories before the start conditions: absent). */
+  callsSeen?: CallSeen[];
+  /** The gate as the harness set it (spec.gates drawn: `gate-fail`, Prometheus faults). */
+  gate?: GateRecord;
+  /** spec.window as the upgrade was given it (`window-close` drawn). */
+  window?: WindowSpec;
+  /** The preflight findings the harness made real, and those spec.acceptRisks named. */
+  risks?: RiskRecord;
 }
 
 /** Every rule of the checker (docs/reliability.md's table maps each to the promise it checks). */
@@ -138,6 +151,10 @@ export const RULES = [
   'EnableProxyFirst',
   'PhaseOneFirst',
   'StageNeverBack',
+  'NoCallWhileGateFails',
+  'NoCallOutsideWindow',
+  'RollbackNotDelayedByGateOrWindow',
+  'AcceptedRiskRecorded',
 ] as const;
 
 export type Rule = (typeof RULES)[number];
@@ -514,6 +531,10 @@ export function checkHistory(h: History, only: ReadonlySet<Rule> = new Set(RULES
     ...enableProxyFirst(h),
     ...phaseOneFirst(h),
     ...stageNeverBack(h),
+    ...noCallWhileGateFails(h),
+    ...noCallOutsideWindow(h),
+    ...rollbackNotDelayedByGateOrWindow(h, [...(h.operatorBlind ?? []), ...noServerUp(h)]),
+    ...acceptedRiskRecorded(h, WATCH_LAG_MS),
   ].filter((v) => only.has(v.rule)).sort((a, b) => a.t - b.t);
   return { violations, breachReactionMs: breach.reactions };
 }

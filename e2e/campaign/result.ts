@@ -4,6 +4,7 @@ import { NEW_VERSION, OLD_VERSION, sleep } from '../cluster/index.ts';
 import { NEW_ONLY } from '../support/rig.ts';
 import type { Sample } from '../support/traffic.ts';
 import { checkHistory, SELF_LIFTING, type CheckRecord, type DriverOp, type BreachWindow, type History, type ServerRecord, type Span, type StatusSnapshot, type Verdict } from './history-check.ts';
+import type { CallSeen, GateRecord, RiskRecord, WindowSpec } from './rules-gates.ts';
 import type { StatusRecorder } from './status-recorder.ts';
 import { describeFault, describeSpec, PROMETHEUS_WINDOW_SECONDS, RESUMES_AFTER_HEAL, type Fault, type Schedule } from './schedule.ts';
 
@@ -154,6 +155,11 @@ export interface Recorded {
   resumes?: number[];
   /** The operator's analysis checks (StatusRecorder.checks): kept in the history file, not judged. */
   checks?: CheckRecord[];
+  /** The start conditions: calls first seen in status, the gate as the harness set it, the window given (rules-gates.ts). */
+  callsSeen?: CallSeen[];
+  gate?: GateRecord;
+  window?: WindowSpec;
+  risks?: RiskRecord;
 }
 
 /** The history of one upgrade (v1.35.4 -> v1.36.3), judged by the checker. */
@@ -173,6 +179,10 @@ export function judge(r: Recorded): UpgradeResult {
     endedAt: r.endedAt,
     ...(r.resumes?.length ? { resumesAfterHeal: r.resumes } : {}),
     ...(r.checks?.length ? { checks: r.checks } : {}),
+    ...(r.callsSeen?.length ? { callsSeen: r.callsSeen } : {}),
+    ...(r.gate ? { gate: r.gate } : {}),
+    ...(r.window ? { window: r.window } : {}),
+    ...(r.risks ? { risks: r.risks } : {}),
     // A server a fault took down may take the only copy of the target's API with it: those answers are the fault's.
     client: r.samples
       .filter((x) => !r.faultDown.some((f) => x.at >= f.from - 1000 && x.at <= f.to + 5000))

@@ -21,6 +21,7 @@ import type { BreachWindow, DriverOp, ServerRecord, Span } from './history-check
 import { Replicas } from './replicas.ts';
 import { awaitRest, judge, runFaults, ServerClaims, type UpgradeResult } from './result.ts';
 import { injectShared, isShared, resumeUpgrade } from './shared-faults.ts';
+import { StartConditions } from './start-conditions.ts';
 import { StatusRecorder } from './status-recorder.ts';
 import type { Fault, Schedule } from './schedule.ts';
 
@@ -238,6 +239,7 @@ export async function runNodesUpgrade(s: Schedule, log: (m: string) => void = ()
   let createdAt = Date.now();
   let harnessError: string | undefined;
   let batchMax: number = s.spec.batchSize;
+  let start: StartConditions | undefined;
   try {
     await installCrd(c);
     await replicas.add();
@@ -246,21 +248,23 @@ export async function runNodesUpgrade(s: Schedule, log: (m: string) => void = ()
     jobs = new JobRecorder(c);
     servers = new ServerRecorder(c);
     status = new StatusRecorder(c, NAME);
-    await createUpgrade(c, {
-      apiVersion: 'upgrade.apiserver.dev/v1alpha1', kind: 'ApiServerUpgrade', metadata: { name: NAME },
-      spec: {
-        targetVersion: NEW_VERSION,
-        strategy: { batchSize: s.spec.batchSize, soakDuration: `${s.spec.soakSeconds}s`, batchTimeout: `${BATCH_TIMEOUT_SECONDS}s`, ...(s.spec.twoPhase ? { phases: 'TwoPhase', phaseSoakDuration: '5s' } : {}) },
-        proxy: { gate: 'Auto', allowAlphaGate: true },
-        // No agentImage: the agent runs from the operator's own image, as the chart passes it.
-        driver: { staticPod: { readyTimeout: '2m' } },
-        analysis: { interval: `${s.spec.intervalSeconds}s`, failureLimit: s.spec.failureLimit, onBreach: s.spec.onBreach },
-      },
-    });
+    start = await StartConditions.prepare(s, c.dir);
+    const spec: Record<string, unknown> = {
+      targetVersion: NEW_VERSION,
+      strategy: { batchSize: s.spec.batchSize, soakDuration: `${s.spec.soakSeconds}s`, batchTimeout: `${BATCH_TIMEOUT_SECONDS}s`, ...(s.spec.twoPhase ? { phases: 'TwoPhase', phaseSoakDuration: '5s' } : {}) },
+      proxy: { gate: 'Auto', allowAlphaGate: true },
+      // No agentImage: the agent runs from the operator's own image, as the chart passes it.
+      driver: { staticPod: { readyTimeout: '2m' } },
+      analysis: { interval: `${s.spec.intervalSeconds}s`, failureLimit: s.spec.failureLimit, onBreach: s.spec.onBreach },
+    };
+    const windowNote = await start.beforeCreate(spec, undefined, (p, o) => c.request('lb', p, o));
+    if (windowNote) log(windowNote);
+    await createUpgrade(c, { apiVersion: 'upgrade.apiserver.dev/v1alpha1', kind: 'ApiServerUpgrade', metadata: { name: NAME }, spec });
     createdAt = Date.now();
     if (s.spec.standby) await replicas.add();
     const jobRec = jobs;
     const srvRec = servers;
+    const conditions = start;
     const shared = {
       request: (p: string, o: Parameters<typeof c.request>[2]) => c.request('lb', p, o),
       upgradePath: `${UPGRADES}/${NAME}`, spec: s.spec, replicas, notes,
@@ -288,6 +292,7 @@ export async function runNodesUpgrade(s: Schedule, log: (m: string) => void = ()
 
     const inject = async (f: Fault): Promise<void> => {
       if (isShared(f.kind)) return injectShared(f, shared);
+      if (conditions.handles(f.kind)) return conditions.inject(f);
       const heal = (): Promise<void> => sleep(f.durationMs);
       const node = f.server ?? 0;
       switch (f.kind) {
@@ -362,6 +367,7 @@ export async function runNodesUpgrade(s: Schedule, log: (m: string) => void = ()
   const result = judge({
     schedule: s, t0, createdAt, endedAt, healedAt, batchMax, ops: [...(jobs?.ops.values() ?? [])], servers: servers?.servers ?? [], statuses: status?.statuses ?? [], checks: status?.checks ?? [],
     batchTimeoutMs: BATCH_TIMEOUT_SECONDS * 1000, breaches, faultDown, blind: replicas.blind, takeoverMs: replicas.takeoverMs, resumes, samples: traffic?.samples ?? [], notes, harnessError,
+    callsSeen: status?.callsSeen ?? [], ...start?.recorded(endedAt),
   });
   await c.teardown();
   return result;

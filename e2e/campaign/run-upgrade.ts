@@ -12,6 +12,7 @@ import { HookDoor } from './hook-door.ts';
 import { Replicas } from './replicas.ts';
 import { awaitRest, judge, runFaults, ServerClaims, type UpgradeResult } from './result.ts';
 import { injectShared, isShared, resumeUpgrade } from './shared-faults.ts';
+import { StartConditions } from './start-conditions.ts';
 import { StatusRecorder } from './status-recorder.ts';
 import { PROMETHEUS_WINDOW_SECONDS, type Fault, type Schedule } from './schedule.ts';
 
@@ -94,7 +95,7 @@ export async function runUpgrade(s: Schedule, log: (m: string) => void = () => u
   let healedAt = 0;
   // Resumes of a resting pause after the heal (liveness runs, Schedule.resumeAfterHeal).
   const resumes: number[] = [];
-  const rig = await startRig({ gate: s.spec.gate, healthPort: await freePort() });
+  const rig = await startRig({ gate: s.spec.gate, healthPort: await freePort(), ...StartConditions.clusterOptions(s) });
   const replicas = new Replicas(async () => startOperator(rig.cluster, { healthPort: await freePort() }), notes);
   replicas.ops.push(rig.op);
   let rw: ReadWriteTraffic | undefined;
@@ -104,24 +105,30 @@ export async function runUpgrade(s: Schedule, log: (m: string) => void = () => u
   let createdAt = Date.now();
   let harnessError: string | undefined;
   let batchMax: number = s.spec.batchSize;
+  let start: StartConditions | undefined;
   try {
     const { cluster, hook } = rig;
     door = await HookDoor.start(Number(new URL(hook.url).port));
     rw = await ReadWriteTraffic.start((p, o) => cluster.request('lb', p, o), 'campaign-rw', { intervalMs: 200 });
     servers = new ServerRecorder(rig);
     status = new StatusRecorder(cluster, NAME);
-    const source = s.spec.prometheus ? { source: 'Prometheus', prometheus: { address: await cluster.startPrometheus(), window: `${PROMETHEUS_WINDOW_SECONDS}s` } } : {};
+    start = await StartConditions.prepare(s, cluster.dir);
+    const promUrl = s.spec.prometheus || start.needsPrometheus ? await cluster.startPrometheus() : undefined;
+    const source = s.spec.prometheus ? { source: 'Prometheus', prometheus: { address: promUrl, window: `${PROMETHEUS_WINDOW_SECONDS}s` } } : {};
     const manifest = upgradeManifest(NAME, hook, {
       strategy: { batchSize: s.spec.batchSize, soakDuration: `${s.spec.soakSeconds}s`, batchTimeout: `${BATCH_TIMEOUT_SECONDS}s`, ...(s.spec.twoPhase ? { phases: 'TwoPhase', phaseSoakDuration: '5s' } : {}) },
       analysis: { interval: `${s.spec.intervalSeconds}s`, failureLimit: s.spec.failureLimit, onBreach: s.spec.onBreach, ...source },
     });
     const spec = manifest.spec as { driver: { webhook: { url: string } } };
     spec.driver.webhook.url = `https://127.0.0.1:${door.port}/replace`;
+    const windowNote = await start.beforeCreate(manifest.spec as Record<string, unknown>, promUrl, (p, o) => cluster.request('lb', p, o));
+    if (windowNote) log(windowNote);
     await createUpgrade(cluster, manifest);
     createdAt = Date.now();
     if (s.spec.standby) await replicas.add();
     const recorder = servers;
     const doorRef = door;
+    const conditions = start;
     const shared = {
       request: (p: string, o: Parameters<typeof cluster.request>[2]) => cluster.request('lb', p, o),
       upgradePath: `${UPGRADES}/${NAME}`, spec: s.spec, replicas, notes,
@@ -142,6 +149,7 @@ export async function runUpgrade(s: Schedule, log: (m: string) => void = () => u
 
     const inject = async (f: Fault): Promise<void> => {
       if (isShared(f.kind)) return injectShared(f, shared);
+      if (conditions.handles(f.kind)) return conditions.inject(f);
       const heal = (): Promise<void> => sleep(f.durationMs);
       switch (f.kind) {
         case 'apiserver-kill':
@@ -192,19 +200,21 @@ export async function runUpgrade(s: Schedule, log: (m: string) => void = () => u
           return;
         case 'prometheus-down':
           // Gone (connections refused), then back on the same address with its data.
-          cluster.signalPrometheus('SIGKILL');
-          await heal();
-          await cluster.startPrometheus();
-          return;
+          return conditions.prometheusOut(async () => {
+            cluster.signalPrometheus('SIGKILL');
+            await heal();
+            await cluster.startPrometheus();
+          });
         case 'prometheus-slow':
           // Hung: connections open, no answer until the operator's query times out.
-          cluster.signalPrometheus('SIGSTOP');
-          try {
-            await heal();
-          } finally {
-            cluster.signalPrometheus('SIGCONT');
-          }
-          return;
+          return conditions.prometheusOut(async () => {
+            cluster.signalPrometheus('SIGSTOP');
+            try {
+              await heal();
+            } finally {
+              cluster.signalPrometheus('SIGCONT');
+            }
+          });
         default:
           notes.push(`${f.kind}: not a fault of the process mode`);
       }
@@ -230,7 +240,9 @@ export async function runUpgrade(s: Schedule, log: (m: string) => void = () => u
   const result = judge({
     schedule: s, t0, createdAt, endedAt, healedAt, batchMax, ops: driverOps(rig), servers: servers?.servers ?? [], statuses: status?.statuses ?? [], checks: status?.checks ?? [],
     batchTimeoutMs: BATCH_TIMEOUT_SECONDS * 1000, breaches, faultDown, blind: replicas.blind, takeoverMs: replicas.takeoverMs, resumes, samples: rig.traffic.samples, notes, harnessError,
+    callsSeen: status?.callsSeen ?? [], ...start?.recorded(endedAt),
   });
+  await start?.close().catch(() => undefined);
   await door?.close().catch(() => undefined);
   await rig.teardown();
   return result;

@@ -1,6 +1,7 @@
 // What one upgrade of the fault campaign runs (issue 26), drawn from a seed: the spec and the fault schedule.
 // Pure and deterministic (a small seeded PRNG, mulberry32), so a seed or a replay file gives the same upgrade again;
 // test/campaign/schedule.test.ts checks that, and that every fault heals before the upgrade's window ends.
+import { drawStartConditions } from './draw-gates.ts';
 
 /** mulberry32: 32-bit state, good enough to spread draws; the same seed always yields the same sequence. */
 export function prng(seed: number): () => number {
@@ -27,6 +28,12 @@ export interface UpgradeSpecDraw {
   standby?: boolean;
   /** The analysis reads a real Prometheus (source Prometheus) instead of the servers (Direct). Process mode; drawn after standby. */
   prometheus?: boolean;
+  /** spec.gates with a PromQL gate on a gauge the harness flips (`gate-fail`). Drawn after prometheus (draw-gates.ts). */
+  startGate?: boolean;
+  /** spec.window: a maintenance window that closes mid-upgrade (`window-close`) and opens again (draw-gates.ts). */
+  window?: boolean;
+  /** The server (index) whose serving certificate expires soon, accepted in spec.acceptRisks (process mode; draw-gates.ts). */
+  expiringCert?: number;
 }
 
 export const FAULT_KINDS = [
@@ -38,6 +45,9 @@ export const FAULT_KINDS = [
   'kubelet-stop', 'containerd-stop', 'image-missing', 'etcd-cut', 'peer-cut',
   // Process mode, when the analysis reads a real Prometheus (drawn apart: see drawUpgrade):
   'prometheus-down', 'prometheus-slow',
+  // Start conditions (drawn apart: draw-gates.ts): the gate's gauge failing, the maintenance window closed, a hard
+  // preflight finding present.
+  'gate-fail', 'window-close', 'hard-finding',
 ] as const;
 export type FaultKind = (typeof FAULT_KINDS)[number];
 
@@ -94,7 +104,7 @@ const WEIGHTS: Record<Mode, Record<FaultKind, number>> = {
     'hook-slow': 2, 'hook-refuse': 2, 'hook-fail': 2, 'hook-lose': 2,
     'client-errors': 2, 'spec-edit': 2, 'pause': 2, 'resume': 1, 'abort': 1,
     'kubelet-stop': 0, 'containerd-stop': 0, 'image-missing': 0, 'etcd-cut': 0, 'peer-cut': 0,
-    'prometheus-down': 0, 'prometheus-slow': 0,
+    'prometheus-down': 0, 'prometheus-slow': 0, 'gate-fail': 0, 'window-close': 0, 'hard-finding': 0,
   },
   // No hook here, and no restart on another binary by hand (a static Pod is rewritten only by the agent).
   nodes: {
@@ -103,7 +113,7 @@ const WEIGHTS: Record<Mode, Record<FaultKind, number>> = {
     'hook-slow': 0, 'hook-refuse': 0, 'hook-fail': 0, 'hook-lose': 0,
     'client-errors': 2, 'spec-edit': 2, 'pause': 2, 'resume': 1, 'abort': 1,
     'kubelet-stop': 3, 'containerd-stop': 2, 'image-missing': 2, 'etcd-cut': 2, 'peer-cut': 2,
-    'prometheus-down': 0, 'prometheus-slow': 0,
+    'prometheus-down': 0, 'prometheus-slow': 0, 'gate-fail': 0, 'window-close': 0, 'hard-finding': 0,
   },
 };
 
@@ -118,7 +128,7 @@ const PROMETHEUS_FAULTS: readonly FaultKind[] = ['prometheus-down', 'prometheus-
 
 /** The kinds a mode draws. */
 export function faultKinds(mode: Mode): FaultKind[] {
-  return FAULT_KINDS.filter((k) => WEIGHTS[mode][k] > 0 || (mode === 'process' && PROMETHEUS_FAULTS.includes(k)));
+  return FAULT_KINDS.filter((k) => WEIGHTS[mode][k] > 0 || (mode === 'process' && [...PROMETHEUS_FAULTS, 'gate-fail', 'hard-finding'].includes(k)) || k === 'window-close');
 }
 
 const ONE_SHOT = new Set<FaultKind>(['apiserver-restart-old', 'apiserver-restart-new', 'operator-late-standby', 'hook-fail', 'spec-edit', 'resume', 'abort']);
@@ -177,6 +187,7 @@ export function drawUpgrade(seed: number, index: number, mode: Mode = 'process')
       faults.sort((a, b) => a.atMs - b.atMs);
     }
   }
+  drawStartConditions({ r, int, pick }, mode, spec, faults, activeMs);
   const lastHeal = Math.max(...faults.map((f) => f.atMs + f.durationMs));
   // After the last heal: room for the rest of the upgrade (or its rollback) to run.
   return { seed, index, ...(mode === 'process' ? {} : { mode }), spec, faults, windowMs: lastHeal + activeMs + 90_000 };
@@ -184,7 +195,7 @@ export function drawUpgrade(seed: number, index: number, mode: Mode = 'process')
 
 /** One line naming the spec, for the campaign's output. */
 export function describeSpec(s: UpgradeSpecDraw): string {
-  return `batch=${s.batchSize} soak=${s.soakSeconds}s limit=${s.failureLimit}x${s.intervalSeconds}s onBreach=${s.onBreach} ${s.twoPhase ? 'TwoPhase' : 'OnePhase'} gate=${s.gate ? 'on' : 'off'}${s.standby ? ' +standby' : ''}${s.prometheus ? ' +prometheus' : ''}`;
+  return `batch=${s.batchSize} soak=${s.soakSeconds}s limit=${s.failureLimit}x${s.intervalSeconds}s onBreach=${s.onBreach} ${s.twoPhase ? 'TwoPhase' : 'OnePhase'} gate=${s.gate ? 'on' : 'off'}${s.standby ? ' +standby' : ''}${s.prometheus ? ' +prometheus' : ''}${s.startGate ? ' +gate' : ''}${s.window ? ' +window' : ''}${s.expiringCert === undefined ? '' : ` +acceptRisk(cp-${s.expiringCert + 1})`}`;
 }
 
 export function describeFault(f: Fault): string {

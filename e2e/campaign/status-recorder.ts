@@ -2,6 +2,7 @@
 // of it changed (phase, pause, whether the target's storage is known, the finished batches).
 import type { ApiServerUpgrade } from '../../src/api/types.generated.ts';
 import type { CheckRecord, StatusSnapshot } from './history-check.ts';
+import type { CallSeen } from './rules-gates.ts';
 import { StatusWatch, type WatchedCluster } from './status-watch.ts';
 
 function rollbackSafe(u: ApiServerUpgrade): Pick<StatusSnapshot, 'rollbackSafe'> {
@@ -13,6 +14,9 @@ export class StatusRecorder {
   readonly statuses: StatusSnapshot[] = [];
   /** Each analysis check the operator wrote (kept apart: a paused upgrade keeps checking, and rest is judged from statuses). */
   readonly checks: CheckRecord[] = [];
+  /** Each driver call when the watch first saw it recorded (a batch's start is decided then at the latest). */
+  readonly callsSeen: CallSeen[] = [];
+  private readonly keys = new Set<string>();
   private lastKey = '';
   private readonly watch: StatusWatch;
 
@@ -32,7 +36,14 @@ export class StatusRecorder {
       ...(st.stage ? { stage: st.stage } : {}),
       ...rollbackSafe(u),
       ...(st.resumedAt ? { resumedAt: st.resumedAt } : {}),
+      ...(st.waiting?.reason ? { waiting: st.waiting.reason } : {}),
+      ...(st.acceptedRisks?.length ? { acceptedRisks: st.acceptedRisks.map((a) => a.name) } : {}),
     };
+    for (const c of st.driverCalls ?? []) {
+      if (this.keys.has(c.key)) continue;
+      this.keys.add(c.key);
+      this.callsSeen.push({ t: at, key: c.key, action: c.action, ...(c.batch === undefined ? {} : { batch: c.batch }) });
+    }
     const a = st.lastAnalysis;
     if (a?.time && a.time !== this.checks.at(-1)?.time) {
       this.checks.push({

@@ -20,9 +20,9 @@ export interface Rig {
  * and a client asking for NEW_ONLY. `from`, `to` and `probe` change the path (e2e/extended/): the servers start
  * on `from`, `to`'s binary is built and checked first, and the client asks for `probe`.
  */
-export async function startRig(o: { gate: boolean | undefined; healthPort: number; trafficMaxMs?: number; operatorEnv?: Record<string, string>; operatorArgs?: string[]; from?: string; to?: string; probe?: string; servers?: number }): Promise<Rig> {
+export async function startRig(o: { gate: boolean | undefined; healthPort: number; trafficMaxMs?: number; operatorEnv?: Record<string, string>; operatorArgs?: string[]; from?: string; to?: string; probe?: string; servers?: number; servingCertDays?: (number | undefined)[] }): Promise<Rig> {
   const featureGates: Record<string, boolean> = o.gate === undefined ? {} : { [PROXY_GATE]: o.gate };
-  const cluster = await Cluster.start({ servers: o.servers ?? 3, version: o.from ?? OLD_VERSION, featureGates, verbose: true, replaceVersions: [o.to ?? NEW_VERSION] });
+  const cluster = await Cluster.start({ servers: o.servers ?? 3, version: o.from ?? OLD_VERSION, featureGates, verbose: true, replaceVersions: [o.to ?? NEW_VERSION], ...(o.servingCertDays ? { servingCertDays: o.servingCertDays } : {}) });
   const parts: (() => Promise<void>)[] = [() => cluster.teardown()];
   let done = false;
   const teardown = async (): Promise<void> => {

@@ -128,10 +128,14 @@ function provesFlags(u: ApiServerUpgrade): boolean {
   return phase === undefined || phase === 'Pending' || phase === 'Preflight' || phase === 'EnablingProxy' || phase === 'Upgrading' || (phase === 'Paused' && u.status?.pause?.resumePhase === 'Preflight');
 }
 
-/** Before the upgrade starts (Pending, Preflight), when preflight reads the trust and coverage facts. */
+/** Before the upgrade starts (Pending, Preflight, or paused by the spec before preflight passed), when preflight reads the trust and coverage facts. */
 function atPreflight(u: ApiServerUpgrade): boolean {
-  const phase = u.status?.phase;
-  return phase === undefined || phase === 'Pending' || phase === 'Preflight';
+  const st = u.status;
+  const phase = st?.phase;
+  // Held by spec.paused before preflight passed, the planner runs preflight at every step (src/plan/planner.ts): it
+  // needs the same facts, or a step without the kubeadm facts would pass it on checks it never made.
+  const heldBeforePreflight = phase === 'Paused' && st?.pause?.reason === 'PausedBySpec' && st.pause.resumePhase === 'Preflight';
+  return phase === undefined || phase === 'Pending' || phase === 'Preflight' || heldBeforePreflight;
 }
 
 /** The observation's settings: the spec's analysis, or the API's defaults while the spec is invalid. */

@@ -2,7 +2,8 @@
 // it is there for (and only that rule fires).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { checkHistory, percentiles, RULES, type History, type Rule } from '../../e2e/campaign/history-check.ts';
+import { checkHistory, percentiles, RULES, WATCH_LAG_MS, type History, type Rule } from '../../e2e/campaign/history-check.ts';
+import { GATE_LAG_MS, goDurationMs, windowOpenAt } from '../../e2e/campaign/rules-gates.ts';
 
 const OLD = 'v1.35.4';
 const NEW = 'v1.36.3';
@@ -403,6 +404,107 @@ test('PhaseOneFirst and StageNeverBack: no emulated Upgrade after phase two\'s f
   assert.match(checkHistory(h).violations.find((v) => v.rule === 'StageNeverBack')!.message, /from API \(since 84000\) to Binaries at 94000/);
 });
 
+/** clean() with the calls as the watch first saw them recorded: batch k's Upgrade half a second before the hook took it. */
+function started(): History {
+  const h = clean();
+  h.callsSeen = h.ops.map((o, i) => ({ t: o.start - 500, key: o.key, batch: i + 1, action: o.action }));
+  return h;
+}
+
+/** rolledBack() whose rollback could begin at 39 s while the gate failed (35-65 s), yet its first Rollback came at 62 s. */
+function heldRollback(): History {
+  const h = rolledBack({});
+  h.spec = { ...h.spec, batchTimeoutMs: 60_000 };
+  h.ops[1] = { ...h.ops[1]!, start: 62_000, end: 70_000 };
+  h.servers = h.servers.map((r) => (r.t === 41_000 ? { ...r, t: 63_000 } : r.t === 50_000 ? { ...r, t: 70_000 } : r));
+  h.statuses[3] = { ...h.statuses[3]!, t: 80_000 };
+  h.callsSeen = [{ t: 9_800, key: 'k-up-cp-1', batch: 1, action: 'Upgrade' }, { t: 61_500, key: 'k-rb-cp-1', batch: 1, action: 'Rollback' }];
+  h.gate = { failing: [{ from: 35_000, to: 65_000 }], unknown: [] };
+  return h;
+}
+
+test('NoCallWhileGateFails: a batch start while the gauge failed or Prometheus was out, past the lag; not within the lag, nor just after Prometheus came back', () => {
+  assert.deepEqual(rules(started()), [], 'no gate: nothing to judge');
+  const at = (failing: { from: number; to: number }[], unknown: { from: number; to: number }[] = []): Rule[] => {
+    const h = started();
+    h.gate = { failing, unknown };
+    return rules(h);
+  };
+  // Batch 2's start is seen at 39.5 s.
+  assert.deepEqual(at([{ from: 39_500 - GATE_LAG_MS, to: 45_000 }]), ['NoCallWhileGateFails'], 'failing for the whole lag');
+  assert.deepEqual(at([{ from: 39_500 - GATE_LAG_MS + 1, to: 45_000 }]), [], 'the flip may not have been scraped and queried yet');
+  assert.deepEqual(at([{ from: 30_000, to: 45_000 }], [{ from: 20_000, to: 31_000 }]), ['NoCallWhileGateFails'], 'Prometheus down, then the gauge failing: held throughout');
+  assert.deepEqual(at([{ from: 20_000, to: 45_000 }], [{ from: 25_000, to: 36_000 }]), [], 'Prometheus back 3.5 s before: its last sample may be from before the flip');
+  assert.deepEqual(at([], [{ from: 20_000, to: 45_000 }]), ['NoCallWhileGateFails'], 'unknown is not held');
+  assert.deepEqual(at([{ from: 40_500, to: 65_000 }]), [], 'a start before the flip: the rest of batch 2 goes on (no other batch starts until 70 s)');
+});
+
+test('NoCallOutsideWindow: the spec\'s UTC recurring windows, evaluated by the checker: days, a window across midnight, exclusions', () => {
+  const all = ['Sun', 'Mon', 'Tue', 'Wed', 'Thu', 'Fri', 'Sat'];
+  const w = { timeZone: 'UTC', recurring: [{ days: ['Mon'], start: '23:30', duration: '1h' }] };
+  const monday = Date.parse('2026-12-07T23:45:00Z');
+  assert.equal(windowOpenAt(w, monday), true);
+  assert.equal(windowOpenAt(w, Date.parse('2026-12-08T00:15:00Z')), true, 'opened Monday, still open past midnight');
+  assert.equal(windowOpenAt(w, Date.parse('2026-12-08T00:30:00Z')), false, 'closed after its hour');
+  assert.equal(windowOpenAt(w, Date.parse('2026-12-08T23:45:00Z')), false, 'not on Tuesday');
+  assert.equal(windowOpenAt({ ...w, exclusions: [{ start: '2026-12-07T23:40:00Z', end: '2026-12-07T23:50:00Z' }] }, monday), false, 'an exclusion closes it');
+  assert.equal(windowOpenAt({ ...w, timeZone: 'Europe/Berlin' }, monday), undefined, 'another zone is not judged');
+  assert.equal(goDurationMs('1h30m'), 5_400_000);
+  assert.ok(Number.isNaN(goDurationMs('90 minutes')));
+  const h = started();
+  h.window = { timeZone: 'UTC', recurring: [{ days: all, start: '00:00', duration: '2m' }] };
+  assert.deepEqual(rules(h), [], 'every batch starts inside the window');
+  h.window.recurring[0]!.duration = '1m';
+  assert.match(checkHistory(h).violations[0]!.message, /batch 3 started \(Upgrade, k-up-cp-3\) at 69500 outside the maintenance window/);
+  // Closed only 4 s before the start: the step may have read the clock before the closing.
+  h.window.recurring[0]!.duration = '65s';
+  assert.deepEqual(rules(h), []);
+});
+
+test('RollbackNotDelayedByGateOrWindow: a rollback held while the gate fails, or waiting on the window, is flagged; one that goes on is not', () => {
+  assert.deepEqual(rules(heldRollback()), ['RollbackNotDelayedByGateOrWindow']);
+  assert.match(checkHistory(heldRollback()).violations[0]!.message, /free to begin at 39000 while the gate failed, yet no Rollback call by 59000/);
+  const prompt = heldRollback();
+  prompt.ops[1] = { ...prompt.ops[1]!, start: 45_000 };
+  prompt.callsSeen![1] = { ...prompt.callsSeen![1]!, t: 44_000 };
+  assert.deepEqual(rules(prompt), [], 'the first Rollback 5 s after RollingBack, the gate failing throughout');
+  const waited = rolledBack({ waiting: 'OutsideWindow' });
+  assert.deepEqual(rules(waited), ['RollbackNotDelayedByGateOrWindow'], 'RollingBack never waits on the window');
+  // The window closed: the same late rollback flagged as held by it.
+  const closed = heldRollback();
+  delete closed.gate;
+  closed.window = { timeZone: 'UTC', recurring: [{ days: ['Thu'], start: '00:00', duration: '30s' }] };
+  assert.match(checkHistory(closed).violations.map((v) => v.message).join(), /the window was closed/);
+  // An Upgrade in flight until its batchTimeout: the rollback may begin only then.
+  const inFlight = heldRollback();
+  inFlight.callsSeen!.push({ t: 30_000, key: 'k-up-cp-2', batch: 2, action: 'Upgrade' });
+  assert.ok(!rules(inFlight).includes('RollbackNotDelayedByGateOrWindow'), 'cp-2\'s Requested call counts until 90 s: not judged');
+});
+
+test('AcceptedRiskRecorded: the start past an accepted finding needs it in status.acceptedRisks; an unaccepted one or a hard one never lets it start', () => {
+  const risks = { accepted: ['ServingCertificateExpiresSoon'], made: ['ServingCertificateExpiresSoon'], hard: [] };
+  const ok = started();
+  ok.risks = risks;
+  ok.statuses[0] = { ...ok.statuses[0]!, acceptedRisks: ['ServingCertificateExpiresSoon'] };
+  assert.deepEqual(rules(ok), [], 'recorded before the first call');
+  const late = started();
+  late.risks = risks;
+  late.statuses.splice(1, 0, { t: 9_500 + WATCH_LAG_MS + 1, phase: 'Upgrading', acceptedRisks: ['ServingCertificateExpiresSoon'] });
+  assert.deepEqual(rules(late), ['AcceptedRiskRecorded'], 'recorded only after the first call went out');
+  const unaccepted = started();
+  unaccepted.risks = { ...risks, accepted: [] };
+  assert.match(checkHistory(unaccepted).violations[0]!.message, /past the blocking finding ServingCertificateExpiresSoon, which spec.acceptRisks does not name/);
+  // A hard finding there from before the creation until 12 s: batch 1's call at 9.5 s is too early; at 12.5 s it is not.
+  const hard = started();
+  hard.statuses[0] = { ...hard.statuses[0]!, acceptedRisks: ['ServingCertificateExpiresSoon'] };
+  hard.risks = { ...risks, hard: [{ from: 500, to: 12_000 }] };
+  assert.match(checkHistory(hard).violations[0]!.message, /while a hard finding was there \(from 500 to 12000\)/);
+  hard.risks.hard = [{ from: 500, to: 9_000 }];
+  assert.deepEqual(rules(hard), []);
+  hard.risks.hard = [{ from: 5_000, to: 12_000 }];
+  assert.deepEqual(rules(hard), [], 'a finding that came after the upgrade was created: preflight had passed already');
+});
+
 /** For each rule, a hand-made history that breaks its promise and no other: without the rule the history is clean. */
 const VIOLATING: Record<Rule, () => History> = {
   OncePerKey: () => {
@@ -479,6 +581,25 @@ const VIOLATING: Record<Rule, () => History> = {
   StageNeverBack: () => {
     const h = clean();
     h.statuses = [{ t: 1_000, phase: 'Upgrading', stage: 'API' }, { t: 35_000, phase: 'Upgrading', stage: 'Binaries', finishedBatches: [1] }, { t: 100_000, phase: 'Succeeded', stage: 'API', finishedBatches: [1, 2, 3] }];
+    return h;
+  },
+  NoCallWhileGateFails: () => {
+    // Batch 2 starts at 39.5 s while the gauge had failed since 30 s.
+    const h = started();
+    h.gate = { failing: [{ from: 30_000, to: 45_000 }], unknown: [] };
+    return h;
+  },
+  NoCallOutsideWindow: () => {
+    // The window is open for the first minute only: batch 3 starts at 69.5 s.
+    const h = started();
+    h.window = { timeZone: 'UTC', recurring: [{ days: ['Sun', 'Mon', 'Tue', 'Wed', 'Thu', 'Fri', 'Sat'], start: '00:00', duration: '1m' }] };
+    return h;
+  },
+  RollbackNotDelayedByGateOrWindow: () => heldRollback(),
+  AcceptedRiskRecorded: () => {
+    // An accepted certificate finding, never recorded in status.acceptedRisks, and batch 1 went ahead.
+    const h = started();
+    h.risks = { accepted: ['ServingCertificateExpiresSoon'], made: ['ServingCertificateExpiresSoon'], hard: [] };
     return h;
   },
 };

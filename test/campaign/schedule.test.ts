@@ -23,8 +23,11 @@ for (const mode of MODES) {
     for (let seed = 0; seed < 300; seed++) {
       const s = drawUpgrade(seed, seed % 5, mode);
       assert.equal(s.mode ?? 'process', mode);
-      assert.ok(s.faults.length >= 1 && s.faults.length <= (s.spec.prometheus ? 4 : 3));
-      if (s.faults.some((f) => f.kind.startsWith('prometheus-'))) assert.ok(s.spec.prometheus, 'a Prometheus fault only where the analysis reads Prometheus');
+      // 1-3 drawn by weight, one Prometheus fault, 1-3 gate flaps and a Prometheus fault, a window's closing and a
+      // leader kill, a hard finding.
+      assert.ok(s.faults.length >= 1 && s.faults.length <= 3 + (s.spec.prometheus ? 1 : 0) + (s.spec.startGate ? 4 : 0) + (s.spec.window ? 2 : 0) + (s.spec.expiringCert === undefined ? 0 : 1));
+      if (s.faults.some((f) => f.kind === 'hard-finding')) assert.notEqual(s.spec.expiringCert, undefined, 'a hard finding only in a kubeadm cluster (where preflight lists the Nodes)');
+      if (s.faults.some((f) => f.kind.startsWith('prometheus-'))) assert.ok(s.spec.prometheus || s.spec.startGate, 'a Prometheus fault only where the analysis or a gate reads Prometheus');
       for (const f of s.faults) {
         kinds.add(f.kind);
         assert.ok(f.atMs + f.durationMs + 60_000 <= s.windowMs, `${f.kind} heals at ${f.atMs + f.durationMs}, window ${s.windowMs}`);
@@ -56,7 +59,13 @@ test('the modes split the kinds: no hook fault in nodes mode, no kubelet fault i
 
 test('process mode draws what it drew before the nodes mode existed, where it draws no Prometheus (drawn last)', () => {
   // Seed 7 #8 as docs/reliability.md's run B drew it (it draws no Prometheus).
-  assert.deepEqual(drawUpgrade(7, 8), { seed: 7, index: 8, spec: { batchSize: 1, soakSeconds: 4, failureLimit: 4, intervalSeconds: 2, onBreach: 'Pause', twoPhase: true, gate: true, standby: true }, faults: [{ kind: 'operator-late-standby', atMs: 19000, durationMs: 0 }], windowMs: 249000 });
+  // It now draws a gate as well (drawn after everything it drew then): the same upgrade plus the gate and its flaps.
+  const s = drawUpgrade(7, 8);
+  assert.equal(s.spec.startGate, true);
+  delete s.spec.startGate;
+  assert.deepEqual({ ...s, faults: s.faults.filter((f) => f.kind !== 'gate-fail'), windowMs: 249000 }, { seed: 7, index: 8, spec: { batchSize: 1, soakSeconds: 4, failureLimit: 4, intervalSeconds: 2, onBreach: 'Pause', twoPhase: true, gate: true, standby: true }, faults: [{ kind: 'operator-late-standby', atMs: 19000, durationMs: 0 }], windowMs: 249000 });
+  // The last flap heals at 79 s; then the active part (140 s: TwoPhase) and 90 s.
+  assert.equal(s.windowMs, 66_000 + 13_000 + 140_000 + 90_000, 'the window grows with the last flap\'s heal');
 });
 
 test('a replay file round-trips; a malformed one is refused', () => {
