@@ -95,7 +95,7 @@ export function planResolved(upgrade: UpgradeInput, spec: ResolvedSpec, statusIn
   // Held by the spec before preflight passed, it runs again at every step (a first verdict that is only "waiting",
   // e.g. for the storage hashes, must not stay the verdict) and the pause keeps where to resume: Preflight until
   // it passes, then the phase it leads to.
-  const heldBeforePreflight = ctx.phase === 'Paused' && ctx.status.pause?.reason === 'PausedBySpec' && ctx.status.pause.resumePhase === 'Preflight';
+  const heldBeforePreflight = isHeldBeforePreflight(ctx.phase, ctx.status);
   if (ctx.phase === 'Preflight' || heldBeforePreflight) {
     if (heldBeforePreflight) ctx.setPhase('Preflight');
     if (violations.length > 0) refusePreflight(ctx, violations);
@@ -273,4 +273,12 @@ function done(ctx: PlanContext): Plan {
   // A paused upgrade still watches its calls in flight time out, and the plan's facts stay fresh.
   if (phase === 'Paused' && ctx.requeueAfterMs === undefined) ctx.requeue(Math.max(ctx.spec.analysis.intervalMs, 10_000));
   return { status: ctx.status, actions, requeueAfterMs: ctx.requeueAfterMs };
+}
+
+/**
+ * Held by spec.paused before preflight passed: the planner runs preflight again at every step, so a look then reads
+ * everything preflight reads (src/plan/reconcile.ts atPreflight).
+ */
+export function isHeldBeforePreflight(phase: string | undefined, status: ApiServerUpgradeStatus | undefined): boolean {
+  return phase === 'Paused' && status?.pause?.reason === 'PausedBySpec' && status.pause.resumePhase === 'Preflight';
 }

@@ -16,7 +16,7 @@ import { blockingUpgrade, isFinished } from './admission.ts';
 import { analysisDue } from './analysis.ts';
 import { callsToReport, inFlight } from './calls.ts';
 import { kubeadmConfigDue, kubeadmIntent, type KubeadmIntent } from './kubeadm-config.ts';
-import { invalidSpecPlan, planResolved, type Plan } from './planner.ts';
+import { invalidSpecPlan, isHeldBeforePreflight, planResolved, type Plan } from './planner.ts';
 
 export type SpecResolution = { ok: true; spec: ResolvedSpec } | { ok: false; error: SpecError };
 
@@ -130,12 +130,10 @@ function provesFlags(u: ApiServerUpgrade): boolean {
 
 /** Before the upgrade starts (Pending, Preflight, or paused by the spec before preflight passed), when preflight reads the trust and coverage facts. */
 function atPreflight(u: ApiServerUpgrade): boolean {
-  const st = u.status;
-  const phase = st?.phase;
-  // Held by spec.paused before preflight passed, the planner runs preflight at every step (src/plan/planner.ts): it
-  // needs the same facts, or a step without the kubeadm facts would pass it on checks it never made.
-  const heldBeforePreflight = phase === 'Paused' && st?.pause?.reason === 'PausedBySpec' && st.pause.resumePhase === 'Preflight';
-  return phase === undefined || phase === 'Pending' || phase === 'Preflight' || heldBeforePreflight;
+  const phase = u.status?.phase;
+  // The planner runs preflight there too: it needs the same facts, or a step without the kubeadm facts would pass it
+  // on checks it never made.
+  return phase === undefined || phase === 'Pending' || phase === 'Preflight' || isHeldBeforePreflight(phase, u.status);
 }
 
 /** The observation's settings: the spec's analysis, or the API's defaults while the spec is invalid. */
