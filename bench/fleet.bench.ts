@@ -46,6 +46,10 @@ const KEEPALIVE_MS = env('BENCH_KEEPALIVE_MS', 5000);
 /** Real time slept between cycles (0: back to back; 2000 reproduces the requeue cadence and keep-alive expiry). */
 const WAIT_MS = env('BENCH_WAIT_MS', 0);
 const FLEET = (process.env.BENCH_FLEET ?? '3,10,50').split(',').map(Number);
+/** Timed cycles after which RSS and heap are recorded (the growth between them shows whether the process settles). */
+const RSS_AT = new Set((process.env.BENCH_RSS_AT ?? '26,60,120').split(',').filter(Boolean).map(Number));
+/** BENCH_RETAINED=1: also the heap retained at those cycles (two forced GCs there, which lower the RSS that follows). */
+const RETAINED_AT = process.env.BENCH_RETAINED === '1';
 /** Servers alternate between the captured versions, as a fleet mid-upgrade does. */
 const VERSIONS = fixtureVersions().filter((v) => fixtureFiles(v, /^metrics\.txt$/).length > 0);
 
@@ -190,6 +194,8 @@ interface Result {
   /** process.memoryUsage() at that moment, MiB: where the RSS is (V8 heap reserved and used, buffers outside it). */
   steadyMemory: Record<string, number>;
   heapMiB: number;
+  /** RSS and V8 heap used (MiB, no forced GC) after the timed cycles of BENCH_RSS_AT. */
+  rssAt: Record<string, { rss: number; heapUsed: number; heapTotal: number; external: number; retained?: number }>;
 }
 
 async function observe(n: number): Promise<void> {
@@ -225,11 +231,17 @@ async function observe(n: number): Promise<void> {
   const before = await ask<ServerStats>(servers, 'stats', 'stats');
   const t0 = process.cpuUsage();
   let analyses = 0;
+  const rssAt: Result['rssAt'] = {};
+  const mib = (b: number): number => Math.round((b / 1024 / 1024) * 10) / 10;
   for (let i = 0; i < CYCLES; i++) {
     if (WAIT_MS > 0) await new Promise((r) => setTimeout(r, WAIT_MS));
     const was = lastAnalysis;
     await cycle();
     if (lastAnalysis !== was) analyses++;
+    if (RSS_AT.has(i + 1)) {
+      const m = process.memoryUsage();
+      rssAt[String(i + 1)] = { rss: mib(m.rss), heapUsed: mib(m.heapUsed), heapTotal: mib(m.heapTotal), external: mib(m.external + m.arrayBuffers), ...(RETAINED_AT ? { retained: Math.round(retainedHeapMiB() * 10) / 10 } : {}) };
+    }
   }
   const cpu = process.cpuUsage(t0);
   const mem = process.memoryUsage();
@@ -256,6 +268,7 @@ async function observe(n: number): Promise<void> {
     steadyRssMiB,
     steadyMemory,
     heapMiB: retainedHeapMiB(),
+    rssAt,
   };
   observer.close();
   servers.send('exit');

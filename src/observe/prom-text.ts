@@ -205,6 +205,16 @@ export class PromTextParser {
   /** The label names of the last label set parsed, by position, and their bytes. */
   private readonly labelNames: string[] = [];
   private readonly labelNameWords: number[][] = [];
+  /** The values of the last label set parsed, by position: a value spelled the same is that string again. */
+  private readonly labelValues: string[] = [];
+  /** How many labels the last label set parsed had, and whether its names were the label set's before it, in order. */
+  private labelCount = 0;
+  private sameNames = false;
+  /**
+   * The labels object of the last kept sample, while `labelNames`/`labelValues` are its: a line with the same
+   * label names copies it (one allocation of the right size) and sets only the values that differ.
+   */
+  private lastLabels: Labels | undefined;
   /** The bytes of the text being parsed when they are all ASCII (index i of the text is byte i), else undefined. */
   private view: DataView | undefined;
   /**
@@ -517,9 +527,14 @@ export class PromTextParser {
     }
 
     let i = nameEnd;
-    const labels: Labels = {};
+    let labels: Labels;
     // Label values rarely hold escapes: without a backslash on the line, each value is one indexOf and one slice.
-    if (i < end && text.charCodeAt(i) === 123 /* { */) i = this.labels(text, i + 1, end, labels, this.backslashFrom(text, i) >= end);
+    if (i < end && text.charCodeAt(i) === 123 /* { */) {
+      i = this.labels(text, i + 1, end, this.backslashFrom(text, i) >= end);
+      labels = this.labelsObject();
+    } else {
+      labels = {};
+    }
     if (i >= end || !isBlank(text.charCodeAt(i))) this.fail(`expected a space before the value of ${name}`);
     while (i < end && isBlank(text.charCodeAt(i))) i++;
     const valueEnd = scanUntilBlank(text, i, end);
@@ -541,7 +556,9 @@ export class PromTextParser {
       i++;
       while (i < end && isBlank(text.charCodeAt(i))) i++;
       if (i >= end || text.charCodeAt(i) !== 123) this.fail(`malformed exemplar after ${name}`);
-      this.labels(text, i + 1, end, {});
+      this.labels(text, i + 1, end);
+      // The scratch arrays now hold the exemplar's labels, not the last kept sample's.
+      this.lastLabels = undefined;
     }
 
     const sample: Sample = { name, labels, value };
@@ -562,20 +579,57 @@ export class PromTextParser {
     return this.backslash;
   }
 
-  /** Parses `name="value",...}` starting after `{`, up to the line's `end`; returns the index after `}`. */
-  private labels(text: string, from: number, end: number, into: Labels, noEscapes = false): number {
+  /**
+   * The labels object of the label set just parsed (`labels`). The same names as the last kept sample's, in the
+   * same order (every histogram bucket line after the first of its series; most lines of a page): a copy of that
+   * sample's object, which has the same shape and size from the start, with the values that differ set. Else a
+   * new object built name by name.
+   */
+  private labelsObject(): Labels {
     const names = this.labelNames;
+    const values = this.labelValues;
+    const n = this.labelCount;
+    const last = this.lastLabels;
+    let out: Labels;
+    if (this.sameNames && last !== undefined) {
+      out = { ...last };
+      for (let k = 0; k < n; k++) {
+        const name = names[k]!;
+        if (out[name] !== values[k]) out[name] = values[k]!;
+      }
+    } else {
+      out = {};
+      for (let k = 0; k < n; k++) out[names[k]!] = values[k]!;
+    }
+    this.lastLabels = out;
+    return out;
+  }
+
+  /**
+   * Parses `name="value",...}` starting after `{`, up to the line's `end`, into `labelNames`/`labelValues`
+   * (`labelCount` of them); returns the index after `}`.
+   */
+  private labels(text: string, from: number, end: number, noEscapes = false): number {
+    const names = this.labelNames;
+    const values = this.labelValues;
     const view = this.view;
+    const previousCount = this.labelCount;
+    // Until this label set is complete, nothing is known of the names held (a failed line leaves them half written).
+    this.labelCount = 0;
+    // Whether every name so far was the previous label set's at the same position: those are distinct (a label set
+    // with a repeated name fails its line), so none can repeat until a name differs.
+    let reused = true;
     let i = from;
     let k = 0; // labels stored so far
     for (;;) {
       while (i < end && isBlank(text.charCodeAt(i))) i++;
       if (i >= end) this.fail('unterminated label set');
       const c = text.charCodeAt(i);
-      if (c === 125 /* } */) return i + 1;
+      if (c === 125 /* } */) return this.labelsEnd(i + 1, k, reused && k === previousCount);
       if (!isNameStart(c) || c === 58) this.fail(`invalid label name at column ${i - this.lineStart + 1}`);
       // The k-th label name of a line is nearly always the previous line's: reuse that string (no new
       // substring to hash and internalize as a property key). It cannot match past the line's end.
+      if (k >= previousCount) reused = false;
       const prev = names[k];
       let labelName: string;
       if (prev !== undefined && (view !== undefined ? nameAt(view, i, prev, this.labelNameWords[k]!) : text.startsWith(prev, i)) && !isLabelNameChar(text.charCodeAt(i + prev.length))) {
@@ -584,7 +638,9 @@ export class PromTextParser {
       } else {
         const nameStart = i;
         while (i < end && isLabelNameChar(text.charCodeAt(i))) i++;
-        names[k] = labelName = text.slice(nameStart, i);
+        labelName = text.slice(nameStart, i);
+        reused = false;
+        names[k] = labelName;
         this.labelNameWords[k] = wordsOf(labelName);
       }
       while (i < end && isBlank(text.charCodeAt(i))) i++;
@@ -593,33 +649,40 @@ export class PromTextParser {
       while (i < end && isBlank(text.charCodeAt(i))) i++;
       if (i >= end || text.charCodeAt(i) !== 34 /* " */) this.fail(`expected a quoted value for label ${labelName}`);
       i++;
-      let value = '';
-      let chunkStart = i;
+      let value: string;
       if (noEscapes) {
         const q = text.indexOf('"', i);
         if (q === -1 || q >= end) this.fail(`unterminated value for label ${labelName}`);
+        // The previous label set's value at this position, when spelled the same, is kept as it is: no new string.
+        const before = values[k];
+        value = before !== undefined && before.length === q - i && sameText(text, i, before) ? before : text.slice(i, q);
         i = q;
-      } else for (;;) {
-        if (i >= end) this.fail(`unterminated value for label ${labelName}`);
-        const ch = text.charCodeAt(i);
-        if (ch === 34) break;
-        if (ch === 92 /* \ */) {
-          value += text.slice(chunkStart, i);
-          const next = i + 1 < end ? text.charCodeAt(i + 1) : NaN;
-          if (next === 92) value += '\\';
-          else if (next === 34) value += '"';
-          else if (next === 110) value += '\n';
-          else this.fail(`invalid escape "\\${text.slice(i + 1, Math.min(i + 2, end))}" in label ${labelName}`);
-          i += 2;
-          chunkStart = i;
-          continue;
+      } else {
+        value = '';
+        let chunkStart = i;
+        for (;;) {
+          if (i >= end) this.fail(`unterminated value for label ${labelName}`);
+          const ch = text.charCodeAt(i);
+          if (ch === 34) break;
+          if (ch === 92 /* \ */) {
+            value += text.slice(chunkStart, i);
+            const next = i + 1 < end ? text.charCodeAt(i + 1) : NaN;
+            if (next === 92) value += '\\';
+            else if (next === 34) value += '"';
+            else if (next === 110) value += '\n';
+            else this.fail(`invalid escape "\\${text.slice(i + 1, Math.min(i + 2, end))}" in label ${labelName}`);
+            i += 2;
+            chunkStart = i;
+            continue;
+          }
+          i++;
         }
-        i++;
+        value += text.slice(chunkStart, i);
       }
-      value += text.slice(chunkStart, i);
       i++; // closing quote
-      if (Object.hasOwn(into, labelName)) this.fail(`duplicate label ${labelName}`);
-      into[labelName] = value;
+      // names[0..k-1] are this label set's names so far.
+      if (!reused) for (let j = 0; j < k; j++) if (names[j] === labelName) this.fail(`duplicate label ${labelName}`);
+      values[k] = value;
       k++;
       while (i < end && isBlank(text.charCodeAt(i))) i++;
       const sep = i < end ? text.charCodeAt(i) : NaN;
@@ -627,10 +690,22 @@ export class PromTextParser {
         i++;
         continue;
       }
-      if (sep === 125) return i + 1;
+      if (sep === 125) return this.labelsEnd(i + 1, k, reused && k === previousCount);
       this.fail(`expected "," or "}" after label ${labelName}`);
     }
   }
+
+  private labelsEnd(at: number, count: number, sameNames: boolean): number {
+    this.labelCount = count;
+    this.sameNames = sameNames;
+    return at;
+  }
+}
+
+/** Whether `text` holds `s` at `at` (the caller checked the length fits). */
+function sameText(text: string, at: number, s: string): boolean {
+  for (let j = 0; j < s.length; j++) if (text.charCodeAt(at + j) !== s.charCodeAt(j)) return false;
+  return true;
 }
 
 function concatAll(parts: readonly Uint8Array[], length: number): Uint8Array {
