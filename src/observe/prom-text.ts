@@ -207,6 +207,11 @@ export class PromTextParser {
   private readonly labelNameWords: number[][] = [];
   /** The values of the last label set parsed, by position: a value spelled the same is that string again. */
   private readonly labelValues: string[] = [];
+  /** Where each of those values starts in the text they were read from (`valuesText`: its `textNo`); -1: not known. */
+  private readonly labelValueStarts: number[] = [];
+  private valuesText = -1;
+  /** Counts the texts parsed (each run of lines, each line parsed on its own): tells whether two positions are in the same one. */
+  private textNo = 0;
   /** How many labels the last label set parsed had, and whether its names were the label set's before it, in order. */
   private labelCount = 0;
   private sameNames = false;
@@ -311,6 +316,7 @@ export class PromTextParser {
 
   /** Parses the complete lines of `text` (after what is pending), and keeps its unfinished last line. */
   private text(text: string): void {
+    this.textNo++;
     if (text.length === 0) return;
     let nl = text.indexOf('\n');
     if (nl === -1) {
@@ -368,7 +374,10 @@ export class PromTextParser {
     const view = this.view;
     this.view = undefined;
     this.backslash = -1;
+    this.textNo++;
     this.lineAt(raw, 0, raw.length);
+    // Back in the text this line was cut from (if any): a position read in the line is none in it.
+    this.textNo++;
     this.view = view;
   }
 
@@ -614,6 +623,11 @@ export class PromTextParser {
     const values = this.labelValues;
     const view = this.view;
     const previousCount = this.labelCount;
+    if (this.valuesText !== this.textNo) {
+      // The starts recorded so far are in another text: none is a position in this one.
+      this.labelValueStarts.fill(-1);
+      this.valuesText = this.textNo;
+    }
     // Until this label set is complete, nothing is known of the names held (a failed line leaves them half written).
     this.labelCount = 0;
     // Whether every name so far was the previous label set's at the same position: those are distinct (a label set
@@ -654,8 +668,16 @@ export class PromTextParser {
         const q = text.indexOf('"', i);
         if (q === -1 || q >= end) this.fail(`unterminated value for label ${labelName}`);
         // The previous label set's value at this position, when spelled the same, is kept as it is: no new string.
+        // Read from this same ASCII text, both spellings are compared on its bytes, four at a time.
         const before = values[k];
-        value = before !== undefined && before.length === q - i && sameText(text, i, before) ? before : text.slice(i, q);
+        const length = q - i;
+        let same = false;
+        if (before !== undefined && before.length === length) {
+          const at = this.labelValueStarts[k]!;
+          same = view !== undefined && at >= 0 ? sameBytes(view, at, i, length) : sameText(text, i, before);
+        }
+        value = same ? before! : text.slice(i, q);
+        this.labelValueStarts[k] = i;
         i = q;
       } else {
         value = '';
@@ -678,6 +700,7 @@ export class PromTextParser {
           i++;
         }
         value += text.slice(chunkStart, i);
+        this.labelValueStarts[k] = -1;
       }
       i++; // closing quote
       // names[0..k-1] are this label set's names so far.
@@ -700,6 +723,14 @@ export class PromTextParser {
     this.sameNames = sameNames;
     return at;
   }
+}
+
+/** Whether the `length` bytes at `a` and at `b` are the same (both within `bytes`), four at a time. */
+function sameBytes(bytes: DataView, a: number, b: number, length: number): boolean {
+  let k = 0;
+  for (; k + 4 <= length; k += 4) if (bytes.getInt32(a + k, true) !== bytes.getInt32(b + k, true)) return false;
+  for (; k < length; k++) if (bytes.getUint8(a + k) !== bytes.getUint8(b + k)) return false;
+  return true;
 }
 
 /** Whether `text` holds `s` at `at` (the caller checked the length fits). */
