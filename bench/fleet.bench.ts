@@ -8,6 +8,8 @@
 //   node bench/fleet.bench.ts                      (N = 3, 10, 50)
 //   BENCH_FLEET=3,10,50,100,200 node bench/fleet.bench.ts
 //   BENCH_CYCLES=25 BENCH_REQUEUE_MS=2000 BENCH_INTERVAL_MS=10000 BENCH_KEEPALIVE_MS=5000 BENCH_WAIT_MS=0
+//   BENCH_RSS_AT=26,60,120 BENCH_RETAINED=1        (memory after those cycles)
+//   BENCH_SERVE_VERSION=v1.34.4 BENCH_START_TIMES=every,inflight,none   (start-time reads of a pre-1.35 fleet)
 //
 // Three processes: this one (the orchestrator) runs, for each N, one child that hosts the N servers
 // (`--serve N`) and one child that runs the observer (`--observe N`), so the observer's CPU and max RSS are
