@@ -215,6 +215,9 @@ export class PromTextParser {
   /** How many labels the last label set parsed had, and whether its names were the label set's before it, in order. */
   private labelCount = 0;
   private sameNames = false;
+  /** The positions whose value is not the previous label set's string, and how many (the first `changedCount`). */
+  private readonly changed: number[] = [];
+  private changedCount = 0;
   /**
    * The labels object of the last kept sample, while `labelNames`/`labelValues` are its: a line with the same
    * label names copies it (one allocation of the right size) and sets only the values that differ.
@@ -602,9 +605,10 @@ export class PromTextParser {
     let out: Labels;
     if (this.sameNames && last !== undefined) {
       out = { ...last };
-      for (let k = 0; k < n; k++) {
-        const name = names[k]!;
-        if (out[name] !== values[k]) out[name] = values[k]!;
+      const changed = this.changed;
+      for (let c = 0; c < this.changedCount; c++) {
+        const k = changed[c]!;
+        out[names[k]!] = values[k]!;
       }
     } else {
       out = {};
@@ -630,6 +634,7 @@ export class PromTextParser {
     }
     // Until this label set is complete, nothing is known of the names held (a failed line leaves them half written).
     this.labelCount = 0;
+    this.changedCount = 0;
     // Whether every name so far was the previous label set's at the same position: those are distinct (a label set
     // with a repeated name fails its line), so none can repeat until a name differs.
     let reused = true;
@@ -677,6 +682,7 @@ export class PromTextParser {
           same = view !== undefined && at >= 0 ? sameBytes(view, at, i, length) : sameText(text, i, before);
         }
         value = same ? before! : text.slice(i, q);
+        if (!same) this.changed[this.changedCount++] = k;
         this.labelValueStarts[k] = i;
         i = q;
       } else {
@@ -701,6 +707,7 @@ export class PromTextParser {
         }
         value += text.slice(chunkStart, i);
         this.labelValueStarts[k] = -1;
+        this.changed[this.changedCount++] = k;
       }
       i++; // closing quote
       // names[0..k-1] are this label set's names so far.
