@@ -11,7 +11,8 @@ import { leaseHolderSurvivesRestart } from './version-facts.ts';
  *
  * - a call in flight on it: whether the call landed (calls.ts `landed`, `callPollMs`) is a restart to confirm;
  * - a call that may be requested this step: the call records the process it found (`holderBefore`). That is
- *   any server while no call is in flight in a phase that makes calls.
+ *   any server while no call is in flight in a phase that makes calls, or while rolling back (a Rollback call may
+ *   go to any server while others are in flight), and the servers of the batch under way.
  *
  * Elsewhere the last read start time is kept (`processStartKept`): it still names the process it was read from,
  * and an analysis look reads it again with the signals. A call is never recorded against a kept or unread start
@@ -21,8 +22,9 @@ export function startTimeReads(status: ApiServerUpgradeStatus | undefined): Star
   const calls = (status?.driverCalls ?? []).filter(inFlight);
   const phase = status?.phase;
   const mayCall = !isTerminal(phase) && phase !== 'Paused' && phase !== 'Pending';
-  if (calls.length === 0 && mayCall) return { all: true, servers: [] };
-  return { all: false, servers: [...new Set(calls.map((c) => c.server))].sort() };
+  if ((calls.length === 0 && mayCall) || phase === 'RollingBack') return { all: true, servers: [] };
+  const batch = mayCall ? (status?.batch?.servers ?? []) : [];
+  return { all: false, servers: [...new Set([...calls.map((c) => c.server), ...batch])].sort() };
 }
 
 /**

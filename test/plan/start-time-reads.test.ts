@@ -14,6 +14,13 @@ test('startTimeReads: the servers with a call in flight, and only them, while ca
   assert.deepEqual(startTimeReads(status), { all: false, servers: ['cp-1', 'cp-2'] }, 'a restart to confirm on each server with a call in flight; not on cp-3 (Done)');
 });
 
+test('startTimeReads: the servers of the batch under way too (a call may go to one while another is in flight); every server while rolling back', () => {
+  const calls = [call('cp-1', 'Accepted')];
+  assert.deepEqual(startTimeReads({ phase: 'Upgrading', batch: { current: 1, servers: ['cp-1', 'cp-2'] }, driverCalls: calls }), { all: false, servers: ['cp-1', 'cp-2'] });
+  assert.deepEqual(startTimeReads({ phase: 'RollingBack', driverCalls: calls }), { all: true, servers: [] });
+  assert.deepEqual(startTimeReads({ phase: 'Paused', batch: { current: 1, servers: ['cp-1', 'cp-2'] }, driverCalls: calls }), { all: false, servers: ['cp-1'] }, 'paused: only the restart to confirm');
+});
+
 test('startTimeReads: every server while a call may be requested (no call in flight in a phase that makes calls); none when none can be', () => {
   for (const phase of ['Preflight', 'EnablingProxy', 'Upgrading', 'RollingBack'] as const) {
     assert.deepEqual(startTimeReads({ phase, driverCalls: [call('cp-1', 'Done')] }), { all: true, servers: [] }, phase);
