@@ -532,10 +532,6 @@ export class FleetObserver {
   }
 }
 
-/**
- * The holder identity of the lease served at each address: by its peer-advertise annotation, else by its
- * hostname's hint (a server whose gate is off advertises no address). Addresses no lease claims have none.
- */
 /** Each Lease's server hostname by the address it is probed at (as `holdersByAddress` finds the address). */
 function hostnamesByAddress(leases: readonly IdentityLeaseLike[], hostnameAddresses: ReadonlyMap<string, string>): Map<string, string> {
   const out = new Map<string, string>();
@@ -547,6 +543,10 @@ function hostnamesByAddress(leases: readonly IdentityLeaseLike[], hostnameAddres
   return out;
 }
 
+/**
+ * The holder identity of the lease served at each address: by its peer-advertise annotation, else by its
+ * hostname's hint (a server whose gate is off advertises no address). Addresses no lease claims have none.
+ */
 function holdersByAddress(leases: readonly IdentityLeaseLike[], hostnameAddresses: ReadonlyMap<string, string>): Map<string, string> {
   const out = new Map<string, string>();
   for (const l of leases) {
