@@ -30,8 +30,10 @@ export function startTimeReads(status: ApiServerUpgradeStatus | undefined): Star
 /**
  * Whether a server's process identity can be recorded now: from 1.35 its Lease holder is enough; before, its
  * start time must have been read by this look (absent or kept from an earlier look: a restart since is unknown).
+ * A server whose `/version` did not answer this look has no page to read either: its call (a Rollback to a server
+ * that is down, say) is not held back, and records no identity, as for a server without a Lease.
  */
 export function startTimeFresh(p: Pick<ObservedPeer, 'holderIdentity' | 'version' | 'processStart' | 'processStartKept'> | undefined): boolean {
-  if (p?.holderIdentity === undefined || !leaseHolderSurvivesRestart(p.version)) return true;
+  if (p?.holderIdentity === undefined || p.version === undefined || !leaseHolderSurvivesRestart(p.version)) return true;
   return p.processStart !== undefined && p.processStartKept !== true;
 }

@@ -45,6 +45,7 @@ test('startTimeFresh: before 1.35 only a start time this look read; from 1.35 (o
   assert.equal(startTimeFresh(v134), false, 'not read');
   assert.equal(startTimeFresh({ holderIdentity: 'apiserver-a', version: 'v1.35.4', processStartKept: true }), true);
   assert.equal(startTimeFresh({ version: 'v1.34.4' }), true, 'no Lease: no identity to record either way');
+  assert.equal(startTimeFresh({ holderIdentity: 'apiserver-a' }), true, 'no /version this look (down): no page to read either; its call is not held');
 });
 
 test('v1.34: no call is requested on a server whose start time this look did not read; the next look that reads it requests it, recording that start', () => {
