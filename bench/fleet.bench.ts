@@ -8,6 +8,8 @@
 //   node bench/fleet.bench.ts                      (N = 3, 10, 50)
 //   BENCH_FLEET=3,10,50,100,200 node bench/fleet.bench.ts
 //   BENCH_CYCLES=25 BENCH_REQUEUE_MS=2000 BENCH_INTERVAL_MS=10000 BENCH_KEEPALIVE_MS=5000 BENCH_WAIT_MS=0
+//   BENCH_RSS_AT=26,60,120 BENCH_RETAINED=1        (memory after those cycles)
+//   BENCH_SERVE_VERSION=v1.34.4 BENCH_START_TIMES=every,inflight,none   (start-time reads of a pre-1.35 fleet)
 //
 // Three processes: this one (the orchestrator) runs, for each N, one child that hosts the N servers
 // (`--serve N`) and one child that runs the observer (`--observe N`), so the observer's CPU and max RSS are
@@ -46,8 +48,24 @@ const KEEPALIVE_MS = env('BENCH_KEEPALIVE_MS', 5000);
 /** Real time slept between cycles (0: back to back; 2000 reproduces the requeue cadence and keep-alive expiry). */
 const WAIT_MS = env('BENCH_WAIT_MS', 0);
 const FLEET = (process.env.BENCH_FLEET ?? '3,10,50').split(',').map(Number);
+/** Timed cycles after which RSS and heap are recorded (the growth between them shows whether the process settles). */
+const RSS_AT = new Set((process.env.BENCH_RSS_AT ?? '26,60,120').split(',').filter(Boolean).map(Number));
+/** BENCH_RETAINED=1: also the heap retained at those cycles (two forced GCs there, which lower the RSS that follows). */
+const RETAINED_AT = process.env.BENCH_RETAINED === '1';
 /** Servers alternate between the captured versions, as a fleet mid-upgrade does. */
-const VERSIONS = fixtureVersions().filter((v) => fixtureFiles(v, /^metrics\.txt$/).length > 0);
+const CAPTURED = fixtureVersions().filter((v) => fixtureFiles(v, /^metrics\.txt$/).length > 0);
+/**
+ * BENCH_SERVE_VERSION=v1.34.4: every server serves the first captured version's pages with its `/version` saying this
+ * version instead (a server whose Lease holder survives restarts, before 1.35: its start time is read from /metrics).
+ */
+const SERVE_VERSION = process.env.BENCH_SERVE_VERSION;
+const VERSIONS = SERVE_VERSION ? CAPTURED.slice(0, 1) : CAPTURED;
+/**
+ * Which start times the planner asks for (AnalysisSettings.startTimes), one observer run per mode and N:
+ * `every` (absent: every look, as before src/plan/start-time-reads.ts), `none`, `inflight` (cp-1, as while one
+ * call is in flight), `all`.
+ */
+const START_MODES = (process.env.BENCH_START_TIMES ?? 'every').split(',');
 
 /** 127.0.0.1 … 127.0.0.254, then 127.0.1.1 …: loopback answers on all of 127/8. */
 const ipOf = (n: number): string => `127.0.${Math.floor((n - 1) / 254)}.${((n - 1) % 254) + 1}`;
@@ -85,7 +103,9 @@ function pages(version: string): Map<string, Page> {
     const body = Buffer.from(file.startsWith('discovery-') ? cutDown(text, file.startsWith('discovery-api-')) : text);
     return { body, type: 'application/json', ...(etag ? { etag: `"${createHash('sha256').update(body).digest('hex').slice(0, 32)}"` } : {}) };
   };
-  out.set('/version', json('version.json', false));
+  const version_ = json('version.json', false);
+  if (SERVE_VERSION) version_.body = Buffer.from(JSON.stringify({ ...(JSON.parse(version_.body.toString()) as object), gitVersion: SERVE_VERSION, minor: SERVE_VERSION.split('.')[1], emulationMinor: SERVE_VERSION.split('.')[1] }));
+  out.set('/version', version_);
   out.set('/readyz', { body: Buffer.from('ok'), type: 'text/plain' });
   const metrics = Buffer.from(readFixture(version, 'metrics.txt'));
   // client_golang's promhttp gzips when asked; kube-apiserver's own compression only answers bodies >= 128 KiB.
@@ -172,6 +192,8 @@ function ask<T>(child: ChildProcess, message: string, key: string): Promise<T> {
 }
 
 interface Result {
+  /** BENCH_START_TIMES mode of this run. */
+  mode: string;
   n: number;
   cycles: number;
   analyses: number;
@@ -190,9 +212,20 @@ interface Result {
   /** process.memoryUsage() at that moment, MiB: where the RSS is (V8 heap reserved and used, buffers outside it). */
   steadyMemory: Record<string, number>;
   heapMiB: number;
+  /** RSS and V8 heap used (MiB, no forced GC) after the timed cycles of BENCH_RSS_AT. */
+  rssAt: Record<string, { rss: number; heapUsed: number; heapTotal: number; external: number; retained?: number }>;
 }
 
-async function observe(n: number): Promise<void> {
+function startTimesOf(mode: string): AnalysisSettings['startTimes'] {
+  if (mode === 'every') return undefined;
+  if (mode === 'none') return { all: false, servers: [] };
+  if (mode === 'inflight') return { all: false, servers: ['cp-1'] };
+  if (mode === 'all') return { all: true, servers: [] };
+  throw new Error(`BENCH_START_TIMES: unknown mode ${mode}`);
+}
+
+async function observe(n: number, mode: string): Promise<void> {
+  const startTimes = startTimesOf(mode);
   const servers = fork(import.meta.filename, ['--serve', String(n)], { stdio: 'inherit' });
   const addresses = await ask<string[]>(servers, '', 'addresses');
   const api = new FakeApi();
@@ -206,6 +239,7 @@ async function observe(n: number): Promise<void> {
     // As src/plan/analysis.ts analysisDue does from status.lastAnalysis.
     due: lastAnalysis === undefined || now - lastAnalysis >= INTERVAL_MS,
     proxyErrorRatio: 0.01, errorRatio: 0.05, latencyP99Seconds: 1,
+    ...(startTimes ? { startTimes } : {}),
   });
   let errors = 0;
   const cycle = async (): Promise<void> => {
@@ -225,11 +259,17 @@ async function observe(n: number): Promise<void> {
   const before = await ask<ServerStats>(servers, 'stats', 'stats');
   const t0 = process.cpuUsage();
   let analyses = 0;
+  const rssAt: Result['rssAt'] = {};
+  const mib = (b: number): number => Math.round((b / 1024 / 1024) * 10) / 10;
   for (let i = 0; i < CYCLES; i++) {
     if (WAIT_MS > 0) await new Promise((r) => setTimeout(r, WAIT_MS));
     const was = lastAnalysis;
     await cycle();
     if (lastAnalysis !== was) analyses++;
+    if (RSS_AT.has(i + 1)) {
+      const m = process.memoryUsage();
+      rssAt[String(i + 1)] = { rss: mib(m.rss), heapUsed: mib(m.heapUsed), heapTotal: mib(m.heapTotal), external: mib(m.external + m.arrayBuffers), ...(RETAINED_AT ? { retained: Math.round(retainedHeapMiB() * 10) / 10 } : {}) };
+    }
   }
   const cpu = process.cpuUsage(t0);
   const mem = process.memoryUsage();
@@ -242,6 +282,7 @@ async function observe(n: number): Promise<void> {
   const bytesPerServerCycle = (after.bytes - before.bytes) / CYCLES / n;
   const result: Result = {
     n,
+    mode,
     cycles: CYCLES,
     analyses,
     cpuMsPerServerCycle: (cpu.user + cpu.system) / 1000 / CYCLES / n,
@@ -256,6 +297,7 @@ async function observe(n: number): Promise<void> {
     steadyRssMiB,
     steadyMemory,
     heapMiB: retainedHeapMiB(),
+    rssAt,
   };
   observer.close();
   servers.send('exit');
@@ -296,21 +338,21 @@ function compiledBench(): { script: string; dir: string } {
 
 async function main(): Promise<void> {
   const compiled = process.env.BENCH_OBSERVER === 'ts' ? undefined : compiledBench();
-  process.stdout.write(`node ${process.version}; observer ${compiled ? 'compiled to JavaScript' : 'from the TypeScript sources'}, NODE_OPTIONS '${OBSERVER_NODE_OPTIONS}', ${MAX_SOCKETS ?? 'default'} sockets per server; ${CYCLES} cycles after a cold one, one every ${REQUEUE_MS} ms of observer time (real wait ${WAIT_MS} ms), analysis interval ${INTERVAL_MS} ms, server keep-alive ${KEEPALIVE_MS} ms; servers alternate ${VERSIONS.join(' / ')}\n\n`);
+  process.stdout.write(`node ${process.version}; observer ${compiled ? 'compiled to JavaScript' : 'from the TypeScript sources'}, NODE_OPTIONS '${OBSERVER_NODE_OPTIONS}', ${MAX_SOCKETS ?? 'default'} sockets per server; ${CYCLES} cycles after a cold one, one every ${REQUEUE_MS} ms of observer time (real wait ${WAIT_MS} ms), analysis interval ${INTERVAL_MS} ms, server keep-alive ${KEEPALIVE_MS} ms; servers alternate ${VERSIONS.join(' / ')}${SERVE_VERSION ? ` with /version saying ${SERVE_VERSION}` : ''}\n\n`);
   const rows: string[] = [];
-  for (const n of FLEET) {
+  for (const n of FLEET) for (const mode of START_MODES) {
     // The observer process runs as the operator's does: compiled, with the chart's heap flags.
-    const child = fork(compiled?.script ?? import.meta.filename, ['--observe', String(n)], { stdio: 'inherit', execArgv: ['--expose-gc', '--disable-warning=ExperimentalWarning'], env: { ...process.env, NODE_OPTIONS: OBSERVER_NODE_OPTIONS } });
+    const child = fork(compiled?.script ?? import.meta.filename, ['--observe', String(n), mode], { stdio: 'inherit', execArgv: ['--expose-gc', '--disable-warning=ExperimentalWarning'], env: { ...process.env, NODE_OPTIONS: OBSERVER_NODE_OPTIONS } });
     const r = await ask<Result>(child, '', 'result');
     await new Promise((resolve) => child.once('exit', resolve));
-    rows.push(`| ${r.n} | ${r.cpuMsPerServerCycle.toFixed(1)} | ${(r.bytesPerServerCycle / 1e6).toFixed(3)} | ${(r.bytesPerServerInterval / 1e6).toFixed(3)} | ${r.requestsPerCycle} | ${r.errors} | ${r.coldCpuMsPerServer.toFixed(0)} | ${r.maxRssMiB.toFixed(0)} | ${r.steadyRssMiB.toFixed(0)} | ${r.heapMiB.toFixed(0)} |`);
+    rows.push(`| ${r.n}${START_MODES.length > 1 || SERVE_VERSION ? ` (${SERVE_VERSION ?? 'captured'}, start times ${r.mode})` : ''} | ${r.cpuMsPerServerCycle.toFixed(1)} | ${(r.bytesPerServerCycle / 1e6).toFixed(3)} | ${(r.bytesPerServerInterval / 1e6).toFixed(3)} | ${r.requestsPerCycle} | ${r.errors} | ${r.coldCpuMsPerServer.toFixed(0)} | ${r.maxRssMiB.toFixed(0)} | ${r.steadyRssMiB.toFixed(0)} | ${r.heapMiB.toFixed(0)} |`);
     process.stdout.write(`N=${n}: ${JSON.stringify(r)}\n`);
   }
   process.stdout.write(`\n| servers | CPU ms / server / cycle | MB / server / cycle | MB / server / analysis interval | requests / cycle | not-ready or not-converged | cold cycle CPU ms / server | observer max RSS MiB | steady-state RSS MiB | retained heap MiB |\n|---|---|---|---|---|---|---|---|---|---|\n${rows.join('\n')}\n`);
   if (compiled) rmSync(compiled.dir, { recursive: true, force: true });
 }
 
-const [role, arg] = process.argv.slice(2);
+const [role, arg, mode] = process.argv.slice(2);
 if (role === '--serve') await serve(Number(arg));
-else if (role === '--observe') await observe(Number(arg));
+else if (role === '--observe') await observe(Number(arg), mode ?? 'every');
 else await main();

@@ -5,6 +5,7 @@
 //   npm run bench            (node --expose-gc bench/prom-parse.bench.ts)
 //   BENCH_MS=5000 npm run bench   (longer timed runs)
 //   BENCH_ROUNDS=60 ...            (rounds of the side-by-side comparison; 30 by default)
+//   BENCH_BIG_MB=20.8 ...          (the grown page, bench/big-page.ts: 0 leaves it out; BENCH_BIG_ROUNDS, 15 by default)
 import { readFileSync } from 'node:fs';
 import { Readable } from 'node:stream';
 import parsePrometheusTextFormat from 'parse-prometheus-text-format';
@@ -12,6 +13,7 @@ import { getMetricsFromStream } from 'prom2javascript';
 import { PromTextParser, type ParsedMetrics, type WantedFamilies } from '../src/observe/prom-text.ts';
 import { SIGNAL_FAMILIES } from '../src/observe/signals.ts';
 import { FIXTURES_DIR, fixtureFiles, fixtureVersions } from '../test/observe/fixtures.ts';
+import { bigPage } from './big-page.ts';
 
 const TIMED_MS = Number(process.env.BENCH_MS ?? 2000);
 const WARMUP_MS = Math.min(1000, TIMED_MS / 2);
@@ -104,9 +106,15 @@ function memory(parts: readonly Buffer[], wanted: WantedFamilies): Memory {
 const rows: string[] = [];
 const versions = fixtureVersions().filter((v) => fixtureFiles(v, /^metrics\.txt$/).length > 0);
 if (versions.length === 0) throw new Error(`no ${FIXTURES_DIR}/<version>/metrics.txt fixtures`);
+/** The grown page: v1.36.3's (else the last captured version's), its `resource` series repeated for more resources (bench/big-page.ts). */
+const BIG_MB = Number(process.env.BENCH_BIG_MB ?? 20.8);
+const grownFrom = versions.includes('v1.36.3') ? 'v1.36.3' : versions.at(-1)!;
+const PAGES: { name: string; bytes: Buffer; rounds?: number }[] = [
+  ...versions.map((v) => ({ name: v, bytes: readFileSync(`${FIXTURES_DIR}/${v}/metrics.txt`) })),
+  ...(BIG_MB > 0 ? [{ name: `${grownFrom} grown`, bytes: bigPage(`${FIXTURES_DIR}/${grownFrom}/metrics.txt`, BIG_MB * 1e6), rounds: Number(process.env.BENCH_BIG_ROUNDS ?? 15) }] : []),
+];
 process.stdout.write(`node ${process.version}, ${TIMED_MS} ms timed per case after ${WARMUP_MS} ms warm-up, ${CHUNK / 1024} KiB chunks\n\n`);
-for (const version of versions) {
-  const bytes = readFileSync(`${FIXTURES_DIR}/${version}/metrics.txt`);
+for (const { name: version, bytes } of PAGES) {
   const parts = chunks(bytes);
   for (const [label, wanted] of [['signal families', SIGNAL_FAMILIES], ['all', 'all']] as const) {
     const once = parseChunks(parts, wanted);
@@ -159,9 +167,8 @@ const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floo
 
 const peerRows: string[] = [];
 const ratioRows: string[] = [];
-process.stdout.write(`\nside by side: ${ROUNDS} interleaved rounds, CPU time per parse, median\n`);
-for (const version of versions) {
-  const bytes = readFileSync(`${FIXTURES_DIR}/${version}/metrics.txt`);
+process.stdout.write(`\nside by side: ${ROUNDS} interleaved rounds (the grown page: ${PAGES.at(-1)?.rounds ?? ROUNDS}), CPU time per parse, median\n`);
+for (const { name: version, bytes, rounds } of PAGES) {
   const parts = chunks(bytes);
   const failed = new Map<string, string>();
   const samples = new Map<string, number[]>(CASES.map((c) => [c.name, []]));
@@ -175,7 +182,7 @@ for (const version of versions) {
       }
     }
   }
-  for (let r = 0; r < ROUNDS; r++) {
+  for (let r = 0; r < (rounds ?? ROUNDS); r++) {
     for (let i = 0; i < CASES.length; i++) {
       const c = CASES[(i + r) % CASES.length]!;
       if (failed.has(c.name)) continue;
@@ -185,7 +192,7 @@ for (const version of versions) {
   const med = new Map([...samples].filter(([n]) => !failed.has(n)).map(([n, xs]) => [n, median(xs)]));
   for (const c of CASES) {
     const m = med.get(c.name);
-    peerRows.push(`| ${version} | ${c.name} | ${m === undefined ? `throws: ${failed.get(c.name)}` : m.toFixed(2)} | ${m === undefined ? '–' : (bytes.length / 1e6 / (m / 1000)).toFixed(0)} |`);
+    peerRows.push(`| ${version}, ${(bytes.length / 1e6).toFixed(2)} MB | ${c.name} | ${m === undefined ? `throws: ${failed.get(c.name)}` : m.toFixed(2)} | ${m === undefined ? '–' : (bytes.length / 1e6 / (m / 1000)).toFixed(0)} |`);
     process.stdout.write(`${peerRows.at(-1)}\n`);
   }
   const peers = CASES.slice(2).flatMap((c) => (med.has(c.name) ? [{ name: c.name, ms: med.get(c.name)! }] : []));
@@ -193,7 +200,7 @@ for (const version of versions) {
   if (fastest) {
     const sig = fastest.ms / med.get(CASES[0]!.name)!;
     const all = fastest.ms / med.get(CASES[1]!.name)!;
-    ratioRows.push(`| ${version} | ${fastest.name} | ${sig.toFixed(1)}x | ${all.toFixed(1)}x |`);
+    ratioRows.push(`| ${version}, ${(bytes.length / 1e6).toFixed(2)} MB | ${fastest.name} | ${sig.toFixed(1)}x | ${all.toFixed(1)}x |`);
     process.stdout.write(`${ratioRows.at(-1)}\n`);
   }
 }

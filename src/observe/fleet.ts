@@ -203,14 +203,23 @@ export class FleetObserver {
     // it when an analysis is due (the same test `analysis` makes); the gate state (kubernetes_feature_enabled)
     // only changes when a server restarts, which from 1.35 gives its identity Lease a new holder: between those,
     // the gate of the last scrape is kept. A server before 1.35 keeps its holder across restarts
-    // (leaseHolderSurvivesRestart), so its page is read on every look: the gate and the process start time that
-    // tell its restarts apart. One scrape serves both.
+    // (leaseHolderSurvivesRestart): its page is read on the looks the planner asks its start time for
+    // (settings.startTimes, src/plan/start-time-reads.ts; absent: every look), the gate and the process start time
+    // that tell its restarts apart. One scrape serves both. Between those, the last read's are kept, the start
+    // time marked as kept.
     const holders = holdersByAddress(leases, hostnameAddresses);
+    const hostnames = hostnamesByAddress(leases, hostnameAddresses);
+    const startTimes = settings.startTimes;
+    const readsStart = (a: string): boolean => {
+      const hostname = hostnames.get(a);
+      // A server not named by its Lease cannot be matched to the planner's list: read.
+      return !startTimes || startTimes.all || hostname === undefined || startTimes.servers.includes(hostname);
+    };
     const forAnalysis = !(settings.prometheus && this.analysisSource) && (!this.lastAnalysis || (settings.due ?? now - this.lastAnalysisAt >= settings.intervalMs));
     const wanted = (a: string): ReadonlySet<string> | undefined => {
       if (forAnalysis) return SIGNAL_FAMILIES;
       const kept = this.gates.get(a);
-      return kept && !kept.failed && kept.holderIdentity === (holders.get(a) ?? '') && !leaseHolderSurvivesRestart(kept.version) ? undefined : GATE_FAMILIES;
+      return kept && !kept.failed && kept.holderIdentity === (holders.get(a) ?? '') && (!leaseHolderSurvivesRestart(kept.version) || !readsStart(a)) ? undefined : GATE_FAMILIES;
     };
     // Each page is reduced to its compact form as soon as it is parsed, so at most CONCURRENCY parsed pages
     // exist at once, not one per server.
@@ -251,14 +260,14 @@ export class FleetObserver {
         const kept = this.gates.get(a)!;
         probe.proxyGate = kept.gate;
         probe.coordinatedLeaderElection = kept.coordinatedLeaderElection;
-        if (kept.processStart !== undefined) probe.processStart = kept.processStart;
+        if (kept.processStart !== undefined) Object.assign(probe, { processStart: kept.processStart, processStartKept: true });
       } else {
         // A failed scrape: the gate is unknown now and read again next time. The process start of the last page
         // stays while the holder does: a failed read is no restart.
         const kept = this.gates.get(a);
         if (kept && kept.holderIdentity === (holders.get(a) ?? '')) {
           this.gates.set(a, { ...kept, failed: true });
-          if (kept.processStart !== undefined) probe.processStart = kept.processStart;
+          if (kept.processStart !== undefined) Object.assign(probe, { processStart: kept.processStart, processStartKept: true });
         } else {
           this.gates.delete(a);
         }
@@ -276,6 +285,7 @@ export class FleetObserver {
       proxyGate: s.proxyGate,
       ...(s.holderIdentity ? { holderIdentity: s.holderIdentity } : {}),
       ...(s.address && probes.get(s.address)?.processStart !== undefined ? { processStart: probes.get(s.address)!.processStart! } : {}),
+      ...(s.address && probes.get(s.address)?.processStartKept ? { processStartKept: true as const } : {}),
       ...(s.lastRenew ? { lastRenew: s.lastRenew } : {}),
       ...(s.address && probes.get(s.address)?.coordinatedLeaderElection !== undefined ? { coordinatedLeaderElection: probes.get(s.address)!.coordinatedLeaderElection! } : {}),
       stale: s.stale,
@@ -520,6 +530,17 @@ export class FleetObserver {
       return undefined;
     }
   }
+}
+
+/** Each Lease's server hostname by the address it is probed at (as `holdersByAddress` finds the address). */
+function hostnamesByAddress(leases: readonly IdentityLeaseLike[], hostnameAddresses: ReadonlyMap<string, string>): Map<string, string> {
+  const out = new Map<string, string>();
+  for (const l of leases) {
+    const hostname = l.metadata?.labels?.[HOSTNAME_LABEL] ?? '';
+    const address = l.metadata?.annotations?.[PEER_ADDRESS_ANNOTATION] ?? hostnameAddresses.get(hostname);
+    if (address && hostname) out.set(address, hostname);
+  }
+  return out;
 }
 
 /**

@@ -57,6 +57,8 @@ export interface ProbeResult {
   proxyGate?: GateState;
   /** From `process_start_time_seconds` on `/metrics` (seconds since the epoch). */
   processStart?: number;
+  /** `processStart` is an earlier look's, carried over: not read by this one. */
+  processStartKept?: true;
   /** The CoordinatedLeaderElection gate, from `kubernetes_feature_enabled` on `/metrics`. */
   coordinatedLeaderElection?: GateState;
   /** Why the probe (or part of it) failed. */

@@ -205,6 +205,24 @@ export class PromTextParser {
   /** The label names of the last label set parsed, by position, and their bytes. */
   private readonly labelNames: string[] = [];
   private readonly labelNameWords: number[][] = [];
+  /** The values of the last label set parsed, by position: a value spelled the same is that string again. */
+  private readonly labelValues: string[] = [];
+  /** Where each of those values starts in the text they were read from (`valuesText`: its `textNo`); -1: not known. */
+  private readonly labelValueStarts: number[] = [];
+  private valuesText = -1;
+  /** Counts the texts parsed (each run of lines, each line parsed on its own): tells whether two positions are in the same one. */
+  private textNo = 0;
+  /** How many labels the last label set parsed had, and whether its names were the label set's before it, in order. */
+  private labelCount = 0;
+  private sameNames = false;
+  /** The positions whose value is not the previous label set's string, and how many (the first `changedCount`). */
+  private readonly changed: number[] = [];
+  private changedCount = 0;
+  /**
+   * The labels object of the last kept sample, while `labelNames`/`labelValues` are its: a line with the same
+   * label names copies it (one allocation of the right size) and sets only the values that differ.
+   */
+  private lastLabels: Labels | undefined;
   /** The bytes of the text being parsed when they are all ASCII (index i of the text is byte i), else undefined. */
   private view: DataView | undefined;
   /**
@@ -301,6 +319,7 @@ export class PromTextParser {
 
   /** Parses the complete lines of `text` (after what is pending), and keeps its unfinished last line. */
   private text(text: string): void {
+    this.textNo++;
     if (text.length === 0) return;
     let nl = text.indexOf('\n');
     if (nl === -1) {
@@ -358,7 +377,10 @@ export class PromTextParser {
     const view = this.view;
     this.view = undefined;
     this.backslash = -1;
+    this.textNo++;
     this.lineAt(raw, 0, raw.length);
+    // Back in the text this line was cut from (if any): a position read in the line is none in it.
+    this.textNo++;
     this.view = view;
   }
 
@@ -517,9 +539,14 @@ export class PromTextParser {
     }
 
     let i = nameEnd;
-    const labels: Labels = {};
+    let labels: Labels;
     // Label values rarely hold escapes: without a backslash on the line, each value is one indexOf and one slice.
-    if (i < end && text.charCodeAt(i) === 123 /* { */) i = this.labels(text, i + 1, end, labels, this.backslashFrom(text, i) >= end);
+    if (i < end && text.charCodeAt(i) === 123 /* { */) {
+      i = this.labels(text, i + 1, end, this.backslashFrom(text, i) >= end);
+      labels = this.labelsObject();
+    } else {
+      labels = {};
+    }
     if (i >= end || !isBlank(text.charCodeAt(i))) this.fail(`expected a space before the value of ${name}`);
     while (i < end && isBlank(text.charCodeAt(i))) i++;
     const valueEnd = scanUntilBlank(text, i, end);
@@ -541,7 +568,9 @@ export class PromTextParser {
       i++;
       while (i < end && isBlank(text.charCodeAt(i))) i++;
       if (i >= end || text.charCodeAt(i) !== 123) this.fail(`malformed exemplar after ${name}`);
-      this.labels(text, i + 1, end, {});
+      this.labels(text, i + 1, end);
+      // The scratch arrays now hold the exemplar's labels, not the last kept sample's.
+      this.lastLabels = undefined;
     }
 
     const sample: Sample = { name, labels, value };
@@ -562,20 +591,64 @@ export class PromTextParser {
     return this.backslash;
   }
 
-  /** Parses `name="value",...}` starting after `{`, up to the line's `end`; returns the index after `}`. */
-  private labels(text: string, from: number, end: number, into: Labels, noEscapes = false): number {
+  /**
+   * The labels object of the label set just parsed (`labels`). The same names as the last kept sample's, in the
+   * same order (every histogram bucket line after the first of its series; most lines of a page): a copy of that
+   * sample's object, which has the same shape and size from the start, with the values that differ set. Else a
+   * new object built name by name.
+   */
+  private labelsObject(): Labels {
     const names = this.labelNames;
+    const values = this.labelValues;
+    const n = this.labelCount;
+    const last = this.lastLabels;
+    let out: Labels;
+    if (this.sameNames && last !== undefined) {
+      out = { ...last };
+      const changed = this.changed;
+      for (let c = 0; c < this.changedCount; c++) {
+        const k = changed[c]!;
+        out[names[k]!] = values[k]!;
+      }
+    } else {
+      out = {};
+      for (let k = 0; k < n; k++) out[names[k]!] = values[k]!;
+    }
+    this.lastLabels = out;
+    return out;
+  }
+
+  /**
+   * Parses `name="value",...}` starting after `{`, up to the line's `end`, into `labelNames`/`labelValues`
+   * (`labelCount` of them); returns the index after `}`.
+   */
+  private labels(text: string, from: number, end: number, noEscapes = false): number {
+    const names = this.labelNames;
+    const values = this.labelValues;
     const view = this.view;
+    const previousCount = this.labelCount;
+    if (this.valuesText !== this.textNo) {
+      // The starts recorded so far are in another text: none is a position in this one.
+      this.labelValueStarts.fill(-1);
+      this.valuesText = this.textNo;
+    }
+    // Until this label set is complete, nothing is known of the names held (a failed line leaves them half written).
+    this.labelCount = 0;
+    this.changedCount = 0;
+    // Whether every name so far was the previous label set's at the same position: those are distinct (a label set
+    // with a repeated name fails its line), so none can repeat until a name differs.
+    let reused = true;
     let i = from;
     let k = 0; // labels stored so far
     for (;;) {
       while (i < end && isBlank(text.charCodeAt(i))) i++;
       if (i >= end) this.fail('unterminated label set');
       const c = text.charCodeAt(i);
-      if (c === 125 /* } */) return i + 1;
+      if (c === 125 /* } */) return this.labelsEnd(i + 1, k, reused && k === previousCount);
       if (!isNameStart(c) || c === 58) this.fail(`invalid label name at column ${i - this.lineStart + 1}`);
       // The k-th label name of a line is nearly always the previous line's: reuse that string (no new
       // substring to hash and internalize as a property key). It cannot match past the line's end.
+      if (k >= previousCount) reused = false;
       const prev = names[k];
       let labelName: string;
       if (prev !== undefined && (view !== undefined ? nameAt(view, i, prev, this.labelNameWords[k]!) : text.startsWith(prev, i)) && !isLabelNameChar(text.charCodeAt(i + prev.length))) {
@@ -584,7 +657,9 @@ export class PromTextParser {
       } else {
         const nameStart = i;
         while (i < end && isLabelNameChar(text.charCodeAt(i))) i++;
-        names[k] = labelName = text.slice(nameStart, i);
+        labelName = text.slice(nameStart, i);
+        reused = false;
+        names[k] = labelName;
         this.labelNameWords[k] = wordsOf(labelName);
       }
       while (i < end && isBlank(text.charCodeAt(i))) i++;
@@ -593,33 +668,51 @@ export class PromTextParser {
       while (i < end && isBlank(text.charCodeAt(i))) i++;
       if (i >= end || text.charCodeAt(i) !== 34 /* " */) this.fail(`expected a quoted value for label ${labelName}`);
       i++;
-      let value = '';
-      let chunkStart = i;
+      let value: string;
       if (noEscapes) {
         const q = text.indexOf('"', i);
         if (q === -1 || q >= end) this.fail(`unterminated value for label ${labelName}`);
-        i = q;
-      } else for (;;) {
-        if (i >= end) this.fail(`unterminated value for label ${labelName}`);
-        const ch = text.charCodeAt(i);
-        if (ch === 34) break;
-        if (ch === 92 /* \ */) {
-          value += text.slice(chunkStart, i);
-          const next = i + 1 < end ? text.charCodeAt(i + 1) : NaN;
-          if (next === 92) value += '\\';
-          else if (next === 34) value += '"';
-          else if (next === 110) value += '\n';
-          else this.fail(`invalid escape "\\${text.slice(i + 1, Math.min(i + 2, end))}" in label ${labelName}`);
-          i += 2;
-          chunkStart = i;
-          continue;
+        // The previous label set's value at this position, when spelled the same, is kept as it is: no new string.
+        // Read from this same ASCII text, both spellings are compared on its bytes, four at a time.
+        const before = values[k];
+        const length = q - i;
+        let same = false;
+        if (before !== undefined && before.length === length) {
+          const at = this.labelValueStarts[k]!;
+          same = view !== undefined && at >= 0 ? sameBytes(view, at, i, length) : sameText(text, i, before);
         }
-        i++;
+        value = same ? before! : text.slice(i, q);
+        if (!same) this.changed[this.changedCount++] = k;
+        this.labelValueStarts[k] = i;
+        i = q;
+      } else {
+        value = '';
+        let chunkStart = i;
+        for (;;) {
+          if (i >= end) this.fail(`unterminated value for label ${labelName}`);
+          const ch = text.charCodeAt(i);
+          if (ch === 34) break;
+          if (ch === 92 /* \ */) {
+            value += text.slice(chunkStart, i);
+            const next = i + 1 < end ? text.charCodeAt(i + 1) : NaN;
+            if (next === 92) value += '\\';
+            else if (next === 34) value += '"';
+            else if (next === 110) value += '\n';
+            else this.fail(`invalid escape "\\${text.slice(i + 1, Math.min(i + 2, end))}" in label ${labelName}`);
+            i += 2;
+            chunkStart = i;
+            continue;
+          }
+          i++;
+        }
+        value += text.slice(chunkStart, i);
+        this.labelValueStarts[k] = -1;
+        this.changed[this.changedCount++] = k;
       }
-      value += text.slice(chunkStart, i);
       i++; // closing quote
-      if (Object.hasOwn(into, labelName)) this.fail(`duplicate label ${labelName}`);
-      into[labelName] = value;
+      // names[0..k-1] are this label set's names so far.
+      if (!reused) for (let j = 0; j < k; j++) if (names[j] === labelName) this.fail(`duplicate label ${labelName}`);
+      values[k] = value;
       k++;
       while (i < end && isBlank(text.charCodeAt(i))) i++;
       const sep = i < end ? text.charCodeAt(i) : NaN;
@@ -627,10 +720,30 @@ export class PromTextParser {
         i++;
         continue;
       }
-      if (sep === 125) return i + 1;
+      if (sep === 125) return this.labelsEnd(i + 1, k, reused && k === previousCount);
       this.fail(`expected "," or "}" after label ${labelName}`);
     }
   }
+
+  private labelsEnd(at: number, count: number, sameNames: boolean): number {
+    this.labelCount = count;
+    this.sameNames = sameNames;
+    return at;
+  }
+}
+
+/** Whether the `length` bytes at `a` and at `b` are the same (both within `bytes`), four at a time. */
+function sameBytes(bytes: DataView, a: number, b: number, length: number): boolean {
+  let k = 0;
+  for (; k + 4 <= length; k += 4) if (bytes.getInt32(a + k, true) !== bytes.getInt32(b + k, true)) return false;
+  for (; k < length; k++) if (bytes.getUint8(a + k) !== bytes.getUint8(b + k)) return false;
+  return true;
+}
+
+/** Whether `text` holds `s` at `at` (the caller checked the length fits). */
+function sameText(text: string, at: number, s: string): boolean {
+  for (let j = 0; j < s.length; j++) if (text.charCodeAt(at + j) !== s.charCodeAt(j)) return false;
+  return true;
 }
 
 function concatAll(parts: readonly Uint8Array[], length: number): Uint8Array {

@@ -6,6 +6,7 @@ import { isUp } from './peers.ts';
 import { safeMessage } from './redact.ts';
 import { minorOf, sameRelease } from './version.ts';
 import { processIdentity } from './process-identity.ts';
+import { startTimeFresh } from './start-time-reads.ts';
 import { checkRunning, holds, type HeldCall } from './running-process.ts';
 
 /**
@@ -285,6 +286,8 @@ export function driveStep(ctx: PlanContext, hostname: string, batch: number, act
   // The driver may still be carrying out the last call on this server (its agent not exited yet): never two at once.
   if (driverStillRunning(ctx, hostname)) return 'waiting';
   if (!opts.always && serverAt(ctx, hostname, target, gateGoal(action), opts.emulatedVersion)) return 'done';
+  // The call records the process it finds (holderBefore): before 1.35 that needs a start time this look read.
+  if (!startTimeFresh(ctx.observed(hostname))) return 'waiting';
   ctx.requestCall(action, batch, hostname, target, gate, opts.emulatedVersion);
   return 'waiting';
 }

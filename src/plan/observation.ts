@@ -21,6 +21,11 @@ export interface ObservedPeer {
    * from the next (before 1.35: process-identity.ts); absent elsewhere or when not read.
    */
   processStart?: number;
+  /**
+   * The start time is the one an earlier look read, carried over: this look did not read it (start-time-reads.ts).
+   * It names the process it was read from; a restart since is not known.
+   */
+  processStartKept?: true;
   lastRenew?: string;
   /** The identity Lease was not renewed for several renew periods: a crashed server's lingering lease. */
   stale: boolean;
@@ -176,6 +181,17 @@ export interface AnalysisSettings {
    * from-version does not (src/observe/orphans.ts says which servers speak for each side). Absent: not read.
    */
   orphansOf?: OrphansOf;
+  /**
+   * The servers whose process start time this look reads where their Lease holder does not tell a restart (before
+   * 1.35; src/plan/start-time-reads.ts). Absent: every such server, at every look.
+   */
+  startTimes?: StartTimeReads;
+}
+
+/** Which servers' process start times a look reads: all of them, or those hostnames. */
+export interface StartTimeReads {
+  all: boolean;
+  servers: string[];
 }
 
 /** `spec.analysis.prometheus`, resolved (the CRD defaults the selector to `job="apiserver"`). */

@@ -14,6 +14,7 @@ import type { AnalysisSettings, GateReads, Observation } from './observation.ts'
 import { checkSpec, type Policy, type PolicyViolation } from './policy.ts';
 import { blockingUpgrade, isFinished } from './admission.ts';
 import { analysisDue } from './analysis.ts';
+import { startTimeReads } from './start-time-reads.ts';
 import { callsToReport, inFlight } from './calls.ts';
 import { kubeadmConfigDue, kubeadmIntent, type KubeadmIntent } from './kubeadm-config.ts';
 import { invalidSpecPlan, isHeldBeforePreflight, planResolved, type Plan } from './planner.ts';
@@ -88,7 +89,7 @@ export function whatToRead(rc: ReconcileContext, others: readonly ApiServerUpgra
   if (rc.finished) return { kind: 'finished' };
   const by = blockingUpgrade(rc.upgrade, others);
   if (by !== undefined) return { kind: 'blocked', by };
-  const reads: ReconcileReads = { observe: analysisSettings(rc) };
+  const reads: ReconcileReads = { observe: { ...analysisSettings(rc), startTimes: startTimeReads(rc.upgrade.status) } };
   const spec = rc.spec.ok ? rc.spec.spec : undefined;
   // Only before the upgrade starts; a spec outside the policy never gets its driver called (as every call).
   if (on.preflightFacts && spec && atPreflight(rc.upgrade)) {

@@ -63,6 +63,21 @@ describe('FleetObserver on a v1.34 fleet: restarts told by the process start tim
     assert.notEqual(processIdentity(restarted), processIdentity(old), 'the process identity did change');
   });
 
+  it('reads the v1.34 server\'s page only on the looks the planner asks its start time for; between them, the last start time is kept and marked so', async () => {
+    await observer.observe(notDue, NOW + 7_000);
+    const a0 = scrapes(servers[0]!);
+    const skipped = (await observer.observe({ ...notDue, startTimes: { all: false, servers: ['cp-2'] } }, NOW + 7_200)).peers.find((p) => p.hostname === 'cp-1')!;
+    assert.equal(scrapes(servers[0]!) - a0, 0, 'not asked for cp-1: not scraped');
+    assert.equal(skipped.processStart, 1_790_000_100);
+    assert.equal(skipped.processStartKept, true, 'the start time is an earlier look\'s');
+    assert.equal(skipped.proxyGate, 'on', 'the gate of the last scrape');
+    const asked = (await observer.observe({ ...notDue, startTimes: { all: false, servers: ['cp-1'] } }, NOW + 7_400)).peers.find((p) => p.hostname === 'cp-1')!;
+    assert.equal(scrapes(servers[0]!) - a0, 1, 'asked for cp-1: scraped');
+    assert.equal(asked.processStartKept, undefined, 'read by this look');
+    await observer.observe({ ...notDue, startTimes: { all: true, servers: [] } }, NOW + 7_600);
+    assert.equal(scrapes(servers[0]!) - a0, 2, 'asked for every server: scraped');
+  });
+
   it('keeps the last start time when a scrape of the v1.34 server fails (no restart invented)', async () => {
     const seen = (await observer.observe(notDue, NOW + 8_000)).peers.find((p) => p.hostname === 'cp-1')!;
     servers[0]!.fail.set('/metrics', 500);

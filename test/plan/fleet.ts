@@ -81,7 +81,11 @@ export class Sim {
       // As real servers do: before 1.35 the identity Lease outlives the process and the next one renews the old
       // holder (only its start time is new); from 1.35 each process writes its own holder.
       if (p.holderIdentity !== undefined && leaseHolderSurvivesRestart(before) && leaseHolderSurvivesRestart(p.version)) p.processStart = (p.processStart ?? 0) + 1;
-      else p.holderIdentity = `${p.identity}_${n}-${this.now.getTime()}`;
+      else {
+        p.holderIdentity = `${p.identity}_${n}-${this.now.getTime()}`;
+        // A server before 1.35 with a Lease: its page gives the start time with the holder (process-identity.ts).
+        if (leaseHolderSurvivesRestart(p.version)) p.processStart = (p.processStart ?? 0) + 1;
+      }
       this.status = recordCallOutcome(this.status!, a.request.idempotencyKey, { kind: 'accepted', message: 'HTTP 200' }, this.now);
     }
     return n;
