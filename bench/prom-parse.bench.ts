@@ -6,6 +6,8 @@
 //   BENCH_MS=5000 npm run bench   (longer timed runs)
 //   BENCH_ROUNDS=60 ...            (rounds of the side-by-side comparison; 30 by default)
 //   BENCH_BIG_MB=20.8 ...          (the grown page, bench/big-page.ts: 0 leaves it out; BENCH_BIG_ROUNDS, 15 by default)
+//   BENCH_COLD=1 ...               (side by side: a forced GC, not timed, before every timed parse: each parse starts
+//                                   from a collected heap, as a look's parse does between scrapes; needs --expose-gc)
 import { readFileSync } from 'node:fs';
 import { Readable } from 'node:stream';
 import parsePrometheusTextFormat from 'parse-prometheus-text-format';
@@ -136,6 +138,12 @@ process.stdout.write(`\n| page | size | families kept | families | series | medi
 // GC included), and the median per case is compared.
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 30);
+/** Each parse from a collected heap (BENCH_COLD=1): no parse pays for the garbage of the one before it. */
+const COLD = process.env.BENCH_COLD === '1';
+if (COLD && !gc) {
+  process.stderr.write('BENCH_COLD=1 needs --expose-gc (npm run bench)\n');
+  process.exit(2);
+}
 
 interface Case {
   name: string;
@@ -167,7 +175,7 @@ const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floo
 
 const peerRows: string[] = [];
 const ratioRows: string[] = [];
-process.stdout.write(`\nside by side: ${ROUNDS} interleaved rounds (the grown page: ${PAGES.at(-1)?.rounds ?? ROUNDS}), CPU time per parse, median\n`);
+process.stdout.write(`\nside by side: ${ROUNDS} interleaved rounds (the grown page: ${PAGES.at(-1)?.rounds ?? ROUNDS}), CPU time per parse, median${COLD ? ', each parse from a collected heap' : ''}\n`);
 for (const { name: version, bytes, rounds } of PAGES) {
   const parts = chunks(bytes);
   const failed = new Map<string, string>();
@@ -186,6 +194,11 @@ for (const { name: version, bytes, rounds } of PAGES) {
     for (let i = 0; i < CASES.length; i++) {
       const c = CASES[(i + r) % CASES.length]!;
       if (failed.has(c.name)) continue;
+      // The forced GC leaves sweeping to helper threads, whose CPU time the next parse would count: let it finish.
+      if (COLD) {
+        collect();
+        await new Promise((r) => setTimeout(r, 50));
+      }
       samples.get(c.name)!.push(await cpuMs(() => c.run(parts)));
     }
   }
