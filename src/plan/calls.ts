@@ -5,8 +5,7 @@ import type { PlanContext } from './context.ts';
 import { isUp } from './peers.ts';
 import { safeMessage } from './redact.ts';
 import { minorOf, sameRelease } from './version.ts';
-import { processIdentity } from './process-identity.ts';
-import { startTimeFresh } from './start-time-reads.ts';
+import { processIdentity, startTimeFresh } from './process-identity.ts';
 import { checkRunning, holds, type HeldCall } from './running-process.ts';
 
 /**

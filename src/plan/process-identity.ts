@@ -13,3 +13,14 @@ export function processIdentity(p: Pick<ObservedPeer, 'holderIdentity' | 'versio
   // Unknown start where the holder cannot tell: no identity (fails closed: a call waiting on a change is not landed).
   return p.processStart === undefined ? undefined : `${p.holderIdentity}@${p.processStart}`;
 }
+
+/**
+ * Whether a server's process identity can be recorded now: from 1.35 its Lease holder is enough; before, its
+ * start time must have been read by this look (absent or kept from an earlier look: a restart since is unknown).
+ * A server whose `/version` did not answer this look has no page to read either: its call (a Rollback to a server
+ * that is down, say) is not held back, and records no identity, as for a server without a Lease.
+ */
+export function startTimeFresh(p: Pick<ObservedPeer, 'holderIdentity' | 'version' | 'processStart' | 'processStartKept'> | undefined): boolean {
+  if (p?.holderIdentity === undefined || p.version === undefined || !leaseHolderSurvivesRestart(p.version)) return true;
+  return p.processStart !== undefined && p.processStartKept !== true;
+}

@@ -1,8 +1,7 @@
 import type { ApiServerUpgradeStatus } from '../api/types.generated.ts';
 import { isTerminal } from '../api/vocabulary.ts';
-import type { ObservedPeer, StartTimeReads } from './observation.ts';
+import type { StartTimeReads } from './observation.ts';
 import { inFlight } from './calls.ts';
-import { leaseHolderSurvivesRestart } from './version-facts.ts';
 
 /**
  * Which servers' process start times a look reads (`process_start_time_seconds` on /metrics, a whole page:
@@ -16,7 +15,7 @@ import { leaseHolderSurvivesRestart } from './version-facts.ts';
  *
  * Elsewhere the last read start time is kept (`processStartKept`): it still names the process it was read from,
  * and an analysis look reads it again with the signals. A call is never recorded against a kept or unread start
- * time: `startTimeFresh` holds the call back (calls.ts `driveStep`) until a look has read it.
+ * time: `startTimeFresh` (process-identity.ts) holds the call back (calls.ts `driveStep`) until a look has read it.
  */
 export function startTimeReads(status: ApiServerUpgradeStatus | undefined): StartTimeReads {
   const calls = (status?.driverCalls ?? []).filter(inFlight);
@@ -25,15 +24,4 @@ export function startTimeReads(status: ApiServerUpgradeStatus | undefined): Star
   if ((calls.length === 0 && mayCall) || phase === 'RollingBack') return { all: true, servers: [] };
   const batch = mayCall ? (status?.batch?.servers ?? []) : [];
   return { all: false, servers: [...new Set([...calls.map((c) => c.server), ...batch])].sort() };
-}
-
-/**
- * Whether a server's process identity can be recorded now: from 1.35 its Lease holder is enough; before, its
- * start time must have been read by this look (absent or kept from an earlier look: a restart since is unknown).
- * A server whose `/version` did not answer this look has no page to read either: its call (a Rollback to a server
- * that is down, say) is not held back, and records no identity, as for a server without a Lease.
- */
-export function startTimeFresh(p: Pick<ObservedPeer, 'holderIdentity' | 'version' | 'processStart' | 'processStartKept'> | undefined): boolean {
-  if (p?.holderIdentity === undefined || p.version === undefined || !leaseHolderSurvivesRestart(p.version)) return true;
-  return p.processStart !== undefined && p.processStartKept !== true;
 }

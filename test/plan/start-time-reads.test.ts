@@ -3,7 +3,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { ApiServerUpgradeStatus, DriverCall } from '../../src/api/types.generated.ts';
-import { startTimeFresh, startTimeReads } from '../../src/plan/start-time-reads.ts';
+import { startTimeFresh } from '../../src/plan/process-identity.ts';
+import { startTimeReads } from '../../src/plan/start-time-reads.ts';
 import { reconcileContext, whatToRead } from '../../src/plan/reconcile.ts';
 import { Sim, peer, spec, storage } from './fleet.ts';
 
