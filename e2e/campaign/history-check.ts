@@ -4,6 +4,8 @@
 // process records (which binary each server ran, and when it was up), a watch of the upgrade object (its status
 // snapshots), the faults injected and when they healed, and the client's answers.
 
+import { componentSkewHoldsRollback, deadlineActedOn, holdNeedsApprovalOrDeadline } from './rules-late.ts';
+
 /** One replacement as the driver carried it out: started when it took the key, ended when the server was back (or failed). */
 export interface DriverOp {
   key: string;
@@ -51,6 +53,10 @@ export interface StatusSnapshot {
   rollbackSafe?: string;
   /** status.resumedAt: changes with every resume (a new annotation value, or spec.paused set false). */
   resumedAt?: string;
+  /** status.phaseTwoHold.heldSince (epoch ms): when the operator says phase two's hold began. */
+  heldSince?: number;
+  /** status.phaseTwoHold.endedBy: Approved, DeadlineProceeded, DeadlineRolledBack, RollbackStarted. */
+  holdEndedBy?: string;
 }
 
 /**
@@ -120,6 +126,14 @@ export interface History {
   resumesAfterHeal?: number[];
   /** The operator's analysis checks, as it wrote them (not judged: CheckRecord). */
   checks?: CheckRecord[];
+  /** Phase two held for an approval, as the harness set spec.strategy.phaseTwo (absent: Automatic). */
+  hold?: { deadlineMs?: number; onDeadline?: 'Proceed' | 'Rollback' };
+  /** When each new value of the approve annotation the harness set was written (its PATCH answered). */
+  approvals?: number[];
+  /** kube-controller-manager / kube-scheduler versions as the harness set them (their mirror Pods), each for a span. */
+  components?: (Span & { component: string; node: string; version: string })[];
+  /** Operator rollouts (helm upgrade's RollingUpdate, by the harness): from the first SIGTERM to the last new replica ready. */
+  rollouts?: Span[];
 }
 
 /** Every rule of the checker (docs/reliability.md's table maps each to the promise it checks). */
@@ -138,6 +152,10 @@ export const RULES = [
   'EnableProxyFirst',
   'PhaseOneFirst',
   'StageNeverBack',
+  // A held phase two and the control plane's components (rules-late.ts).
+  'HoldNeedsApprovalOrDeadline',
+  'DeadlineActedOn',
+  'ComponentSkewHoldsRollback',
 ] as const;
 
 export type Rule = (typeof RULES)[number];
@@ -152,6 +170,8 @@ export interface Verdict {
   violations: Violation[];
   /** How long each breach that outlasted failureLimit x interval took to pause or roll back, in ms. */
   breachReactionMs: number[];
+  /** How long each hold's deadline took to be acted on, in ms (rules-late.ts). */
+  deadlineReactionMs?: number[];
 }
 
 const PAUSED = 'Paused';
@@ -275,7 +295,7 @@ function inFlightSpans(h: History, b: BreachWindow): Span[] {
  * start (a server cut from etcd says ready for 3-4 s more, but stores nothing). No pause can be recorded then, and no
  * lease renewed (seed 191 #0: cp-1 in its replacement, cp-2 and cp-3 cut from etcd; the leader stepped down).
  */
-function noServerUp(h: History): Span[] {
+export function noServerUp(h: History): Span[] {
   const faults = h.faultDown ?? [];
   const names = [...new Set(h.servers.map((r) => r.server))];
   const times = [...new Set([...h.servers.map((r) => r.t), ...faults.flatMap((f) => [f.from, f.to])])].sort((a, b) => a - b);
@@ -499,6 +519,7 @@ function stageNeverBack(h: History): Violation[] {
 /** Checks one upgrade's history against every rule (or the rules of `only`). */
 export function checkHistory(h: History, only: ReadonlySet<Rule> = new Set(RULES)): Verdict {
   const breach = breachActedOn(h);
+  const deadline = deadlineActedOn(h, [...(h.operatorBlind ?? []), ...noServerUp(h)]);
   const violations = [
     ...oncePerKey(h),
     ...oneInFlight(h),
@@ -514,8 +535,11 @@ export function checkHistory(h: History, only: ReadonlySet<Rule> = new Set(RULES
     ...enableProxyFirst(h),
     ...phaseOneFirst(h),
     ...stageNeverBack(h),
+    ...holdNeedsApprovalOrDeadline(h),
+    ...deadline.violations,
+    ...componentSkewHoldsRollback(h),
   ].filter((v) => only.has(v.rule)).sort((a, b) => a.t - b.t);
-  return { violations, breachReactionMs: breach.reactions };
+  return { violations, breachReactionMs: breach.reactions, ...(deadline.reactions.length ? { deadlineReactionMs: deadline.reactions } : {}) };
 }
 
 /** p50, p95 and max of a list of durations (ms); undefined when empty. */

@@ -3,6 +3,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { checkHistory, percentiles, RULES, type History, type Rule } from '../../e2e/campaign/history-check.ts';
+import { VIOLATING_LATE } from './violating-late.ts';
 
 const OLD = 'v1.35.4';
 const NEW = 'v1.36.3';
@@ -481,6 +482,7 @@ const VIOLATING: Record<Rule, () => History> = {
     h.statuses = [{ t: 1_000, phase: 'Upgrading', stage: 'API' }, { t: 35_000, phase: 'Upgrading', stage: 'Binaries', finishedBatches: [1] }, { t: 100_000, phase: 'Succeeded', stage: 'API', finishedBatches: [1, 2, 3] }];
     return h;
   },
+  ...VIOLATING_LATE,
 };
 
 for (const rule of RULES) {

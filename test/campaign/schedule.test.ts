@@ -3,6 +3,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { budgetMs, drawUpgrade, faultKinds, parseSchedule, prng, FAULT_KINDS, MODES, RESUMES_AFTER_HEAL } from '../../e2e/campaign/schedule.ts';
+import { holdExtraMs, LATE_FAULTS } from '../../e2e/campaign/late-draws.ts';
 
 test('a seed draws the same upgrades again; upgrades of one campaign differ', () => {
   assert.deepEqual(drawUpgrade(42, 3), drawUpgrade(42, 3));
@@ -23,12 +24,15 @@ for (const mode of MODES) {
     for (let seed = 0; seed < 300; seed++) {
       const s = drawUpgrade(seed, seed % 5, mode);
       assert.equal(s.mode ?? 'process', mode);
-      assert.ok(s.faults.length >= 1 && s.faults.length <= (s.spec.prometheus ? 4 : 3));
+      // The late draws (late-draws.ts) add up to two at the hold, two with a component, one rollout.
+      const late = s.faults.filter((f) => f.holdMs !== undefined || LATE_FAULTS[mode].includes(f.kind)).length;
+      assert.ok(s.faults.length >= 1 && s.faults.length <= (s.spec.prometheus ? 4 : 3) + late + 1);
       if (s.faults.some((f) => f.kind.startsWith('prometheus-'))) assert.ok(s.spec.prometheus, 'a Prometheus fault only where the analysis reads Prometheus');
       for (const f of s.faults) {
         kinds.add(f.kind);
         assert.ok(f.atMs + f.durationMs + 60_000 <= s.windowMs, `${f.kind} heals at ${f.atMs + f.durationMs}, window ${s.windowMs}`);
-        assert.equal(f.server !== undefined, f.kind.startsWith('apiserver-') || NODE_FAULTS.includes(f.kind));
+        assert.equal(f.server !== undefined, f.kind.startsWith('apiserver-') || NODE_FAULTS.includes(f.kind) || f.kind === 'component-newer');
+        if (f.holdMs !== undefined) assert.ok(s.spec.phaseTwo && s.spec.twoPhase, 'a fault at the hold only where phase two is held');
       }
       assert.ok([1, 2].includes(s.spec.batchSize) && s.spec.failureLimit >= 2 && s.spec.failureLimit <= 4);
     }
@@ -55,8 +59,43 @@ test('the modes split the kinds: no hook fault in nodes mode, no kubelet fault i
 });
 
 test('process mode draws what it drew before the nodes mode existed, where it draws no Prometheus (drawn last)', () => {
-  // Seed 7 #8 as docs/reliability.md's run B drew it (it draws no Prometheus).
-  assert.deepEqual(drawUpgrade(7, 8), { seed: 7, index: 8, spec: { batchSize: 1, soakSeconds: 4, failureLimit: 4, intervalSeconds: 2, onBreach: 'Pause', twoPhase: true, gate: true, standby: true }, faults: [{ kind: 'operator-late-standby', atMs: 19000, durationMs: 0 }], windowMs: 249000 });
+  // Seed 7 #8 as docs/reliability.md's run B drew it (it draws no Prometheus), plus what the late draws added after
+  // it (late-draws.ts: a hold with a leader kill and an abort in it) and the window they need.
+  const { phaseTwo, ...spec } = drawUpgrade(7, 8).spec;
+  assert.deepEqual(spec, { batchSize: 1, soakSeconds: 4, failureLimit: 4, intervalSeconds: 2, onBreach: 'Pause', twoPhase: true, gate: true, standby: true });
+  assert.deepEqual(phaseTwo, { start: 'Approval' });
+  assert.deepEqual(drawUpgrade(7, 8).faults, [{ kind: 'operator-late-standby', atMs: 19000, durationMs: 0 }, { kind: 'operator-leader-kill', atMs: 79000, durationMs: 18000, holdMs: 4000 }, { kind: 'abort', atMs: 91000, durationMs: 0, holdMs: 16000 }]);
+  assert.equal(drawUpgrade(7, 8).windowMs, 249000 + (97000 - 19000) + holdExtraMs(phaseTwo));
+});
+
+test('the late draws come after every older draw: holds only on TwoPhase, about half of them; a component only in process mode; rollouts in both', () => {
+  for (const mode of MODES) {
+    let twoPhase = 0;
+    let held = 0;
+    let deadline = 0;
+    let rollout = 0;
+    let component = 0;
+    for (let seed = 0; seed < 400; seed++) {
+      const s = drawUpgrade(seed, 1, mode);
+      if (s.spec.twoPhase) twoPhase++;
+      if (s.spec.phaseTwo) {
+        held++;
+        assert.ok(s.spec.twoPhase);
+        if (s.spec.phaseTwo.deadlineSeconds !== undefined) {
+          deadline++;
+          assert.ok(s.spec.phaseTwo.deadlineSeconds >= 10 && s.spec.phaseTwo.deadlineSeconds <= 40 && ['Proceed', 'Rollback'].includes(s.spec.phaseTwo.onDeadline ?? ''));
+        } else assert.equal(s.spec.phaseTwo.onDeadline, undefined);
+        assert.ok(s.faults.some((f) => f.holdMs !== undefined || f.kind === 'approve'), 'a held upgrade gets a fault at its hold');
+      }
+      if (s.faults.some((f) => f.kind === 'operator-rollout')) rollout++;
+      if (s.faults.some((f) => f.kind === 'component-newer')) component++;
+    }
+    assert.ok(held > twoPhase * 0.35 && held < twoPhase * 0.65, `${mode}: about half the TwoPhase upgrades hold: ${held} of ${twoPhase}`);
+    assert.ok(deadline > held * 0.4 && deadline < held * 0.8, `${mode}: most holds have a deadline: ${deadline} of ${held}`);
+    assert.ok(rollout > 50 && rollout < 110, `${mode}: one upgrade in five rolls the operator out: ${rollout} of 400`);
+    if (mode === 'process') assert.ok(component > 50 && component < 110, `one process upgrade in five moves a component: ${component} of 400`);
+    else assert.equal(component, 0, 'no component moved in nodes mode');
+  }
 });
 
 test('a replay file round-trips; a malformed one is refused', () => {
