@@ -109,3 +109,26 @@ export function drawLate(c: LateDrawContext): number {
   faults.sort((a, b) => a.atMs - b.atMs);
   return extraMs;
 }
+
+/** What `--only` picks upgrades by: a held phase two, a component moved, an operator rollout. */
+export const FEATURES = ['hold', 'component', 'rollout'] as const;
+export type Feature = (typeof FEATURES)[number];
+
+/** Whether a schedule draws `feature`. */
+export function drawsFeature(s: { spec: UpgradeSpecDraw; faults: Fault[] }, feature: Feature): boolean {
+  if (feature === 'hold') return s.spec.phaseTwo !== undefined;
+  return s.faults.some((f) => f.kind === (feature === 'component' ? 'component-newer' : 'operator-rollout'));
+}
+
+/**
+ * The first `count` upgrades of a seed that draw `feature` (`--only`): index by index, each in the mode `--seed S`
+ * gives its index, so it is the same upgrade the seed draws there (its replay file and line name it).
+ */
+export function pickUpgrades<T extends { spec: UpgradeSpecDraw; faults: Fault[] }>(draw: (index: number, mode: Mode) => T, count: number, modes: readonly Mode[], feature: Feature): T[] {
+  const out: T[] = [];
+  for (let i = 0; out.length < count && i < 10_000; i++) {
+    const s = draw(i, modes[i % modes.length]!);
+    if (drawsFeature(s, feature)) out.push(s);
+  }
+  return out;
+}

@@ -85,10 +85,13 @@ export function line(r: UpgradeResult): string {
  * Injects each fault of the schedule at its time (ms after `createdAt`) and lets it heal; a fault that throws is
  * noted, never the run's end. Resolves with the time the last one healed.
  */
-export async function runFaults(s: Schedule, createdAt: number, inject: (f: Fault) => Promise<void>, log: (m: string) => void, notes: string[]): Promise<number> {
+export async function runFaults(s: Schedule, createdAt: number, inject: (f: Fault) => Promise<void>, log: (m: string) => void, notes: string[], when?: (f: Fault) => Promise<number | undefined>): Promise<number> {
   const at = (): string => `[campaign +${((Date.now() - createdAt) / 1000).toFixed(1)}s]`;
   await Promise.all(s.faults.map(async (f) => {
-    await sleep(Math.max(0, createdAt + f.atMs - Date.now()));
+    // `when` times a fault from the hold of phase two (Fault.holdMs): undefined when the hold never began.
+    const t = when ? await when(f) : createdAt + f.atMs;
+    if (t === undefined) return void notes.push(`${describeFault(f)}: not injected (the hold of phase two never began)`);
+    await sleep(Math.max(0, t - Date.now()));
     log(`${at()} inject ${describeFault(f)}`);
     try {
       await inject(f);
@@ -154,6 +157,8 @@ export interface Recorded {
   resumes?: number[];
   /** The operator's analysis checks (StatusRecorder.checks): kept in the history file, not judged. */
   checks?: CheckRecord[];
+  /** What the late faults recorded (late-faults.ts): the hold, approvals, component versions, rollouts. */
+  late?: Pick<History, 'hold' | 'approvals' | 'components' | 'rollouts'>;
 }
 
 /** The history of one upgrade (v1.35.4 -> v1.36.3), judged by the checker. */
@@ -173,6 +178,7 @@ export function judge(r: Recorded): UpgradeResult {
     endedAt: r.endedAt,
     ...(r.resumes?.length ? { resumesAfterHeal: r.resumes } : {}),
     ...(r.checks?.length ? { checks: r.checks } : {}),
+    ...r.late,
     // A server a fault took down may take the only copy of the target's API with it: those answers are the fault's.
     client: r.samples
       .filter((x) => !r.faultDown.some((f) => x.at >= f.from - 1000 && x.at <= f.to + 5000))

@@ -9,6 +9,13 @@ function rollbackSafe(u: ApiServerUpgrade): Pick<StatusSnapshot, 'rollbackSafe'>
   return c?.status ? { rollbackSafe: c.status } : {};
 }
 
+/** status.phaseTwoHold: when it began (epoch ms) and how it ended. */
+function holdOf(u: ApiServerUpgrade): Pick<StatusSnapshot, 'heldSince' | 'holdEndedBy'> {
+  const h = u.status?.phaseTwoHold;
+  const since = h?.heldSince ? Date.parse(h.heldSince) : NaN;
+  return { ...(Number.isFinite(since) ? { heldSince: since } : {}), ...(h?.endedBy ? { holdEndedBy: h.endedBy } : {}) };
+}
+
 export class StatusRecorder {
   readonly statuses: StatusSnapshot[] = [];
   /** Each analysis check the operator wrote (kept apart: a paused upgrade keeps checking, and rest is judged from statuses). */
@@ -32,6 +39,7 @@ export class StatusRecorder {
       ...(st.stage ? { stage: st.stage } : {}),
       ...rollbackSafe(u),
       ...(st.resumedAt ? { resumedAt: st.resumedAt } : {}),
+      ...holdOf(u),
     };
     const a = st.lastAnalysis;
     if (a?.time && a.time !== this.checks.at(-1)?.time) {

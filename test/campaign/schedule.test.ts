@@ -3,7 +3,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { budgetMs, drawUpgrade, faultKinds, parseSchedule, prng, FAULT_KINDS, MODES, RESUMES_AFTER_HEAL } from '../../e2e/campaign/schedule.ts';
-import { holdExtraMs, LATE_FAULTS } from '../../e2e/campaign/late-draws.ts';
+import { drawsFeature, FEATURES, holdExtraMs, LATE_FAULTS, pickUpgrades } from '../../e2e/campaign/late-draws.ts';
 
 test('a seed draws the same upgrades again; upgrades of one campaign differ', () => {
   assert.deepEqual(drawUpgrade(42, 3), drawUpgrade(42, 3));
@@ -117,4 +117,17 @@ test('--stop-by budgets a liveness upgrade one more window per resume it may mak
   assert.equal(budgetMs(s), s.windowMs);
   assert.equal(budgetMs({ ...s, resumeAfterHeal: true }), s.windowMs * (1 + RESUMES_AFTER_HEAL));
   assert.ok(RESUMES_AFTER_HEAL >= 1);
+});
+
+test('--only picks the upgrades of a seed that draw a feature, each as the seed draws it at its index', () => {
+  for (const feature of FEATURES) {
+    const picked = pickUpgrades((i, m) => drawUpgrade(9, i, m), 4, ['process', 'nodes'], feature);
+    assert.equal(picked.length, 4);
+    for (const s of picked) {
+      assert.ok(drawsFeature(s, feature), `${feature}: ${JSON.stringify(s)}`);
+      assert.equal(s.mode ?? 'process', s.index % 2 === 0 ? 'process' : 'nodes');
+      assert.deepEqual(s, drawUpgrade(9, s.index, s.mode ?? 'process'));
+    }
+  }
+  assert.equal(pickUpgrades((i, m) => drawUpgrade(9, i, m), 3, ['nodes'], 'component').length, 0, 'no component moved in nodes mode');
 });
