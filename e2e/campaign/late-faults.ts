@@ -88,10 +88,17 @@ export class LateFaults {
 
   /** Sets a new value of the approve annotation, as `kubectl apiserver-upgrade approve` does; records when it was written. */
   async approve(): Promise<void> {
+    // The same value on each try (a write whose answer was lost may have landed), up to 5 tries a second apart, as a
+    // person would try again when the server is away (a killed server behind the balancer).
     const body = JSON.stringify({ metadata: { annotations: { [APPROVE_ANNOTATION]: `campaign-${Date.now()}` } } });
-    const r = await this.request(this.upgradePath, { method: 'PATCH', headers: { 'Content-Type': 'application/merge-patch+json' }, body, timeoutMs: 10_000 });
-    if (r.status !== 200) throw new Error(`approve: HTTP ${r.status} ${r.body.slice(0, 200)}`);
-    this.approvals.push(Date.now());
+    let why = '';
+    for (let n = 0; n < 5; n++) {
+      if (n > 0) await sleep(1000);
+      const r = await this.request(this.upgradePath, { method: 'PATCH', headers: { 'Content-Type': 'application/merge-patch+json' }, body, timeoutMs: 10_000, newConnection: true }).catch((err: Error) => err);
+      if (!(r instanceof Error) && r.status === 200) return void this.approvals.push(Date.now());
+      why = r instanceof Error ? r.message.split('\n')[0]! : `HTTP ${r.status} ${r.body.slice(0, 200)}`;
+    }
+    throw new Error(`approve: ${why}`);
   }
 
   /** Injects one late fault and heals it after its duration. */
