@@ -139,6 +139,7 @@ const rows: [string, string][] = [
   ['harness errors', String(results.filter((r) => r.harnessError).length)],
   ['breach -> pause/rollback', fmt(reactions)],
   ['leader SIGKILL -> standby leading', fmt(takeover)],
+  ['hold deadline -> acted on', fmt(percentiles(results.flatMap((r) => r.verdict.deadlineReactionMs ?? [])))],
 ];
 process.stdout.write(`\n| | |\n| --- | --- |\n${rows.map(([k, v]) => `| ${k} | ${v} |`).join('\n')}\n`);
 process.exitCode = results.some((r) => r.verdict.violations.length > 0) ? 1 : 0;
