@@ -124,7 +124,8 @@ export class LateFaults {
 
   /**
    * When to inject `f` (epoch ms): at its atMs, or, with holdMs, that long after the hold began as the status shows
-   * it (status.phaseTwoHold.heldSince); undefined when the hold did not begin by `until` or the upgrade ended first.
+   * it (status.phaseTwoHold.heldSince); undefined when the hold did not begin by `until`, the upgrade ended or rolled
+   * back first, or it rested paused for a minute before it.
    */
   async when(f: Fault, createdAt: number, status: StatusRecorder, until: number): Promise<number | undefined> {
     if (f.holdMs === undefined) return createdAt + f.atMs;
@@ -133,6 +134,8 @@ export class LateFaults {
       if (held !== undefined) return held + f.holdMs;
       const last = status.last;
       if (last && ['Succeeded', 'RolledBack', 'Failed', 'RollingBack'].includes(last.phase)) return undefined;
+      // A pause that rests a minute in phase one: the hold is not coming (the upgrade would otherwise wait its window).
+      if (last?.phase === 'Paused' && Date.now() - last.t > 60_000) return undefined;
       await sleep(250);
     }
     return undefined;
