@@ -24,19 +24,21 @@ function phaseTwoStart(h: History): DriverOp | undefined {
 
 /**
  * When the hold began: status.phaseTwoHold.heldSince as the watch saw it, but never before phase one's last call
- * landed (every server on the new binary emulating the old one: what a hold is, whatever the status says).
+ * started (a hold comes after every server runs the new binary emulating the old one, whatever the status says). Not
+ * its end: the operator sees a server back before the driver's record of the call ends (nodes mode: an agent Job
+ * completes seconds after its server is ready; seed 11 #110 held at +77.6 s, its last Job ended at +78.4 s).
  */
 export function holdBegan(h: History): number | undefined {
   const since = sorted(h).find((s) => s.heldSince !== undefined)?.heldSince;
   if (since === undefined) return undefined;
   const p2 = phaseTwoStart(h);
-  const phaseOne = h.ops.filter((o) => o.action === 'Upgrade' && o.emulated && o.landed && o.end !== undefined && (!p2 || o.start < p2.start)).map((o) => o.end!);
+  const phaseOne = h.ops.filter((o) => o.action === 'Upgrade' && o.emulated && (!p2 || o.start < p2.start)).map((o) => o.start);
   return Math.max(since, ...phaseOne);
 }
 
 /**
  * HoldNeedsApprovalOrDeadline: with phase two held (the harness set start Approval), phase two's first call starts
- * only after an approval the harness set after the hold began, or, under onDeadline Proceed, after the deadline. An
+ * only after an approval the harness set after the hold began (holdBegan), or, under onDeadline Proceed, after the deadline. An
  * approval set before the hold approves nothing (docs/two-phase.md); under onDeadline Rollback the deadline starts a
  * rollback, never phase two.
  */

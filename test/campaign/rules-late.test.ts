@@ -17,12 +17,12 @@ test('a held phase two approved in the hold, or ended by an onDeadline Proceed d
   assert.deepEqual(v.deadlineReactionMs, [4_000], 'the status ended the hold 1 s before the first call, 4 s after the deadline');
 });
 
-test('HoldNeedsApprovalOrDeadline: the hold begins no earlier than phase one\'s last call landed, whatever heldSince says', () => {
-  const h = heldClean({ approvals: [55_000] });
-  for (const s of h.statuses) if (s.heldSince !== undefined) s.heldSince = 50_000;
-  assert.deepEqual(rules(h), ['HoldNeedsApprovalOrDeadline'], 'cp-3\'s emulated call landed at 60 s: an approval at 55 s came before the hold');
-  h.approvals = [61_000];
-  assert.deepEqual(rules(h), []);
+test('HoldNeedsApprovalOrDeadline: the hold begins no earlier than phase one\'s last call started, whatever heldSince says', () => {
+  const h = heldClean({ approvals: [45_000] });
+  for (const s of h.statuses) if (s.heldSince !== undefined) s.heldSince = 40_000;
+  assert.deepEqual(rules(h), ['HoldNeedsApprovalOrDeadline'], 'cp-3\'s emulated call started at 50 s: an approval at 45 s came before the hold');
+  h.approvals = [51_000];
+  assert.deepEqual(rules(h), [], 'the driver\'s record of a call ends after the operator saw its server back: not the bound');
 });
 
 test('HoldNeedsApprovalOrDeadline: under onDeadline Rollback the deadline never starts phase two; an approval in the hold does', () => {
