@@ -1,4 +1,4 @@
-// npm run campaign -- --seed S --upgrades N [--mode process|nodes|both] [--driver webhook|staticPod] [--resume-after-heal] [--replay FILE | --shrink FILE] [--out DIR]
+// npm run campaign -- --seed S --upgrades N [--mode process|nodes|both] [--driver webhook|staticPod] [--only hold|component|rollout] [--resume-after-heal] [--replay FILE | --shrink FILE] [--out DIR]
 // npm run campaign -- --tally DIR [DIR...]: every saved history judged again, totals per operator (tally.ts)
 // Runs N upgrades under randomized faults drawn from the seed, checks each history, prints one line per upgrade and a
 // summary table; on a violation it writes the schedule as a replay file. The process mode runs the webhook driver,
@@ -16,6 +16,7 @@ import { runNodesUpgrade } from './run-nodes-upgrade.ts';
 import { line, type UpgradeResult } from './result.ts';
 import { budgetMs, describeFault, drawUpgrade, parseSchedule, type Mode, type Schedule } from './schedule.ts';
 import { sameFailure, shrink } from './shrink.ts';
+import { FEATURES, pickUpgrades, type Feature } from './late-draws.ts';
 
 const { values, positionals } = parseArgs({
   allowPositionals: true,
@@ -31,6 +32,8 @@ const { values, positionals } = parseArgs({
     'stop-by': { type: 'string' },
     // Liveness: resume a pause that rests after the heal, as the paged human would; it must then end (ResumeCompletes).
     'resume-after-heal': { type: 'boolean', default: false },
+    // Only upgrades of the seed that draw this (late-draws.ts): hold, component or rollout.
+    only: { type: 'string' },
   },
 });
 
@@ -65,6 +68,10 @@ if (values.driver !== undefined && !(modes.length === 1 && DRIVER[modes[0]!] ===
 const seed = values.seed !== undefined ? Number(values.seed) : Math.floor(Math.random() * 2 ** 31);
 if (!Number.isInteger(seed) || seed < 0) {
   process.stderr.write('--seed must be a non-negative integer\n');
+  process.exit(2);
+}
+if (values.only !== undefined && !(FEATURES as readonly string[]).includes(values.only)) {
+  process.stderr.write(`--only takes ${FEATURES.join(', ')}; got ${JSON.stringify(values.only)}\n`);
   process.exit(2);
 }
 const count = Number(values.upgrades);
@@ -118,7 +125,10 @@ if (values.shrink) {
   process.exit(1);
 }
 
-const schedules: Schedule[] = values.replay ? [parseSchedule(readFileSync(values.replay, 'utf8'))] : Array.from({ length: count }, (_, i) => ({ ...drawUpgrade(seed, i, modes[i % modes.length]!), ...(values['resume-after-heal'] ? { resumeAfterHeal: true } : {}) }));
+const drawn: Schedule[] = values.only
+  ? pickUpgrades((i, m) => drawUpgrade(seed, i, m), count, modes, values.only as Feature)
+  : Array.from({ length: count }, (_, i) => drawUpgrade(seed, i, modes[i % modes.length]!));
+const schedules: Schedule[] = values.replay ? [parseSchedule(readFileSync(values.replay, 'utf8'))] : drawn.map((s) => ({ ...s, ...(values['resume-after-heal'] ? { resumeAfterHeal: true } : {}) }));
 process.stdout.write(values.replay ? `campaign: replaying ${values.replay}\n` : `campaign: seed ${seed}, ${count} upgrade(s), mode ${values.mode} (${modes.map((m) => `${m}: ${DRIVER[m]} driver`).join(', ')})${values['resume-after-heal'] ? ', resuming resting pauses after the heal' : ''}; output in ${out}\n`);
 
 
@@ -153,6 +163,7 @@ const rows: [string, string][] = [
   ['harness errors', String(results.filter((r) => r.harnessError).length)],
   ['breach -> pause/rollback', fmt(reactions)],
   ['leader SIGKILL -> standby leading', fmt(takeover)],
+  ['hold deadline -> acted on', fmt(percentiles(results.flatMap((r) => r.verdict.deadlineReactionMs ?? [])))],
 ];
 process.stdout.write(`\n| | |\n| --- | --- |\n${rows.map(([k, v]) => `| ${k} | ${v} |`).join('\n')}\n`);
 process.exitCode = results.some((r) => r.verdict.violations.length > 0) ? 1 : 0;

@@ -5,6 +5,8 @@
 // snapshots), the faults injected and when they healed, and the client's answers.
 import { acceptedRiskRecorded, noCallOutsideWindow, noCallWhileGateFails, rollbackNotDelayedByGateOrWindow, type CallSeen, type GateRecord, type RiskRecord, type WindowSpec } from './rules-gates.ts';
 
+import { componentSkewHoldsRollback, deadlineActedOn, holdNeedsApprovalOrDeadline } from './rules-late.ts';
+
 /** One replacement as the driver carried it out: started when it took the key, ended when the server was back (or failed). */
 export interface DriverOp {
   key: string;
@@ -56,6 +58,10 @@ export interface StatusSnapshot {
   waiting?: string;
   /** The names in status.acceptedRisks; absent when none. */
   acceptedRisks?: string[];
+  /** status.phaseTwoHold.heldSince (epoch ms): when the operator says phase two's hold began. */
+  heldSince?: number;
+  /** status.phaseTwoHold.endedBy: Approved, DeadlineProceeded, DeadlineRolledBack, RollbackStarted. */
+  holdEndedBy?: string;
 }
 
 /**
@@ -133,6 +139,14 @@ export interface History {
   window?: WindowSpec;
   /** The preflight findings the harness made real, and those spec.acceptRisks named. */
   risks?: RiskRecord;
+  /** Phase two held for an approval, as the harness set spec.strategy.phaseTwo (absent: Automatic). */
+  hold?: { deadlineMs?: number; onDeadline?: 'Proceed' | 'Rollback' };
+  /** When each new value of the approve annotation the harness set was written (its PATCH answered). */
+  approvals?: number[];
+  /** kube-controller-manager / kube-scheduler versions as the harness set them (their mirror Pods), each for a span. */
+  components?: (Span & { component: string; node: string; version: string })[];
+  /** Operator rollouts (helm upgrade's RollingUpdate, by the harness): from the first SIGTERM to the last new replica ready. */
+  rollouts?: Span[];
 }
 
 /** Every rule of the checker (docs/reliability.md's table maps each to the promise it checks). */
@@ -155,6 +169,10 @@ export const RULES = [
   'NoCallOutsideWindow',
   'RollbackNotDelayedByGateOrWindow',
   'AcceptedRiskRecorded',
+  // A held phase two and the control plane's components (rules-late.ts).
+  'HoldNeedsApprovalOrDeadline',
+  'DeadlineActedOn',
+  'ComponentSkewHoldsRollback',
 ] as const;
 
 export type Rule = (typeof RULES)[number];
@@ -169,6 +187,8 @@ export interface Verdict {
   violations: Violation[];
   /** How long each breach that outlasted failureLimit x interval took to pause or roll back, in ms. */
   breachReactionMs: number[];
+  /** How long each hold's deadline took to be acted on, in ms (rules-late.ts). */
+  deadlineReactionMs?: number[];
 }
 
 const PAUSED = 'Paused';
@@ -292,7 +312,7 @@ function inFlightSpans(h: History, b: BreachWindow): Span[] {
  * start (a server cut from etcd says ready for 3-4 s more, but stores nothing). No pause can be recorded then, and no
  * lease renewed (seed 191 #0: cp-1 in its replacement, cp-2 and cp-3 cut from etcd; the leader stepped down).
  */
-function noServerUp(h: History): Span[] {
+export function noServerUp(h: History): Span[] {
   const faults = h.faultDown ?? [];
   const names = [...new Set(h.servers.map((r) => r.server))];
   const times = [...new Set([...h.servers.map((r) => r.t), ...faults.flatMap((f) => [f.from, f.to])])].sort((a, b) => a - b);
@@ -516,6 +536,7 @@ function stageNeverBack(h: History): Violation[] {
 /** Checks one upgrade's history against every rule (or the rules of `only`). */
 export function checkHistory(h: History, only: ReadonlySet<Rule> = new Set(RULES)): Verdict {
   const breach = breachActedOn(h);
+  const deadline = deadlineActedOn(h, [...(h.operatorBlind ?? []), ...noServerUp(h)]);
   const violations = [
     ...oncePerKey(h),
     ...oneInFlight(h),
@@ -535,8 +556,11 @@ export function checkHistory(h: History, only: ReadonlySet<Rule> = new Set(RULES
     ...noCallOutsideWindow(h),
     ...rollbackNotDelayedByGateOrWindow(h, [...(h.operatorBlind ?? []), ...noServerUp(h)]),
     ...acceptedRiskRecorded(h, WATCH_LAG_MS),
+    ...holdNeedsApprovalOrDeadline(h),
+    ...deadline.violations,
+    ...componentSkewHoldsRollback(h),
   ].filter((v) => only.has(v.rule)).sort((a, b) => a.t - b.t);
-  return { violations, breachReactionMs: breach.reactions };
+  return { violations, breachReactionMs: breach.reactions, ...(deadline.reactions.length ? { deadlineReactionMs: deadline.reactions } : {}) };
 }
 
 /** p50, p95 and max of a list of durations (ms); undefined when empty. */

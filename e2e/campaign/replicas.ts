@@ -8,7 +8,7 @@ import type { OperatorProcess } from '../support/operator.ts';
 import type { Span } from './history-check.ts';
 
 /** When the replica last logged that it started leading (epoch ms), if it did. */
-function leadsSince(op: OperatorProcess): number | undefined {
+export function leadsSince(op: OperatorProcess): number | undefined {
   try {
     const l = op.logLines().filter((x) => x.message === 'started leading').at(-1);
     return l ? Date.parse(String(l.timestamp)) : undefined;
@@ -55,6 +55,11 @@ export class Replicas {
     return op;
   }
 
+  /** Marks a replica the harness ends (a rollout's SIGTERM): its exit is not the operator's own. */
+  retire(op: OperatorProcess): void {
+    this.killed.add(op);
+  }
+
   private kill(op: OperatorProcess): void {
     this.killed.add(op);
     op.child.kill('SIGKILL');
@@ -80,7 +85,7 @@ export class Replicas {
   }
 
   /** Waits until a live replica leads after `since` (bounded), and records the blind span. */
-  private async leaderAfter(since: number): Promise<number | undefined> {
+  async leaderAfter(since: number): Promise<number | undefined> {
     const until = Date.now() + 90_000;
     while (Date.now() < until && !this.stopping) {
       const t = this.ops.filter(alive).map(leadsSince).find((x) => x !== undefined && x >= since);

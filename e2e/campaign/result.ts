@@ -86,10 +86,13 @@ export function line(r: UpgradeResult): string {
  * Injects each fault of the schedule at its time (ms after `createdAt`) and lets it heal; a fault that throws is
  * noted, never the run's end. Resolves with the time the last one healed.
  */
-export async function runFaults(s: Schedule, createdAt: number, inject: (f: Fault) => Promise<void>, log: (m: string) => void, notes: string[]): Promise<number> {
+export async function runFaults(s: Schedule, createdAt: number, inject: (f: Fault) => Promise<void>, log: (m: string) => void, notes: string[], when?: (f: Fault) => Promise<number | undefined>): Promise<number> {
   const at = (): string => `[campaign +${((Date.now() - createdAt) / 1000).toFixed(1)}s]`;
   await Promise.all(s.faults.map(async (f) => {
-    await sleep(Math.max(0, createdAt + f.atMs - Date.now()));
+    // `when` times a fault from the hold of phase two (Fault.holdMs): undefined when the hold never began.
+    const t = when ? await when(f) : createdAt + f.atMs;
+    if (t === undefined) return void notes.push(`${describeFault(f)}: not injected (the hold of phase two never began)`);
+    await sleep(Math.max(0, t - Date.now()));
     log(`${at()} inject ${describeFault(f)}`);
     try {
       await inject(f);
@@ -160,6 +163,8 @@ export interface Recorded {
   gate?: GateRecord;
   window?: WindowSpec;
   risks?: RiskRecord;
+  /** What the late faults recorded (late-faults.ts): the hold, approvals, component versions, rollouts. */
+  late?: Pick<History, 'hold' | 'approvals' | 'components' | 'rollouts'>;
 }
 
 /** The history of one upgrade (v1.35.4 -> v1.36.3), judged by the checker. */
@@ -183,6 +188,7 @@ export function judge(r: Recorded): UpgradeResult {
     ...(r.gate ? { gate: r.gate } : {}),
     ...(r.window ? { window: r.window } : {}),
     ...(r.risks ? { risks: r.risks } : {}),
+    ...r.late,
     // A server a fault took down may take the only copy of the target's API with it: those answers are the fault's.
     client: r.samples
       .filter((x) => !r.faultDown.some((f) => x.at >= f.from - 1000 && x.at <= f.to + 5000))

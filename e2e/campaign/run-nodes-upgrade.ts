@@ -22,6 +22,7 @@ import { Replicas } from './replicas.ts';
 import { awaitRest, judge, runFaults, ServerClaims, type UpgradeResult } from './result.ts';
 import { injectShared, isShared, resumeUpgrade } from './shared-faults.ts';
 import { StartConditions } from './start-conditions.ts';
+import { isLate, LateFaults, phasesStrategy } from './late-faults.ts';
 import { StatusRecorder } from './status-recorder.ts';
 import type { Fault, Schedule } from './schedule.ts';
 
@@ -240,6 +241,7 @@ export async function runNodesUpgrade(s: Schedule, log: (m: string) => void = ()
   let harnessError: string | undefined;
   let batchMax: number = s.spec.batchSize;
   let start: StartConditions | undefined;
+  let late: LateFaults | undefined;
   try {
     await installCrd(c);
     await replicas.add();
@@ -251,7 +253,7 @@ export async function runNodesUpgrade(s: Schedule, log: (m: string) => void = ()
     start = await StartConditions.prepare(s, c.dir);
     const spec: Record<string, unknown> = {
       targetVersion: NEW_VERSION,
-      strategy: { batchSize: s.spec.batchSize, soakDuration: `${s.spec.soakSeconds}s`, batchTimeout: `${BATCH_TIMEOUT_SECONDS}s`, ...(s.spec.twoPhase ? { phases: 'TwoPhase', phaseSoakDuration: '5s' } : {}) },
+      strategy: { batchSize: s.spec.batchSize, soakDuration: `${s.spec.soakSeconds}s`, batchTimeout: `${BATCH_TIMEOUT_SECONDS}s`, ...phasesStrategy(s) },
       proxy: { gate: 'Auto', allowAlphaGate: true },
       // No agentImage: the agent runs from the operator's own image, as the chart passes it.
       driver: { staticPod: { readyTimeout: '2m' } },
@@ -263,6 +265,9 @@ export async function runNodesUpgrade(s: Schedule, log: (m: string) => void = ()
     createdAt = Date.now();
     if (s.spec.standby) await replicas.add();
     const jobRec = jobs;
+    late = new LateFaults({ request: (p, o) => c.request('lb', p, o), upgradePath: `${UPGRADES}/${NAME}`, replicas, notes, schedule: s });
+    const lateRef = late;
+    const statusRef = status;
     const srvRec = servers;
     const conditions = start;
     const shared = {
@@ -293,6 +298,8 @@ export async function runNodesUpgrade(s: Schedule, log: (m: string) => void = ()
     const inject = async (f: Fault): Promise<void> => {
       if (isShared(f.kind)) return injectShared(f, shared);
       if (conditions.handles(f.kind)) return conditions.inject(f);
+      // No component is moved in nodes mode (its kubelets would remove a mirror Pod without a static Pod).
+      if (isLate(f.kind)) return lateRef.inject(f, []);
       const heal = (): Promise<void> => sleep(f.durationMs);
       const node = f.server ?? 0;
       switch (f.kind) {
@@ -350,9 +357,10 @@ export async function runNodesUpgrade(s: Schedule, log: (m: string) => void = ()
           notes.push(`${f.kind}: not a fault of the nodes mode`);
       }
     };
-    const injected = runFaults(s, createdAt, inject, log, notes).then((t) => {
+    const injected = runFaults(s, createdAt, inject, log, notes, (f) => lateRef.when(f, createdAt, statusRef, createdAt + s.windowMs)).then((t) => {
       healedAt = t;
     });
+    late.startHuman(status, () => healedAt);
     await awaitRest({
       createdAt, windowMs: s.windowMs, healedAt: () => healedAt, status, lastDriverActivity: () => jobRec.lastChange, inFlight: () => jobRec.inFlight,
       ...(s.resumeAfterHeal ? { resume: () => resumeUpgrade(shared), resumes, notes } : {}),
@@ -363,11 +371,13 @@ export async function runNodesUpgrade(s: Schedule, log: (m: string) => void = ()
   }
   const endedAt = Date.now();
   await Promise.all([jobs?.stop(), servers?.stop(), status?.stop(), rw?.stop(), traffic?.stop()]);
+  await late?.stop();
   await replicas.stop();
   const result = judge({
     schedule: s, t0, createdAt, endedAt, healedAt, batchMax, ops: [...(jobs?.ops.values() ?? [])], servers: servers?.servers ?? [], statuses: status?.statuses ?? [], checks: status?.checks ?? [],
     batchTimeoutMs: BATCH_TIMEOUT_SECONDS * 1000, breaches, faultDown, blind: replicas.blind, takeoverMs: replicas.takeoverMs, resumes, samples: traffic?.samples ?? [], notes, harnessError,
     callsSeen: status?.callsSeen ?? [], ...start?.recorded(endedAt),
+    ...(late ? { late: late.recorded(endedAt) } : {}),
   });
   await c.teardown();
   return result;

@@ -13,6 +13,7 @@ import { Replicas } from './replicas.ts';
 import { awaitRest, judge, runFaults, ServerClaims, type UpgradeResult } from './result.ts';
 import { injectShared, isShared, resumeUpgrade } from './shared-faults.ts';
 import { StartConditions } from './start-conditions.ts';
+import { isLate, LateFaults, phasesStrategy } from './late-faults.ts';
 import { StatusRecorder } from './status-recorder.ts';
 import { PROMETHEUS_WINDOW_SECONDS, type Fault, type Schedule } from './schedule.ts';
 
@@ -106,8 +107,12 @@ export async function runUpgrade(s: Schedule, log: (m: string) => void = () => u
   let harnessError: string | undefined;
   let batchMax: number = s.spec.batchSize;
   let start: StartConditions | undefined;
+  let late: LateFaults | undefined;
   try {
     const { cluster, hook } = rig;
+    late = new LateFaults({ request: (p, o) => cluster.request('lb', p, o), upgradePath: `${UPGRADES}/${NAME}`, replicas, notes, schedule: s });
+    const nodes = cluster.servers.map((x) => x.hostname);
+    if (late.movesComponents) await late.setUpComponents(nodes);
     door = await HookDoor.start(Number(new URL(hook.url).port));
     rw = await ReadWriteTraffic.start((p, o) => cluster.request('lb', p, o), 'campaign-rw', { intervalMs: 200 });
     servers = new ServerRecorder(rig);
@@ -116,7 +121,7 @@ export async function runUpgrade(s: Schedule, log: (m: string) => void = () => u
     const promUrl = s.spec.prometheus || start.needsPrometheus ? await cluster.startPrometheus() : undefined;
     const source = s.spec.prometheus ? { source: 'Prometheus', prometheus: { address: promUrl, window: `${PROMETHEUS_WINDOW_SECONDS}s` } } : {};
     const manifest = upgradeManifest(NAME, hook, {
-      strategy: { batchSize: s.spec.batchSize, soakDuration: `${s.spec.soakSeconds}s`, batchTimeout: `${BATCH_TIMEOUT_SECONDS}s`, ...(s.spec.twoPhase ? { phases: 'TwoPhase', phaseSoakDuration: '5s' } : {}) },
+      strategy: { batchSize: s.spec.batchSize, soakDuration: `${s.spec.soakSeconds}s`, batchTimeout: `${BATCH_TIMEOUT_SECONDS}s`, ...phasesStrategy(s) },
       analysis: { interval: `${s.spec.intervalSeconds}s`, failureLimit: s.spec.failureLimit, onBreach: s.spec.onBreach, ...source },
     });
     const spec = manifest.spec as { driver: { webhook: { url: string } } };
@@ -127,6 +132,8 @@ export async function runUpgrade(s: Schedule, log: (m: string) => void = () => u
     createdAt = Date.now();
     if (s.spec.standby) await replicas.add();
     const recorder = servers;
+    const lateRef = late;
+    const statusRef = status;
     const doorRef = door;
     const conditions = start;
     const shared = {
@@ -150,6 +157,7 @@ export async function runUpgrade(s: Schedule, log: (m: string) => void = () => u
     const inject = async (f: Fault): Promise<void> => {
       if (isShared(f.kind)) return injectShared(f, shared);
       if (conditions.handles(f.kind)) return conditions.inject(f);
+      if (isLate(f.kind)) return lateRef.inject(f, nodes);
       const heal = (): Promise<void> => sleep(f.durationMs);
       switch (f.kind) {
         case 'apiserver-kill':
@@ -219,9 +227,10 @@ export async function runUpgrade(s: Schedule, log: (m: string) => void = () => u
           notes.push(`${f.kind}: not a fault of the process mode`);
       }
     };
-    const injected = runFaults(s, createdAt, inject, log, notes).then((t) => {
+    const injected = runFaults(s, createdAt, inject, log, notes, (f) => lateRef.when(f, createdAt, statusRef, createdAt + s.windowMs)).then((t) => {
       healedAt = t;
     });
+    late.startHuman(status, () => healedAt);
     await awaitRest({
       createdAt, windowMs: s.windowMs, healedAt: () => healedAt, status,
       lastDriverActivity: () => hook.log.at(-1)?.at ?? 0,
@@ -236,11 +245,13 @@ export async function runUpgrade(s: Schedule, log: (m: string) => void = () => u
   await servers?.stop();
   await status?.stop();
   await rw?.stop();
+  await late?.stop();
   await replicas.stop();
   const result = judge({
     schedule: s, t0, createdAt, endedAt, healedAt, batchMax, ops: driverOps(rig), servers: servers?.servers ?? [], statuses: status?.statuses ?? [], checks: status?.checks ?? [],
     batchTimeoutMs: BATCH_TIMEOUT_SECONDS * 1000, breaches, faultDown, blind: replicas.blind, takeoverMs: replicas.takeoverMs, resumes, samples: rig.traffic.samples, notes, harnessError,
     callsSeen: status?.callsSeen ?? [], ...start?.recorded(endedAt),
+    ...(late ? { late: late.recorded(endedAt) } : {}),
   });
   await start?.close().catch(() => undefined);
   await door?.close().catch(() => undefined);

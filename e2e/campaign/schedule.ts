@@ -2,6 +2,7 @@
 // Pure and deterministic (a small seeded PRNG, mulberry32), so a seed or a replay file gives the same upgrade again;
 // test/campaign/schedule.test.ts checks that, and that every fault heals before the upgrade's window ends.
 import { drawStartConditions } from './draw-gates.ts';
+import { drawLate, LATE_FAULTS, type HoldDraw } from './late-draws.ts';
 
 /** mulberry32: 32-bit state, good enough to spread draws; the same seed always yields the same sequence. */
 export function prng(seed: number): () => number {
@@ -34,6 +35,8 @@ export interface UpgradeSpecDraw {
   window?: boolean;
   /** The server (index) whose serving certificate expires soon, accepted in spec.acceptRisks (process mode; draw-gates.ts). */
   expiringCert?: number;
+  /** phase two held for an approval (TwoPhase only; drawn last: late-draws.ts). */
+  phaseTwo?: HoldDraw;
 }
 
 export const FAULT_KINDS = [
@@ -48,6 +51,8 @@ export const FAULT_KINDS = [
   // Start conditions (drawn apart: draw-gates.ts): the gate's gauge failing, the maintenance window closed, a hard
   // preflight finding present.
   'gate-fail', 'window-close', 'hard-finding',
+  // Drawn last, apart from the weights (late-draws.ts): an approval, a component moved to the target, a helm upgrade of the operator.
+  'approve', 'component-newer', 'operator-rollout',
 ] as const;
 export type FaultKind = (typeof FAULT_KINDS)[number];
 
@@ -59,6 +64,8 @@ export interface Fault {
   durationMs: number;
   /** The server it hits (index), for apiserver faults. */
   server?: number;
+  /** Injected this long after the hold of phase two began (as the status shows it), not at atMs (an estimate then). */
+  holdMs?: number;
 }
 
 /** process: servers as processes, the webhook driver; nodes: real kubelets and containerd, the static Pod driver. */
@@ -105,6 +112,7 @@ const WEIGHTS: Record<Mode, Record<FaultKind, number>> = {
     'client-errors': 2, 'spec-edit': 2, 'pause': 2, 'resume': 1, 'abort': 1,
     'kubelet-stop': 0, 'containerd-stop': 0, 'image-missing': 0, 'etcd-cut': 0, 'peer-cut': 0,
     'prometheus-down': 0, 'prometheus-slow': 0, 'gate-fail': 0, 'window-close': 0, 'hard-finding': 0,
+    'approve': 0, 'component-newer': 0, 'operator-rollout': 0,
   },
   // No hook here, and no restart on another binary by hand (a static Pod is rewritten only by the agent).
   nodes: {
@@ -114,6 +122,7 @@ const WEIGHTS: Record<Mode, Record<FaultKind, number>> = {
     'client-errors': 2, 'spec-edit': 2, 'pause': 2, 'resume': 1, 'abort': 1,
     'kubelet-stop': 3, 'containerd-stop': 2, 'image-missing': 2, 'etcd-cut': 2, 'peer-cut': 2,
     'prometheus-down': 0, 'prometheus-slow': 0, 'gate-fail': 0, 'window-close': 0, 'hard-finding': 0,
+    'approve': 0, 'component-newer': 0, 'operator-rollout': 0,
   },
 };
 
@@ -128,12 +137,18 @@ const PROMETHEUS_FAULTS: readonly FaultKind[] = ['prometheus-down', 'prometheus-
 
 /** The kinds a mode draws. */
 export function faultKinds(mode: Mode): FaultKind[] {
-  return FAULT_KINDS.filter((k) => WEIGHTS[mode][k] > 0 || (mode === 'process' && [...PROMETHEUS_FAULTS, 'gate-fail', 'hard-finding'].includes(k)) || k === 'window-close');
+  return FAULT_KINDS.filter((k) => WEIGHTS[mode][k] > 0 || (mode === 'process' && [...PROMETHEUS_FAULTS, 'gate-fail', 'hard-finding'].includes(k)) || k === 'window-close' || LATE_FAULTS[mode].includes(k));
 }
 
-const ONE_SHOT = new Set<FaultKind>(['apiserver-restart-old', 'apiserver-restart-new', 'operator-late-standby', 'hook-fail', 'spec-edit', 'resume', 'abort']);
+const ONE_SHOT = new Set<FaultKind>(['apiserver-restart-old', 'apiserver-restart-new', 'operator-late-standby', 'hook-fail', 'spec-edit', 'resume', 'abort', 'approve', 'operator-rollout']);
 /** Faults that hit one server (or its node): the draw names it. */
 const ON_A_SERVER = new Set<FaultKind>(['apiserver-kill', 'apiserver-stop', 'apiserver-restart-old', 'apiserver-restart-new', 'kubelet-stop', 'containerd-stop', 'image-missing', 'etcd-cut', 'peer-cut']);
+
+/** The hold of phase two, for the output line. */
+function describeHold(h: HoldDraw | undefined): string {
+  if (!h) return '';
+  return ` hold=${h.deadlineSeconds === undefined ? 'approval' : `${h.deadlineSeconds}s->${h.onDeadline}`}`;
+}
 
 /** The seed of upgrade `index` of a campaign: distinct per index, stable across runs. */
 export function upgradeSeed(seed: number, index: number): number {
@@ -188,19 +203,23 @@ export function drawUpgrade(seed: number, index: number, mode: Mode = 'process')
     }
   }
   drawStartConditions({ r, int, pick }, mode, spec, faults, activeMs);
+  // ---- Drawn after every draw above (keep this block last): a held phase two, a component moved mid-run, an
+  // operator rollout (late-draws.ts). ----
+  const lateMs = drawLate({ r, mode, spec, faults, activeMs, pass });
   const lastHeal = Math.max(...faults.map((f) => f.atMs + f.durationMs));
   // After the last heal: room for the rest of the upgrade (or its rollback) to run.
-  return { seed, index, ...(mode === 'process' ? {} : { mode }), spec, faults, windowMs: lastHeal + activeMs + 90_000 };
+  return { seed, index, ...(mode === 'process' ? {} : { mode }), spec, faults, windowMs: lastHeal + activeMs + 90_000 + lateMs };
 }
 
 /** One line naming the spec, for the campaign's output. */
 export function describeSpec(s: UpgradeSpecDraw): string {
-  return `batch=${s.batchSize} soak=${s.soakSeconds}s limit=${s.failureLimit}x${s.intervalSeconds}s onBreach=${s.onBreach} ${s.twoPhase ? 'TwoPhase' : 'OnePhase'} gate=${s.gate ? 'on' : 'off'}${s.standby ? ' +standby' : ''}${s.prometheus ? ' +prometheus' : ''}${s.startGate ? ' +gate' : ''}${s.window ? ' +window' : ''}${s.expiringCert === undefined ? '' : ` +acceptRisk(cp-${s.expiringCert + 1})`}`;
+  return `batch=${s.batchSize} soak=${s.soakSeconds}s limit=${s.failureLimit}x${s.intervalSeconds}s onBreach=${s.onBreach} ${s.twoPhase ? 'TwoPhase' : 'OnePhase'} gate=${s.gate ? 'on' : 'off'}${s.standby ? ' +standby' : ''}${s.prometheus ? ' +prometheus' : ''}${s.startGate ? ' +gate' : ''}${s.window ? ' +window' : ''}${s.expiringCert === undefined ? '' : ` +acceptRisk(cp-${s.expiringCert + 1})`}${describeHold(s.phaseTwo)}`;
 }
 
 export function describeFault(f: Fault): string {
   const where = f.server === undefined ? '' : ` cp-${f.server + 1}`;
-  return `${f.kind}${where}@${Math.round(f.atMs / 1000)}s${f.durationMs ? `/${Math.round(f.durationMs / 1000)}s` : ''}`;
+  const at = f.holdMs === undefined ? `${Math.round(f.atMs / 1000)}s` : `hold+${Math.round(f.holdMs / 1000)}s`;
+  return `${f.kind}${where}@${at}${f.durationMs ? `/${Math.round(f.durationMs / 1000)}s` : ''}`;
 }
 
 /** A replay file's content, checked: what --replay reads back (it is a file a person may have edited). */
@@ -209,7 +228,7 @@ export function parseSchedule(text: string): Schedule {
   const ok = typeof v.seed === 'number' && typeof v.index === 'number' && typeof v.windowMs === 'number' && v.spec !== undefined && Array.isArray(v.faults)
     && (v.mode === undefined || (MODES as readonly string[]).includes(v.mode))
     && (v.resumeAfterHeal === undefined || typeof v.resumeAfterHeal === 'boolean')
-    && v.faults.every((f) => (FAULT_KINDS as readonly string[]).includes(f.kind) && Number.isFinite(f.atMs) && Number.isFinite(f.durationMs) && (f.server === undefined || [0, 1, 2].includes(f.server)));
+    && v.faults.every((f) => (FAULT_KINDS as readonly string[]).includes(f.kind) && Number.isFinite(f.atMs) && Number.isFinite(f.durationMs) && (f.server === undefined || [0, 1, 2].includes(f.server)) && (f.holdMs === undefined || Number.isFinite(f.holdMs)));
   if (!ok) throw new Error('not a campaign schedule: want {seed, index, mode?: process|nodes, spec, faults: [{kind, atMs, durationMs, server?}], windowMs}');
   return v as Schedule;
 }

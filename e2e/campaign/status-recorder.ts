@@ -10,6 +10,13 @@ function rollbackSafe(u: ApiServerUpgrade): Pick<StatusSnapshot, 'rollbackSafe'>
   return c?.status ? { rollbackSafe: c.status } : {};
 }
 
+/** status.phaseTwoHold: when it began (epoch ms) and how it ended. */
+function holdOf(u: ApiServerUpgrade): Pick<StatusSnapshot, 'heldSince' | 'holdEndedBy'> {
+  const h = u.status?.phaseTwoHold;
+  const since = h?.heldSince ? Date.parse(h.heldSince) : NaN;
+  return { ...(Number.isFinite(since) ? { heldSince: since } : {}), ...(h?.endedBy ? { holdEndedBy: h.endedBy } : {}) };
+}
+
 export class StatusRecorder {
   readonly statuses: StatusSnapshot[] = [];
   /** Each analysis check the operator wrote (kept apart: a paused upgrade keeps checking, and rest is judged from statuses). */
@@ -38,6 +45,7 @@ export class StatusRecorder {
       ...(st.resumedAt ? { resumedAt: st.resumedAt } : {}),
       ...(st.waiting?.reason ? { waiting: st.waiting.reason } : {}),
       ...(st.acceptedRisks?.length ? { acceptedRisks: st.acceptedRisks.map((a) => a.name) } : {}),
+      ...holdOf(u),
     };
     for (const c of st.driverCalls ?? []) {
       if (this.keys.has(c.key)) continue;

@@ -4,14 +4,18 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { GATE_ODDS, RISK_ODDS, WINDOW_ODDS } from '../../e2e/campaign/draw-gates.ts';
+import { LATE_FAULTS } from '../../e2e/campaign/late-draws.ts';
 import { windowOpenAt } from '../../e2e/campaign/rules-gates.ts';
 import { drawUpgrade, MODES, type Fault, type Schedule } from '../../e2e/campaign/schedule.ts';
 import { waitForAlignment, windowSpec } from '../../e2e/campaign/window-draw.ts';
 
-/** What the start-condition draws added to `s`: its gate and window, their faults, the gate's Prometheus fault, the kill at the reopening. */
+/**
+ * What the start-condition draws added to `s`: its gate and window, their faults, the gate's Prometheus fault, the kill
+ * at the reopening; and what the late draws after them added (late-draws.ts: faults at a hold, a component, a rollout).
+ */
 function added(s: Schedule): Fault[] {
   const close = s.faults.find((f) => f.kind === 'window-close');
-  return s.faults.filter((f) => f.kind === 'gate-fail' || f.kind === 'window-close' || f.kind === 'hard-finding'
+  return s.faults.filter((f) => f.holdMs !== undefined || LATE_FAULTS[s.mode ?? 'process'].includes(f.kind) || f.kind === 'gate-fail' || f.kind === 'window-close' || f.kind === 'hard-finding'
     || (s.spec.startGate && !s.spec.prometheus && f.kind.startsWith('prometheus-'))
     || (close !== undefined && f.kind === 'operator-leader-kill' && Math.abs(f.atMs - (close.atMs + close.durationMs)) <= 4_000));
 }
@@ -40,7 +44,9 @@ for (const mode of MODES) {
       // The older draws, unchanged: the faults left once the added ones are taken out are what the weights drew
       // (1-3, and one Prometheus fault with the Prometheus source), in order.
       const rest = s.faults.filter((f) => !extra.includes(f));
-      assert.ok(rest.length >= 1 && rest.length <= 3 + (s.spec.prometheus ? 1 : 0), `${seed}: ${JSON.stringify(s.faults)}`);
+      // (A moved component may bring an abort, drawn late like it: late-draws.ts.)
+      const lateAbort = s.faults.some((f) => f.kind === 'component-newer') ? 1 : 0;
+      assert.ok(rest.length >= 1 && rest.length <= 3 + (s.spec.prometheus ? 1 : 0) + lateAbort, `${seed}: ${JSON.stringify(s.faults)}`);
       if (extra.length === 0) assert.equal(s.spec.startGate ?? s.spec.window, undefined);
       if (s.spec.expiringCert !== undefined) {
         risks++;

@@ -4,6 +4,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { checkHistory, percentiles, RULES, WATCH_LAG_MS, type History, type Rule } from '../../e2e/campaign/history-check.ts';
 import { GATE_LAG_MS, goDurationMs, windowOpenAt } from '../../e2e/campaign/rules-gates.ts';
+import { VIOLATING_LATE } from './violating-late.ts';
 
 const OLD = 'v1.35.4';
 const NEW = 'v1.36.3';
@@ -602,6 +603,7 @@ const VIOLATING: Record<Rule, () => History> = {
     h.risks = { accepted: ['ServingCertificateExpiresSoon'], made: ['ServingCertificateExpiresSoon'], hard: [] };
     return h;
   },
+  ...VIOLATING_LATE,
 };
 
 for (const rule of RULES) {
