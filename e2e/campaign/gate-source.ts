@@ -65,9 +65,9 @@ export class GateSource {
     }
   }
 
-  /** Prometheus was down or hung from `from` to now: the gate could not be evaluated. */
-  unknownUntilNow(from: number): void {
-    this.unknown.push({ from, to: Date.now() });
+  /** Prometheus was down or hung from `from` to `to`: the gate could not be evaluated. */
+  unknownUntil(from: number, to: number): void {
+    this.unknown.push({ from, to });
   }
 
   /** What the harness knows of the gate; a flap still under way at the end counts up to `endedAt`. */

@@ -208,9 +208,10 @@ export async function runUpgrade(s: Schedule, log: (m: string) => void = () => u
           return;
         case 'prometheus-down':
           // Gone (connections refused), then back on the same address with its data.
-          return conditions.prometheusOut(async () => {
+          return conditions.prometheusOut(async (restarting) => {
             cluster.signalPrometheus('SIGKILL');
             await heal();
+            restarting();
             await cluster.startPrometheus();
           });
         case 'prometheus-slow':

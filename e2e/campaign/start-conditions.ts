@@ -6,7 +6,7 @@
 import type { HttpResult } from '../cluster/http.ts';
 import { NEW_VERSION, OLD_VERSION, sleep } from '../cluster/index.ts';
 import { ACCEPTED_RISK, EXPIRING_CERT_DAYS } from './draw-gates.ts';
-import { GateSource } from './gate-source.ts';
+import { GATE_QUERY, GateSource } from './gate-source.ts';
 import type { GateRecord, RiskRecord, WindowSpec } from './rules-gates.ts';
 import type { Fault, FaultKind, Schedule } from './schedule.ts';
 import { waitForAlignment, windowSpec } from './window-draw.ts';
@@ -31,6 +31,7 @@ export class StartConditions {
   private readonly gate: GateSource | undefined;
   private window: WindowSpec | undefined;
   private request: Request | undefined;
+  private prometheus: string | undefined;
   private readonly hard: { from: number; to?: number }[] = [];
 
   private constructor(s: Schedule, gate: GateSource | undefined) {
@@ -72,6 +73,7 @@ export class StartConditions {
     }
     if (this.gate) {
       if (prometheus === undefined) throw new Error('a gate was drawn but no Prometheus runs');
+      this.prometheus = prometheus;
       spec.gates = GateSource.specGates(prometheus);
     }
     const close = this.s.faults.find((f) => f.kind === 'window-close');
@@ -102,14 +104,39 @@ export class StartConditions {
     }
   }
 
-  /** Runs a Prometheus fault, recording it as a span when the gate could not be evaluated. */
-  async prometheusOut(run: () => Promise<void>): Promise<void> {
+  /**
+   * Runs a Prometheus fault, recording it as a span when the gate could not be evaluated: until `run` ends, or, when
+   * `run` says Prometheus is starting again (`restarting`), until it first answers the gate's query with a sample (a
+   * restarted Prometheus answers its first scrape of the gauge seconds before the harness's own wait for every
+   * apiserver target ends: seed 4201 #0 started a batch on such an answer).
+   */
+  async prometheusOut(run: (restarting: () => void) => Promise<void>): Promise<void> {
     const from = Date.now();
+    let answered: Promise<number | undefined> | undefined;
     try {
-      await run();
+      await run(() => {
+        answered = this.untilGateAnswers();
+      });
     } finally {
-      this.gate?.unknownUntilNow(from);
+      const to = answered ? await answered : undefined;
+      this.gate?.unknownUntil(from, to ?? Date.now());
     }
+  }
+
+  /** When Prometheus first answers the gate's query with a sample (polled every 100 ms for at most 2 minutes). */
+  private async untilGateAnswers(): Promise<number | undefined> {
+    if (!this.gate || this.prometheus === undefined) return undefined;
+    const url = `${this.prometheus}/api/v1/query?query=${encodeURIComponent(GATE_QUERY)}`;
+    for (const end = Date.now() + 120_000; Date.now() < end; await sleep(100)) {
+      try {
+        const res = await fetch(url, { signal: AbortSignal.timeout(2_000) });
+        const doc = (await res.json()) as { data?: { result?: unknown[] } };
+        if (res.ok && (doc.data?.result?.length ?? 0) > 0) return Date.now();
+      } catch {
+        // Not answering yet.
+      }
+    }
+    return undefined;
   }
 
   /** What the checker gets. */
