@@ -501,6 +501,23 @@ function stoppedSendsNothing(h: History): Violation[] {
  * that gets an Upgrade and had an EnableProxy before the first Upgrade of the history, has its last such EnableProxy
  * landed before that first Upgrade started. (A joiner accepted later gets its EnableProxy later: not judged.)
  */
+/**
+ * When a call that landed put its server back: up again after being down since the call started, not by a fault of the
+ * harness (its server is never one in a replacement). A static Pod agent's Job completes seconds after the kubelet
+ * started the new server and it answered ready (4.8 s at load 7, nodes seed 4202 #9), and the operator counts a call
+ * landed by what the server says of itself, not by the Job; a webhook's record ends when the hook says so. So the
+ * driver's record is a late bound: the server back up is the earlier one, where it was seen down in between.
+ */
+export function backUpAfter(h: History, op: DriverOp): number | undefined {
+  if (!op.landed) return undefined;
+  const rec = h.servers.filter((r) => r.server === op.server && r.t >= op.start).sort((a, b) => a.t - b.t);
+  const down = rec.find((r) => !r.up);
+  if (!down) return undefined;
+  const faulted = (h.faultDown ?? []).some((f) => f.server === op.server && f.to >= op.start && f.from <= down.t);
+  if (faulted) return undefined;
+  return rec.find((r) => r.up && r.t > down.t)?.t;
+}
+
 function enableProxyFirst(h: History): Violation[] {
   const firstUp = [...h.ops].filter((o) => o.action === 'Upgrade').sort((a, b) => a.start - b.start)[0];
   if (!firstUp) return [];
@@ -508,7 +525,9 @@ function enableProxyFirst(h: History): Violation[] {
   const out: Violation[] = [];
   for (const server of [...upgraded].sort()) {
     const last = h.ops.filter((o) => o.server === server && o.action === 'EnableProxy' && o.start < firstUp.start).sort((a, b) => a.start - b.start).at(-1);
-    if (!last || (last.landed && last.end !== undefined && last.end <= firstUp.start)) continue;
+    if (!last) continue;
+    const landedAt = Math.min(last.end ?? Infinity, backUpAfter(h, last) ?? Infinity);
+    if (last.landed && landedAt <= firstUp.start) continue;
     out.push({ rule: 'EnableProxyFirst', t: firstUp.start, message: `Upgrade ${firstUp.server} (${firstUp.key}) started at ${firstUp.start} while the gate's EnableProxy of ${server} (${last.key}) had ${last.end === undefined ? 'not ended' : last.landed ? `landed only at ${last.end}` : 'failed'}` });
   }
   return out;

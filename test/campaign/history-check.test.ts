@@ -392,6 +392,25 @@ test('EnableProxyFirst: the gate pass\'s EnableProxy of every upgraded server la
   assert.deepEqual(rules(h), []);
 });
 
+test('EnableProxyFirst: a call whose server came back before the first Upgrade landed then, though its agent Job completed later', () => {
+  // Nodes seed 4202 #9: cp-2's server back up at 9.0 s, the first Upgrade at 10.0 s, the Job complete at 14.0 s.
+  const h = clean();
+  h.ops.unshift(
+    { key: 'k-ep-cp-1', server: 'cp-1', action: 'EnableProxy', start: 2_000, end: 5_000, landed: true },
+    { key: 'k-ep-cp-2', server: 'cp-2', action: 'EnableProxy', start: 5_500, end: 14_000, landed: true },
+  );
+  assert.deepEqual(rules(h), ['EnableProxyFirst'], 'no sign of the server coming back: the Job\'s end is the landing');
+  h.servers.push({ t: 6_000, server: 'cp-2', up: false, version: OLD }, { t: 9_000, server: 'cp-2', up: true, version: OLD });
+  assert.deepEqual(rules(h), []);
+  // Back only after the first Upgrade started: not landed in time.
+  h.servers.splice(-1, 1, { t: 10_500, server: 'cp-2', up: true, version: OLD });
+  assert.deepEqual(rules(h), ['EnableProxyFirst']);
+  // Down and back by the harness's own fault: says nothing of the call.
+  h.servers.splice(-1, 1, { t: 9_000, server: 'cp-2', up: true, version: OLD });
+  h.faultDown = [{ server: 'cp-2', from: 5_800, to: 9_000 }];
+  assert.deepEqual(rules(h), ['EnableProxyFirst']);
+});
+
 test('PhaseOneFirst and StageNeverBack: no emulated Upgrade after phase two\'s first call; status.stage never leaves API once there', () => {
   const h = clean();
   h.ops = h.ops.map((o) => ({ ...o, emulated: true }));
