@@ -252,6 +252,13 @@ function fleetAt(h: History, t: number): Map<string, ServerRecord> {
  * emulating the from-version's minor: the from-version's API on the new binary, the safe point phase one made (a
  * server that wrote the target's storage cannot go back to the old binary; src/plan/rollback-goal.ts, docs/two-phase.md).
  */
+/**
+ * How late the harness's record of a server may be: it polls every 200 ms (process) or 250 ms (nodes, each a /readyz
+ * and a /version request that take their time at load), while the operator's own look may have seen the server back
+ * first (nodes seed 4203 #13: RolledBack in the watch 21 ms before the poll saw cp-1 up on the old version).
+ */
+export const SERVER_SAMPLE_LAG_MS = 1_000;
+
 function terminalMatchesFleet(h: History): Violation[] {
   const sorted = [...h.statuses].sort((a, b) => a.t - b.t);
   const end = sorted.find((s) => s.phase === 'Succeeded' || s.phase === 'RolledBack');
@@ -261,7 +268,7 @@ function terminalMatchesFleet(h: History): Violation[] {
   const fromMinor = /^v(\d+\.\d+)/.exec(h.spec.fromVersion)?.[1];
   const want = end.phase === 'Succeeded' || apiRollback ? h.spec.targetVersion : h.spec.fromVersion;
   const wantEmulation = apiRollback ? fromMinor : undefined;
-  const wrong = [...fleetAt(h, end.t).values()].filter((r) => !r.up || r.version !== want || r.emulation !== wantEmulation);
+  const wrong = [...fleetAt(h, end.t + SERVER_SAMPLE_LAG_MS).values()].filter((r) => !r.up || r.version !== want || r.emulation !== wantEmulation);
   if (wrong.length === 0) return [];
   const what = wrong.map((r) => `${r.server} ${r.up ? `runs ${r.version}${r.emulation ? ` emulating ${r.emulation}` : ''}` : 'is down'}`).join(', ');
   return [{ rule: 'TerminalMatchesFleet', t: end.t, message: `${end.phase}, yet ${what} (want every server up on ${want}, ${wantEmulation ? `emulating ${wantEmulation}: a rollback from phase two` : 'no emulation'})` }];

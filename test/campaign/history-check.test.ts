@@ -88,6 +88,15 @@ test('TerminalMatchesFleet: Succeeded with a server on the old version; RolledBa
   assert.match(checkHistory(r).violations[0]!.message, /cp-3 runs v1\.35\.4 emulating 1\.35/);
 });
 
+test('TerminalMatchesFleet: the harness\'s poll may see the last server back just after the terminal status, not a second later', () => {
+  const h = clean();
+  // cp-3 back on the target at 20 ms after Succeeded was seen: the poll's lag, fine.
+  h.servers = h.servers.map((r) => (r.server === 'cp-3' && r.up && r.version === NEW ? { ...r, t: 100_020 } : r));
+  assert.deepEqual(rules(h), []);
+  h.servers = h.servers.map((r) => (r.server === 'cp-3' && r.up && r.version === NEW ? { ...r, t: 101_500 } : r));
+  assert.ok(rules(h).includes('TerminalMatchesFleet'));
+});
+
 test('TerminalMatchesFleet: a rollback begun in phase two of TwoPhase ends on the target emulating the from-version (docs/two-phase.md), not on the old binary', () => {
   const r = clean();
   r.ops = [];
