@@ -3,25 +3,14 @@
 // not (the fault decides what comes back).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { Replicas } from '../../e2e/campaign/replicas.ts';
 import type { OperatorProcess } from '../../e2e/support/operator.ts';
 import { sleep } from '../../e2e/cluster/index.ts';
+import { standInProcess } from './stand-in-process.ts';
 
 /** A stand-in process that exits by itself after `lifeMs` (or is killed first); it never leads. */
 function fakeOperator(lifeMs: number): OperatorProcess {
-  const child = spawn(process.execPath, ['-e', `setTimeout(() => process.exit(3), ${lifeMs})`], { stdio: 'ignore' });
-  const exits: OperatorProcess['exits'] = [];
-  child.on('exit', (code, signal) => exits.push({ code, signal }));
-  return {
-    child, logPath: '', healthPort: 0, exits, logLines: () => [],
-    stop: async () => {
-      if (child.exitCode !== null || child.signalCode !== null) return;
-      const done = new Promise((r) => child.once('exit', r));
-      child.kill('SIGTERM');
-      await done;
-    },
-  };
+  return standInProcess(`setTimeout(() => process.exit(3), ${lifeMs})`, 'SIGTERM');
 }
 
 test('a replica that exits by itself is started again after a doubling backoff; none after stop()', async () => {

@@ -3,27 +3,15 @@
 // ended is not started again as if it had exited by itself.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { Replicas } from '../../e2e/campaign/replicas.ts';
 import { rollOut, terminate } from '../../e2e/campaign/rollout.ts';
 import type { OperatorProcess } from '../../e2e/support/operator.ts';
 import { sleep } from '../../e2e/cluster/index.ts';
+import { standInProcess } from './stand-in-process.ts';
 
 /** A stand-in process: it ends on SIGTERM, or, with `ignoreTerm`, only on SIGKILL; it never leads. */
 function process_(ignoreTerm: boolean): OperatorProcess {
-  const code = ignoreTerm ? "process.on('SIGTERM', () => undefined); setInterval(() => undefined, 1000)" : 'setInterval(() => undefined, 1000)';
-  const child = spawn(process.execPath, ['-e', code], { stdio: 'ignore' });
-  const exits: OperatorProcess['exits'] = [];
-  child.on('exit', (c, signal) => exits.push({ code: c, signal }));
-  return {
-    child, logPath: '', healthPort: 0, exits, logLines: () => [],
-    stop: async () => {
-      if (child.exitCode !== null || child.signalCode !== null) return;
-      const done = new Promise((r) => child.once('exit', r));
-      child.kill('SIGKILL');
-      await done;
-    },
-  };
+  return standInProcess(ignoreTerm ? "process.on('SIGTERM', () => undefined); setInterval(() => undefined, 1000)" : 'setInterval(() => undefined, 1000)', 'SIGKILL');
 }
 
 test('terminate: SIGTERM, and SIGKILL only once the grace period ran out', async () => {
