@@ -1,5 +1,6 @@
 // npm run campaign -- --seed S --upgrades N [--mode process|nodes|both] [--driver webhook|staticPod] [--only hold|component|rollout] [--resume-after-heal] [--replay FILE | --shrink FILE] [--out DIR]
-// npm run campaign -- --tally DIR [DIR...]: every saved history judged again, totals per operator (tally.ts)
+// npm run campaign -- --tally DIR [DIR...] [--archive DEST]: every saved history judged again, totals per operator (tally.ts);
+//   --archive keeps each history, compressed, under DEST/<operator digest>/
 // Runs N upgrades under randomized faults drawn from the seed, checks each history, prints one line per upgrade and a
 // summary table; on a violation it writes the schedule as a replay file. The process mode runs the webhook driver,
 // the nodes mode (real kubelets and containerd) the static Pod driver; `both` alternates them, upgrade by upgrade.
@@ -10,7 +11,7 @@ import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { percentiles } from './history-check.ts';
 import { operatorIdentity } from './operator-identity.ts';
-import { historyFiles, readTallied, tallyTable, type Tallied } from './tally.ts';
+import { archiveHistory, historyFiles, readHistory, tallyTable, type Tallied } from './tally.ts';
 import { runUpgrade } from './run-upgrade.ts';
 import { runNodesUpgrade } from './run-nodes-upgrade.ts';
 import { line, type UpgradeResult } from './result.ts';
@@ -22,6 +23,7 @@ const { values, positionals } = parseArgs({
   allowPositionals: true,
   options: {
     tally: { type: 'boolean', default: false },
+    archive: { type: 'string' },
     seed: { type: 'string' },
     upgrades: { type: 'string', default: '1' },
     mode: { type: 'string', default: 'process' },
@@ -42,12 +44,23 @@ if (values.tally) {
     process.stderr.write('--tally takes the folders of saved histories: npm run campaign -- --tally DIR [DIR...]\n');
     process.exit(2);
   }
-  const read = historyFiles(positionals).map(readTallied);
+  const read = historyFiles(positionals).map(readHistory);
   for (const e of read.filter((x): x is string => typeof x === 'string')) process.stderr.write(`not judged: ${e}\n`);
-  const rows = read.filter((x): x is Tallied => typeof x !== 'string');
+  const rows: Tallied[] = read.flatMap((x) => (typeof x === 'string' ? [] : [x.tallied]));
+  const dest = values.archive;
+  if (dest !== undefined) {
+    const errors = rows.map((r) => archiveHistory(r.file, r.operator, dest)).filter((e) => e !== undefined);
+    for (const e of errors) process.stderr.write(`not kept: ${e}\n`);
+    process.stderr.write(`kept ${rows.length - errors.length} of ${rows.length} histories under ${dest}\n`);
+    if (errors.length > 0) process.exit(1);
+  }
   for (const r of rows.filter((x) => x.rules.length > 0)) process.stdout.write(`VIOLATION ${r.file}: ${r.rules.join(', ')}\n`);
   process.stdout.write(`${tallyTable(rows)}\n`);
   process.exit(rows.some((r) => r.rules.length > 0) ? 1 : 0);
+}
+if (values.archive !== undefined) {
+  process.stderr.write('--archive keeps what --tally reads: npm run campaign -- --tally DIR [DIR...] --archive DEST\n');
+  process.exit(2);
 }
 if (positionals.length > 0) {
   process.stderr.write(`unexpected argument ${JSON.stringify(positionals[0])}: only --tally takes folders\n`);

@@ -1,8 +1,9 @@
 // Totals over saved campaign histories (`npm run campaign -- --tally DIR...`): each history judged again with the
 // checker's current rules, grouped by the operator it ran (operator-identity.ts), so upgrades run on several days
 // count towards one operator's total only when the operator did not change between them.
-import { readdirSync, readFileSync, statSync } from 'node:fs';
-import { join } from 'node:path';
+import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
+import { basename, join } from 'node:path';
+import { gunzipSync, gzipSync } from 'node:zlib';
 import { checkHistory } from './history-check.ts';
 import type { UpgradeResult } from './result.ts';
 
@@ -46,16 +47,62 @@ export function tallyOne(file: string, r: UpgradeResult & { operator?: string })
   };
 }
 
-/** Every history-*.json under the folders (not those of --shrink runs, which repeat one upgrade). */
+const HISTORY_FILE = /^history-\d+-\d+\.json(\.gz)?$/;
+
+/**
+ * Every history-*.json under the folders, and every history-*.json.gz (the kept records, --archive), not those of
+ * --shrink runs, which repeat one upgrade.
+ */
 export function historyFiles(dirs: readonly string[]): string[] {
-  return dirs.flatMap((d) => readdirSync(d).filter((f) => /^history-\d+-\d+\.json$/.test(f)).map((f) => join(d, f))).sort();
+  return dirs.flatMap((d) => readdirSync(d).filter((f) => HISTORY_FILE.test(f)).map((f) => join(d, f))).sort();
+}
+
+/** The history's text; a compressed one is inflated no further than the cap, so a small file cannot fill the heap. */
+function historyText(file: string): string {
+  const size = statSync(file).size;
+  if (size > MAX_HISTORY_BYTES) throw new Error(`${size} bytes, over ${MAX_HISTORY_BYTES}: not read`);
+  const raw = readFileSync(file);
+  if (!file.endsWith('.gz')) return raw.toString('utf8');
+  try {
+    return gunzipSync(raw, { maxOutputLength: MAX_HISTORY_BYTES }).toString('utf8');
+  } catch (err) {
+    if (err instanceof RangeError) throw new Error(`inflates past ${MAX_HISTORY_BYTES} bytes: not read`, { cause: err });
+    throw err;
+  }
+}
+
+/** The parsed history and its tally, or why it was not judged. */
+export function readHistory(file: string): { result: UpgradeResult & { operator?: string }; tallied: Tallied } | string {
+  try {
+    const result = JSON.parse(historyText(file)) as UpgradeResult & { operator?: string };
+    return { result, tallied: tallyOne(file, result) };
+  } catch (err) {
+    return `${file}: ${(err as Error).message.split('\n')[0]}`;
+  }
 }
 
 export function readTallied(file: string): Tallied | string {
-  const size = statSync(file).size;
-  if (size > MAX_HISTORY_BYTES) return `${file}: ${size} bytes, over ${MAX_HISTORY_BYTES}: not read`;
+  const read = readHistory(file);
+  return typeof read === 'string' ? read : read.tallied;
+}
+
+/**
+ * Keeps a history as a record: compressed, under DEST/<operator digest>/, named as the campaign named it. A record of
+ * that name with other content is never overwritten (the same seed and index run twice are two upgrades): that is
+ * returned as an error, and nothing is written.
+ */
+export function archiveHistory(file: string, operator: string, dest: string): string | undefined {
+  if (!/^[0-9a-z-]{1,64}$/.test(operator)) return `${file}: operator ${JSON.stringify(operator)} is not a digest: not kept`;
+  const dir = join(dest, operator);
+  const target = join(dir, `${basename(file).replace(/\.gz$/, '')}.gz`);
   try {
-    return tallyOne(file, JSON.parse(readFileSync(file, 'utf8')) as UpgradeResult & { operator?: string });
+    const text = historyText(file);
+    if (existsSync(target)) return historyText(target) === text ? undefined : `${target} exists with another history: not overwritten`;
+    mkdirSync(dir, { recursive: true });
+    const tmp = `${target}.${process.pid}.tmp`;
+    writeFileSync(tmp, gzipSync(text, { level: 9 }));
+    renameSync(tmp, target);
+    return undefined;
   } catch (err) {
     return `${file}: ${(err as Error).message.split('\n')[0]}`;
   }

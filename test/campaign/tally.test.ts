@@ -1,10 +1,11 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, mkdirSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { gzipSync } from 'node:zlib';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { operatorIdentity } from '../../e2e/campaign/operator-identity.ts';
-import { historyFiles, readTallied, specDraws, tallyTable } from '../../e2e/campaign/tally.ts';
+import { archiveHistory, historyFiles, MAX_HISTORY_BYTES, readTallied, specDraws, tallyTable } from '../../e2e/campaign/tally.ts';
 
 function checkout(): string {
   const root = mkdtempSync(join(tmpdir(), 'auo-identity-'));
@@ -60,4 +61,44 @@ test('a tally judges each history again, counts it under its operator and names 
   const table = tallyTable([good]);
   assert.match(table, /operator abc: 1 upgrade\(s\), 1 with a violation/);
   assert.match(table, /\| process \| 1 \| Succeeded 1 \| [^|]*OncePerKey 1/);
+});
+
+test('a kept record is the history compressed under its operator, judged as the plain file is, and never overwritten', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'auo-tally-'));
+  const dest = join(dir, 'records');
+  const schedule = { seed: 7, index: 2, spec: { batchSize: 1, onBreach: 'Pause', twoPhase: false, gate: true }, faults: [], windowMs: 60_000 };
+  const spec = { fromVersion: 'v1.35.4', targetVersion: 'v1.36.3', batchSize: 1, failureLimit: 2, intervalMs: 2000, targetOnlyResources: [] };
+  const op = { key: 'k1', server: 'cp-1', action: 'Upgrade', start: 1000, end: 2000, landed: true };
+  const history = { spec, ops: [op, { ...op, start: 3000, end: 4000 }], servers: [], statuses: [], breaches: [], healedAt: 0, endedAt: 5000, client: [] };
+  const plain = join(dir, 'history-7-2.json');
+  writeFileSync(plain, JSON.stringify({ schedule, outcome: 'Succeeded', history, verdict: { violations: [] }, operator: 'abc123' }));
+  assert.equal(archiveHistory(plain, 'abc123', dest), undefined);
+  const kept = join(dest, 'abc123', 'history-7-2.json.gz');
+  assert.deepEqual(historyFiles([join(dest, 'abc123')]), [kept]);
+  const fromPlain = readTallied(plain);
+  const fromKept = readTallied(kept);
+  assert.ok(typeof fromPlain !== 'string' && typeof fromKept !== 'string');
+  assert.deepEqual({ ...fromKept, file: '' }, { ...fromPlain, file: '' });
+  assert.ok(fromKept.rules.includes('OncePerKey'));
+  // Keeping it again is a no-op; another history under the same name is refused and the record stays.
+  assert.equal(archiveHistory(plain, 'abc123', dest), undefined);
+  const before = readFileSync(kept);
+  writeFileSync(plain, JSON.stringify({ schedule, outcome: 'RolledBack', history, verdict: { violations: [] }, operator: 'abc123' }));
+  assert.match(archiveHistory(plain, 'abc123', dest) ?? '', /exists with another history: not overwritten/);
+  assert.deepEqual(readFileSync(kept), before);
+  // The operator named in a history never becomes a path of its own choosing.
+  for (const operator of ['../x', 'a/b', '', 'x'.repeat(65), '..', 'A B']) {
+    assert.match(archiveHistory(plain, operator, dest) ?? '', /is not a digest: not kept/, operator);
+  }
+  assert.deepEqual(readdirSync(dest), ['abc123']);
+});
+
+test('a compressed history that inflates past the cap is reported, not read', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'auo-tally-'));
+  const bomb = join(dir, 'history-1-0.json.gz');
+  writeFileSync(bomb, gzipSync(Buffer.alloc(MAX_HISTORY_BYTES + 1, 0x20)));
+  assert.ok(statSync(bomb).size < 1024 * 1024);
+  assert.match(String(readTallied(bomb)), /inflates past \d+ bytes: not read/);
+  writeFileSync(join(dir, 'history-1-1.json.gz'), 'not gzip');
+  assert.equal(typeof readTallied(join(dir, 'history-1-1.json.gz')), 'string');
 });
