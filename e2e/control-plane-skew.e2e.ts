@@ -146,7 +146,9 @@ test('kube-controller-manager skew: newer than the target blocks preflight; upgr
   }
   process.stderr.write(`[${at()}] cluster, operator, kube-controller-manager ${OLD_VERSION} and 6 mirror Pods up\n`);
 
-  await createUpgrade(c, upgradeManifest(NAME, r.hook, { strategy: { soakDuration: '3m', batchTimeout: '3m' } }));
+  // The soak outlasts everything done by hand in batch 1 (a kube-controller-manager restart on a loaded machine takes
+  // minutes): batch 2 must not start before the abort lands.
+  await createUpgrade(c, upgradeManifest(NAME, r.hook, { strategy: { soakDuration: '15m', batchTimeout: '3m' } }));
   const refused = await waitUpgrade(c, 'preflight refused', 60_000, (u) => u.status?.conditions?.some((x) => x.type === 'PreflightPassed' && x.reason === 'ComponentNewerThanTarget') === true);
   const pf = refused.status?.conditions?.find((x) => x.type === 'PreflightPassed');
   assert.match(pf?.message ?? '', /kube-controller-manager on node cp-2 \(Pod kube-system\/kube-controller-manager-cp-2\) runs v1\.37\.2, newer than v1\.36\.3/);

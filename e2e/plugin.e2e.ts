@@ -86,6 +86,11 @@ async function patchSpec(name: string, spec: Record<string, unknown>): Promise<v
   assert.equal(r.status, 200, r.body);
 }
 
+/** The operator records an Event after the status write it follows: a reader that saw the status waits for it. */
+async function eventRecorded(name: string, reason: string): Promise<void> {
+  await waitFor(`${name}: a ${reason} Event`, 30_000, async () => ((await eventReasons(name)).includes(reason) ? true : undefined), 500);
+}
+
 async function eventReasons(name: string): Promise<string[]> {
   const r = await rig.cluster.request('lb', `/apis/events.k8s.io/v1/namespaces/default/events?fieldSelector=${encodeURIComponent(`regarding.name=${name}`)}`);
   return (JSON.parse(r.body) as { items: { reason: string }[] }).items.map((e) => e.reason);
@@ -110,7 +115,7 @@ test('retry re-runs a Failed upgrade from preflight; resume, pause and abort ref
   assert.ok(token);
   const again = await until(name, 'the retry acted on', 60_000, (u) => u.status?.observedRetry === token && u.status.phase === 'Failed');
   assert.notEqual(again.status?.completedAt, undefined);
-  assert.ok((await eventReasons(name)).includes('Retried'), 'a Retried event');
+  await eventRecorded(name, 'Retried');
 
   await refused(/cannot resume plugin-failed: it is Failed, finished; `kubectl apiserver-upgrade retry plugin-failed` re-runs/, 'resume', name);
   await refused(/cannot pause plugin-failed: it is Failed, finished/, 'pause', name);
@@ -257,7 +262,7 @@ test('abort after the first batch: RolledBack, every server on the old version; 
   const upgraded = calls.filter((c) => c.startsWith('Upgrade:')).map((c) => c.slice('Upgrade:'.length));
   assert.deepEqual(calls.filter((c) => c.startsWith('Rollback:')).map((c) => c.slice('Rollback:'.length)).sort(), [...new Set(upgraded)].sort(), 'every server upgraded was rolled back');
   assert.match(await ok('get', name), /^Phase: +⟲ RolledBack$/m);
-  assert.ok((await eventReasons(name)).includes('Aborted'));
+  await eventRecorded(name, 'Aborted');
   await refused(/cannot abort plugin-abort: it is already RolledBack, finished/, 'abort', name);
   await refused(/cannot retry plugin-abort: it is RolledBack/, 'retry', name);
 });

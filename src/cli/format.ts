@@ -70,7 +70,9 @@ export function machine(value: unknown, format: 'json' | 'yaml'): string {
       if (UNPRINTABLE_IN_STRING.test(text) || BLOCK_AMBIGUOUS.test(text)) node.type = 'QUOTE_DOUBLE';
     },
   });
-  return doc.toString({ lineWidth: 0 }).replace(UNPRINTABLE_IN_LAYOUT, quotedEscape);
+  // A double-quoted string is written as JSON writes it (JSON is valid YAML there): the yaml package's own folding of
+  // a long one escapes a space that starts a line between two line breaks twice ("\n \n" reads back as "\n\\\n").
+  return doc.toString({ lineWidth: 0, doubleQuotedAsJSON: true }).replace(UNPRINTABLE_IN_LAYOUT, quotedEscape);
 }
 
 /**

@@ -19,6 +19,7 @@
  * map) or v1beta4 (extraArgs a list of {name, value}), an extraArgs of the wrong shape, or a flag the operator
  * would set listed twice in v1beta4 (which of them kubeadm passes last is not the operator's to guess).
  */
+import { isDeepStrictEqual } from 'node:util';
 import { isMap, isScalar, isSeq, parseDocument, YAMLMap, YAMLSeq, type Document } from 'yaml';
 import type { ApiServerUpgradeStatus, KubeadmConfigStatus } from '../api/types.generated.ts';
 import type { ResolvedSpec } from '../api/defaults.ts';
@@ -198,7 +199,24 @@ export function editClusterConfiguration(text: string, intent: KubeadmIntent): K
     }
   }
   if (changes.length === 0) return { kind: 'unchanged' };
-  return { kind: 'updated', text: doc.toString({ indentSeq: indentsSequences(text) }), changes };
+  const out = readsBackAs(doc, indentsSequences(text));
+  if (out === undefined) return refuse(KUBEADM_CONFIG_REASONS.unparseable.reason, 'ClusterConfiguration, edited, would not read back as the edit: edit it by hand (docs/kubeadm-runbook.md)');
+  return { kind: 'updated', text: out, changes };
+}
+
+/**
+ * The edited document as text that reads back as the same data, or undefined. Every field the edit left alone is
+ * written again too, and the yaml package folds a long double-quoted string with a line of one space between two line
+ * breaks wrong ("\n \n" reads back as "\n\\\n"): such a string is written as JSON writes it (valid YAML) instead.
+ */
+function readsBackAs(doc: Document, indentSeq: boolean): string | undefined {
+  const data: unknown = doc.toJS();
+  for (const doubleQuotedAsJSON of [false, true]) {
+    const text = doc.toString({ indentSeq, doubleQuotedAsJSON });
+    const back = parseDocument(text, { prettyErrors: false });
+    if (back.errors.length === 0 && isDeepStrictEqual(back.toJS(), data)) return text;
+  }
+  return undefined;
 }
 
 /** An empty flow collection (`{}`, `[]`) turned to block style, so that entries added to it get a line each. */

@@ -1,5 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import fc from 'fast-check';
+import { parse as parseYaml } from 'yaml';
 import { age, bar, machine, shortDuration, table, truncate, when } from '../../src/cli/format.ts';
 
 test('ages read like kubectl', () => {
@@ -29,4 +31,15 @@ test('tables align on code points, show - for empty cells and keep each row on o
 test('machine output is JSON or YAML of the same value', () => {
   assert.deepEqual(JSON.parse(machine({ a: [1] }, 'json')), { a: [1] });
   assert.equal(machine({ a: [1] }, 'yaml'), 'a:\n  - 1\n');
+});
+
+test('-o yaml reads back as the same strings, whatever lines, spaces, escapes and length they have', () => {
+  // The case the yaml package folds wrong on its own: a line of one space between two line breaks, in a long string.
+  const folded = '\n \n\u001b]8;;https://evil.example\u001b\\';
+  assert.deepEqual(parseYaml(machine({ a: folded }, 'yaml')), { a: folded });
+  const piece = fc.constantFrom('\n', ' ', '\t', '\\', '"', "'", ':', '#', '-', '\u001b', '\u2028', '\u0085', 'é', '😀', 'x', 'long text '.repeat(5));
+  const text = fc.array(piece, { maxLength: 24 }).map((a) => a.join(''));
+  fc.assert(fc.property(fc.dictionary(fc.constantFrom('a', 'b', 'k: v'), text), (value) => {
+    assert.deepEqual(parseYaml(machine(value, 'yaml')), { ...value });
+  }), { numRuns: 2000 });
 });
