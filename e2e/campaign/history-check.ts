@@ -378,13 +378,29 @@ function breachActedOn(h: History): { violations: Violation[]; reactions: number
 }
 
 /**
+ * How long a preflight may still wait MixedVersions after the fleet became one version: its next look (the analysis
+ * interval, at most seconds) sees it; the margin covers a look slowed by load.
+ */
+export const PREFLIGHT_RECHECK_MS = 30_000;
+
+/**
  * Once the faults healed, the upgrade reaches a terminal phase or a pause whose reason names a real, present cause.
  * A pause on an unknown that is known by then (RollbackSafetyUnknown with the target's hashes recorded) names none.
+ * A preflight waiting MixedVersions rests too while the fleet is mixed (docs/troubleshooting.md#mixedversions: it
+ * waits for a human to finish the fleet and then goes on by itself): a server the harness restarted on another binary
+ * before preflight passed stays there, as a hand-made upgrade of one server would (seed 4204 #4). Once the fleet runs
+ * one version for PREFLIGHT_RECHECK_MS, the wait names no cause.
  */
 function comesToRest(h: History): Violation[] {
   const last = [...h.statuses].sort((a, b) => a.t - b.t).at(-1);
   if (!last) return [{ rule: 'ComesToRest', t: h.endedAt, message: 'no status was ever recorded' }];
   if (TERMINAL.has(last.phase)) return [];
+  if (last.phase === 'Preflight' && last.waiting === 'MixedVersions') {
+    const since = h.endedAt - PREFLIGHT_RECHECK_MS;
+    const mixedAt = (t: number): boolean => new Set([...fleetAt(h, t).values()].filter((r) => r.up).map((r) => r.version)).size > 1;
+    if ([since, ...h.servers.map((r) => r.t).filter((t) => t > since)].some(mixedAt)) return [];
+    return [{ rule: 'ComesToRest', t: h.endedAt, message: `still Preflight waiting MixedVersions, yet the fleet ran one version for the last ${PREFLIGHT_RECHECK_MS} ms: the cause is gone` }];
+  }
   if (last.phase !== PAUSED) return [{ rule: 'ComesToRest', t: h.endedAt, message: `still ${last.phase} at the end, ${h.endedAt - h.healedAt} ms after the faults healed` }];
   if (!last.pauseReason || !last.pauseMessage) return [{ rule: 'ComesToRest', t: last.t, message: 'Paused without a reason and a message' }];
   if (last.pauseReason === 'RollbackSafetyUnknown' && last.targetStorageKnown) {

@@ -30,7 +30,7 @@ export interface UpgradeResult {
 
 /**
  * Until the faults healed and the upgrade rests (a terminal phase, or paused 20 s — a minute for a pause that lifts
- * by itself — with no replacement in flight), or the window ends. A loaded machine slows every replacement: while the
+ * by itself or a preflight that waits MixedVersions — with no replacement in flight), or the window ends. A loaded machine slows every replacement: while the
  * driver still made progress in the last minute or still runs a replacement, the window stretches (up to twice its
  * length) rather than calling a slow upgrade stuck (seed 7 #8: 30 s per replacement). With `resume` (liveness runs),
  * a resting pause is resumed instead, up to RESUMES_AFTER_HEAL times, each giving the upgrade another window; the
@@ -55,6 +55,9 @@ export async function awaitRest(o: {
     // while to: a Lease renewed, hashes read. Seed 51 #4 lifted a MembershipChanged pause 21 s after the heal and was
     // judged at rest 0.1 s before; such a pause must hold a minute before it counts as rest.
     const holdMs = p?.pauseReason !== undefined && SELF_LIFTING.has(p.pauseReason) ? 60_000 : 20_000;
+    // A preflight that waits MixedVersions waits for a human to finish the fleet (a server the harness restarted on
+    // another binary before it passed stays there): held a minute, it rests as such a pause would (ComesToRest).
+    if (p?.phase === 'Preflight' && p.waiting === 'MixedVersions' && Date.now() - Math.max(p.t, healedAt) > 60_000 && !o.inFlight()) break;
     if (p?.phase === 'Paused' && Date.now() - Math.max(p.t, healedAt, resumes.at(-1) ?? 0) > holdMs && !o.inFlight()) {
       if (!o.resume || resumes.length >= RESUMES_AFTER_HEAL) break;
       resumes.push(Date.now());

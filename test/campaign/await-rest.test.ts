@@ -40,3 +40,37 @@ test('a resume that does not land is noted, counted, and tried again after the h
     mock.timers.reset();
   }
 });
+
+/** How long awaitRest runs on mocked clocks for a recorder stuck at `last`, in seconds, and whether it resumed. */
+async function restsAfter(last: Record<string, unknown>, inFlight = false): Promise<{ seconds: number; resumed: number }> {
+  const t0 = 1_800_000_000_000;
+  mock.timers.enable({ apis: ['setTimeout', 'Date'], now: t0 });
+  try {
+    const status = { last: { t: t0, ...last } } as unknown as StatusRecorder;
+    let resumed = 0;
+    let settled = false;
+    const done = awaitRest({
+      createdAt: t0, windowMs: 300_000, healedAt: () => t0, status, lastDriverActivity: () => 0, inFlight: () => inFlight,
+      resume: async () => void resumed++, resumes: [],
+    }).then(() => void (settled = true));
+    let s = 0;
+    for (; s < 700 && !settled; s++) {
+      mock.timers.tick(1000);
+      await tickQueue();
+    }
+    await done;
+    return { seconds: s, resumed };
+  } finally {
+    mock.timers.reset();
+  }
+}
+
+test('a preflight waiting MixedVersions rests after a minute, never resumed; another preflight wait runs the window out', async () => {
+  const mixed = await restsAfter({ phase: 'Preflight', waiting: 'MixedVersions' });
+  assert.ok(mixed.seconds > 60 && mixed.seconds < 70, `rested after ${mixed.seconds} s`);
+  assert.equal(mixed.resumed, 0, 'a preflight wait is not a pause: nothing to resume');
+  const unhealthy = await restsAfter({ phase: 'Preflight', waiting: 'UnhealthyFleet' });
+  assert.ok(unhealthy.seconds >= 300, `waited the window: ${unhealthy.seconds} s`);
+  const busy = await restsAfter({ phase: 'Preflight', waiting: 'MixedVersions' }, true);
+  assert.ok(busy.seconds >= 300, `a replacement in flight: waited ${busy.seconds} s`);
+});

@@ -157,6 +157,25 @@ test('ComesToRest: active at the end; Paused on an unknown that is known', () =>
   assert.deepEqual(rules(h), ['ComesToRest']);
 });
 
+test('ComesToRest: a preflight waiting MixedVersions rests while the fleet is mixed, not once it runs one version', () => {
+  const h = clean();
+  // cp-2 restarted on the target by someone else before preflight passed: no call was ever made.
+  h.ops = [];
+  h.servers = [...['cp-1', 'cp-2', 'cp-3'].map((server) => ({ t: 0, server, up: true, version: OLD })), { t: 10_000, server: 'cp-2', up: true, version: NEW }];
+  h.statuses = [{ t: 11_000, phase: 'Preflight', waiting: 'MixedVersions' }];
+  h.healedAt = 20_000;
+  h.endedAt = 200_000;
+  assert.deepEqual(rules(h), [], 'the fleet is mixed at the end: a present cause');
+  h.servers.push({ t: 100_000, server: 'cp-2', up: true, version: OLD });
+  assert.deepEqual(rules(h), ['ComesToRest'], 'one version again for 100 s, still waiting');
+  h.servers[h.servers.length - 1] = { t: 190_000, server: 'cp-2', up: true, version: OLD };
+  assert.deepEqual(rules(h), [], 'one version again 10 s before the end: the next look may not have come yet');
+  h.servers[h.servers.length - 1] = { t: 100_000, server: 'cp-2', up: true, version: OLD };
+  h.statuses = [{ t: 11_000, phase: 'Preflight', waiting: 'UnhealthyFleet' }];
+  h.servers.pop();
+  assert.deepEqual(rules(h), ['ComesToRest'], 'another preflight wait at the end is no rest');
+});
+
 test('ResumeCompletes: a pause resumed after the heal that does not end in a terminal phase', () => {
   const h = clean();
   const paused = { t: 60_000, phase: 'Paused', pauseReason: 'AnalysisBreach', pauseMessage: 'error rate 0.4 over 3 checks' };
