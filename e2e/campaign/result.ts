@@ -30,11 +30,11 @@ export interface UpgradeResult {
 
 /**
  * Until the faults healed and the upgrade rests (a terminal phase, or paused 20 s — a minute for a pause that lifts
- * by itself or a preflight that waits MixedVersions — with no replacement in flight), or the window ends. A loaded machine slows every replacement: while the
- * driver still made progress in the last minute or still runs a replacement, the window stretches (up to twice its
- * length) rather than calling a slow upgrade stuck (seed 7 #8: 30 s per replacement). With `resume` (liveness runs),
- * a resting pause is resumed instead, up to RESUMES_AFTER_HEAL times, each giving the upgrade another window; the
- * times go to `resumes`.
+ * by itself or a preflight that waits MixedVersions — with no replacement in flight), or the window ends. A loaded
+ * machine slows every replacement: while the driver still made progress in the last minute or still runs a
+ * replacement, the window stretches (up to twice its length) rather than calling a slow upgrade stuck (seed 7 #8:
+ * 30 s per replacement). With `resume` (liveness runs), a resting pause is resumed instead, up to RESUMES_AFTER_HEAL
+ * times, each giving the upgrade another window; the times go to `resumes`.
  */
 export async function awaitRest(o: {
   createdAt: number; windowMs: number; healedAt: () => number; status: StatusRecorder; lastDriverActivity: () => number; inFlight: () => boolean;
