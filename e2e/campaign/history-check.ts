@@ -395,7 +395,7 @@ function comesToRest(h: History): Violation[] {
   const last = [...h.statuses].sort((a, b) => a.t - b.t).at(-1);
   if (!last) return [{ rule: 'ComesToRest', t: h.endedAt, message: 'no status was ever recorded' }];
   if (TERMINAL.has(last.phase)) return [];
-  if (last.phase === 'Preflight' && last.waiting === 'MixedVersions') {
+  if (last.phase === 'Preflight' && last.waiting !== undefined && RESTING_PREFLIGHT_WAITS.has(last.waiting)) {
     const since = h.endedAt - PREFLIGHT_RECHECK_MS;
     const mixedAt = (t: number): boolean => new Set([...fleetAt(h, t).values()].filter((r) => r.up).map((r) => r.version)).size > 1;
     if ([since, ...h.servers.map((r) => r.t).filter((t) => t > since)].some(mixedAt)) return [];
@@ -415,6 +415,12 @@ function comesToRest(h: History): Violation[] {
  * (seed 91 #9: cp-3 restarted on v1.36.3 without emulation in TwoPhase's phase one). ComesToRest judges them.
  */
 export const SELF_LIFTING: ReadonlySet<string> = new Set(['MembershipChanged', 'RollbackSafetyUnknown']);
+
+/**
+ * Preflight waits that rest while the fleet keeps their cause: they wait for a human and go on by themselves once it
+ * is gone (docs/troubleshooting.md#mixedversions). ComesToRest judges them; the runner ends such an upgrade.
+ */
+export const RESTING_PREFLIGHT_WAITS: ReadonlySet<string> = new Set(['MixedVersions']);
 
 /**
  * Liveness: once the faults healed, a resting pause the harness resumed (as the human it paged would) ends in a

@@ -3,7 +3,7 @@
 import { NEW_VERSION, OLD_VERSION, sleep } from '../cluster/index.ts';
 import { NEW_ONLY } from '../support/rig.ts';
 import type { Sample } from '../support/traffic.ts';
-import { checkHistory, SELF_LIFTING, type CheckRecord, type DriverOp, type BreachWindow, type History, type ServerRecord, type Span, type StatusSnapshot, type Verdict } from './history-check.ts';
+import { checkHistory, RESTING_PREFLIGHT_WAITS, SELF_LIFTING, type CheckRecord, type DriverOp, type BreachWindow, type History, type ServerRecord, type Span, type StatusSnapshot, type Verdict } from './history-check.ts';
 import type { CallSeen, GateRecord, RiskRecord, WindowSpec } from './rules-gates.ts';
 import type { StatusRecorder } from './status-recorder.ts';
 import { describeFault, describeSpec, PROMETHEUS_WINDOW_SECONDS, RESUMES_AFTER_HEAL, type Fault, type Schedule } from './schedule.ts';
@@ -54,11 +54,13 @@ export async function awaitRest(o: {
     // A pause that lifts by itself once its cause is gone (MembershipChanged, RollbackSafetyUnknown) may take a
     // while to: a Lease renewed, hashes read. Seed 51 #4 lifted a MembershipChanged pause 21 s after the heal and was
     // judged at rest 0.1 s before; such a pause must hold a minute before it counts as rest.
-    const holdMs = p?.pauseReason !== undefined && SELF_LIFTING.has(p.pauseReason) ? 60_000 : 20_000;
     // A preflight that waits MixedVersions waits for a human to finish the fleet (a server the harness restarted on
-    // another binary before it passed stays there): held a minute, it rests as such a pause would (ComesToRest).
-    if (p?.phase === 'Preflight' && p.waiting === 'MixedVersions' && Date.now() - Math.max(p.t, healedAt) > 60_000 && !o.inFlight()) break;
-    if (p?.phase === 'Paused' && Date.now() - Math.max(p.t, healedAt, resumes.at(-1) ?? 0) > holdMs && !o.inFlight()) {
+    // another binary before it passed stays there): it rests as a self-lifting pause does, never resumed (no pause).
+    const restingWait = p?.phase === 'Preflight' && p.waiting !== undefined && RESTING_PREFLIGHT_WAITS.has(p.waiting);
+    const liftsBySelf = restingWait || (p?.pauseReason !== undefined && SELF_LIFTING.has(p.pauseReason));
+    const held = Date.now() - Math.max(p?.t ?? 0, healedAt, resumes.at(-1) ?? 0) > (liftsBySelf ? 60_000 : 20_000) && !o.inFlight();
+    if (restingWait && held) break;
+    if (p?.phase === 'Paused' && held) {
       if (!o.resume || resumes.length >= RESUMES_AFTER_HEAL) break;
       resumes.push(Date.now());
       // A resume that does not land (the API server answering 5xx at load) is noted and counts as one of the
