@@ -12,14 +12,12 @@ import { PEER_ADDRESS_ANNOTATION, type Inventory } from '../src/observe/inventor
 import { NEW_CONVERGENCE_TRACKER, trackConvergence, type ConvergenceTracker } from '../src/observe/discovery.ts';
 import { parsePromText, type ParsedMetrics } from '../src/observe/prom-text.ts';
 import type { Observation } from '../src/plan/observation.ts';
+import { EACH_LOOK_A_CHECK } from './support/each-look.ts';
 
 const NEW_ONLY = '/apis/admissionregistration.k8s.io/v1/mutatingadmissionpolicies';
 const GATE_ON = { [PROXY_GATE]: true };
 const GATE_OFF = { [PROXY_GATE]: false };
-// Each observe() is a new check (due), and each probe and query gets the 5 s that an operator with an interval of
-// 5.5 s or more gives it (src/plan/probe-deadline.ts). An interval of 1 ms left them 1 s, which a loaded machine's
-// 1.5 MB /metrics page missed: that server was left out of the check, as the operator leaves out a slow one.
-const SETTINGS: AnalysisSettings = { intervalMs: 5_500, due: true, proxyErrorRatio: 0.01, errorRatio: 0.05, latencyP99Seconds: 1 };
+const SETTINGS: AnalysisSettings = { ...EACH_LOOK_A_CHECK, proxyErrorRatio: 0.01, errorRatio: 0.05, latencyP99Seconds: 1 };
 
 function report(msg: string): void {
   process.stderr.write(`[observe] ${msg}\n`);

@@ -12,6 +12,7 @@ import {
   type PrometheusSettings, type QueryName, type QueryResults, type VectorSample,
 } from '../src/observe/prometheus-source.ts';
 import type { Observation } from '../src/plan/observation.ts';
+import { EACH_LOOK_A_CHECK } from './support/each-look.ts';
 
 const NEW_ONLY = '/apis/admissionregistration.k8s.io/v1/mutatingadmissionpolicies';
 const GATE_ON = { [PROXY_GATE]: true };
@@ -47,11 +48,8 @@ after(async () => {
 });
 
 // A check through Prometheus is made once per window (8 s) and answered from memory in between.
-// Each observe() is a new check (due), and each probe and query gets the 5 s that an operator with an interval of
-// 5.5 s or more gives it (src/plan/probe-deadline.ts). An interval of 1 ms left them 1 s, which a loaded machine's
-// 1.5 MB /metrics page missed: that server was left out of the check, as the operator leaves out a slow one.
-const promSettings = (): AnalysisSettings => ({ intervalMs: 5_500, due: true, ...THRESHOLDS, prometheus: prom });
-const directSettings: AnalysisSettings = { intervalMs: 5_500, due: true, ...THRESHOLDS };
+const promSettings = (): AnalysisSettings => ({ ...EACH_LOOK_A_CHECK, ...THRESHOLDS, prometheus: prom });
+const directSettings: AnalysisSettings = { ...EACH_LOOK_A_CHECK, ...THRESHOLDS };
 
 async function proxiedRequests(n: number): Promise<Record<string, number>> {
   const codes: Record<string, number> = {};

@@ -395,7 +395,7 @@ function comesToRest(h: History): Violation[] {
   const last = [...h.statuses].sort((a, b) => a.t - b.t).at(-1);
   if (!last) return [{ rule: 'ComesToRest', t: h.endedAt, message: 'no status was ever recorded' }];
   if (TERMINAL.has(last.phase)) return [];
-  if (last.phase === 'Preflight' && last.waiting !== undefined && RESTING_PREFLIGHT_WAITS.has(last.waiting)) {
+  if (restingPreflight(last)) {
     const since = h.endedAt - PREFLIGHT_RECHECK_MS;
     const mixedAt = (t: number): boolean => new Set([...fleetAt(h, t).values()].filter((r) => r.up).map((r) => r.version)).size > 1;
     if ([since, ...h.servers.map((r) => r.t).filter((t) => t > since)].some(mixedAt)) return [];
@@ -420,7 +420,12 @@ export const SELF_LIFTING: ReadonlySet<string> = new Set(['MembershipChanged', '
  * Preflight waits that rest while the fleet keeps their cause: they wait for a human and go on by themselves once it
  * is gone (docs/troubleshooting.md#mixedversions). ComesToRest judges them; the runner ends such an upgrade.
  */
-export const RESTING_PREFLIGHT_WAITS: ReadonlySet<string> = new Set(['MixedVersions']);
+const RESTING_PREFLIGHT_WAITS: ReadonlySet<string> = new Set(['MixedVersions']);
+
+/** Whether a status is a preflight waiting on one of RESTING_PREFLIGHT_WAITS. */
+export function restingPreflight(s: { phase?: string; waiting?: string } | undefined): boolean {
+  return s?.phase === 'Preflight' && s.waiting !== undefined && RESTING_PREFLIGHT_WAITS.has(s.waiting);
+}
 
 /**
  * Liveness: once the faults healed, a resting pause the harness resumed (as the human it paged would) ends in a

@@ -3,7 +3,7 @@
 import { NEW_VERSION, OLD_VERSION, sleep } from '../cluster/index.ts';
 import { NEW_ONLY } from '../support/rig.ts';
 import type { Sample } from '../support/traffic.ts';
-import { checkHistory, RESTING_PREFLIGHT_WAITS, SELF_LIFTING, type CheckRecord, type DriverOp, type BreachWindow, type History, type ServerRecord, type Span, type StatusSnapshot, type Verdict } from './history-check.ts';
+import { checkHistory, restingPreflight, SELF_LIFTING, type CheckRecord, type DriverOp, type BreachWindow, type History, type ServerRecord, type Span, type StatusSnapshot, type Verdict } from './history-check.ts';
 import type { CallSeen, GateRecord, RiskRecord, WindowSpec } from './rules-gates.ts';
 import type { StatusRecorder } from './status-recorder.ts';
 import { describeFault, describeSpec, PROMETHEUS_WINDOW_SECONDS, RESUMES_AFTER_HEAL, type Fault, type Schedule } from './schedule.ts';
@@ -56,7 +56,7 @@ export async function awaitRest(o: {
     // judged at rest 0.1 s before; such a pause must hold a minute before it counts as rest.
     // A preflight that waits MixedVersions waits for a human to finish the fleet (a server the harness restarted on
     // another binary before it passed stays there): it rests as a self-lifting pause does, never resumed (no pause).
-    const restingWait = p?.phase === 'Preflight' && p.waiting !== undefined && RESTING_PREFLIGHT_WAITS.has(p.waiting);
+    const restingWait = restingPreflight(p);
     const liftsBySelf = restingWait || (p?.pauseReason !== undefined && SELF_LIFTING.has(p.pauseReason));
     const held = Date.now() - Math.max(p?.t ?? 0, healedAt, resumes.at(-1) ?? 0) > (liftsBySelf ? 60_000 : 20_000) && !o.inFlight();
     if (restingWait && held) break;
