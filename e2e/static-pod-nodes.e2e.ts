@@ -81,7 +81,11 @@ test('kubeadm on real kubelets: gate turned on node by node, every node upgraded
   await kubectlApply(c, staticPodUpgrade('kubeadm', {}));
 
   // SIGKILL the operator while the first Upgrade Job runs; a new one must find that Job by its key.
-  const firstUpgradeJob = await waitFor('the first Upgrade Job', 8 * 60_000, async () => (await agentJobs(c)).find((j) => j.metadata.name.startsWith('auo-upgrade-') && (j.status?.succeeded ?? 0) === 0), 250);
+  const firstUpgradeJob = await waitFor('the first Upgrade Job', 8 * 60_000, async () => {
+    // An operator that exited (one that cannot renew its leader Lease in time steps down and exits) makes no Job: say so now.
+    if (op.exits.length > 0) throw new Error(`the operator exited before the first Upgrade Job: ${JSON.stringify(op.exits)}`);
+    return (await agentJobs(c)).find((j) => j.metadata.name.startsWith('auo-upgrade-') && (j.status?.succeeded ?? 0) === 0);
+  }, 250);
   op.child.kill('SIGKILL');
   await waitFor('the operator to die', 10_000, async () => (op.exits.length > 0 ? true : undefined));
   assert.deepEqual(op.exits, [{ code: null, signal: 'SIGKILL' }]);
