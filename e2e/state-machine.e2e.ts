@@ -3,7 +3,9 @@
 //     hook got the call but before the answer was recorded); a new process finishes the upgrade and each
 //     replacement happens once;
 // (b) onBreach Rollback while a replacement is still in flight: the rollback waits for it to land, then
-//     puts every touched server back, and the fleet ends uniformly on the from-version.
+//     puts every touched server back, and the fleet ends uniformly on the from-version;
+// (c) a server down in preflight whose identity Lease is then gone (a kube-apiserver deletes it when it starts and
+//     when it stops gracefully): preflight waits for it, and the plan has every server once it is back.
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdtempSync } from 'node:fs';
@@ -105,4 +107,44 @@ test('onBreach Rollback while a replacement is in flight: the rollback waits for
   for (const c of hook.calls.values()) assert.equal(c.deliveries, 1, `${c.key} delivered once`);
   assert.equal(final.status?.conditions?.find((c) => c.type === 'RollbackSafe')?.status, 'True');
   assert.ok((final.status?.driverCalls ?? []).every((c) => c.result === 'Done'));
+});
+
+test('a server whose identity Lease is gone in preflight is waited for: the plan has every server once it is back', async () => {
+  const rig = await startRig({ gate: true, healthPort: 18096 });
+  cleanups.push(() => rig.teardown());
+  const { cluster, hook } = rig;
+  const name = 'lease-gone-in-preflight';
+  await cluster.kill(1);
+  await createUpgrade(cluster, upgradeManifest(name, hook, { strategy: { soakDuration: '2s' } }));
+  await waitFor('preflight to wait on cp-2', 90_000, async () => {
+    const u = await getUpgrade(cluster, name);
+    return u?.status?.waiting?.reason === 'UnhealthyFleet' && /cp-2/.test(u.status.waiting.message ?? '') ? true : undefined;
+  }, 200);
+  // What cp-2's restart does first: its old Lease deleted, the new one not written yet.
+  const leases = JSON.parse((await cluster.request('lb', '/apis/coordination.k8s.io/v1/namespaces/kube-system/leases?labelSelector=apiserver.kubernetes.io%2Fidentity%3Dkube-apiserver')).body) as { items: { metadata: { name: string; labels?: Record<string, string> } }[] };
+  const lease = leases.items.find((l) => l.metadata.labels?.['kubernetes.io/hostname'] === 'cp-2');
+  assert.ok(lease, `cp-2's Lease: ${JSON.stringify(leases.items.map((l) => l.metadata.name))}`);
+  const del = await cluster.request('lb', `/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/${lease.metadata.name}`, { method: 'DELETE' });
+  assert.equal(del.status, 200, del.body);
+  const waiting = await waitFor('cp-2 recorded missing', 60_000, async () => {
+    const u = await getUpgrade(cluster, name);
+    return u?.status?.peers?.find((r) => r.hostname === 'cp-2')?.missingSince ? u : undefined;
+  }, 200);
+  assert.equal(waiting.status?.phase, 'Preflight');
+  assert.match(waiting.status?.waiting?.message ?? '', /cp-2 \(no identity Lease since /);
+  // Every other server is healthy now; preflight still holds, several looks long.
+  const holdUntil = Date.now() + 15_000;
+  while (Date.now() < holdUntil) {
+    const u = await getUpgrade(cluster, name);
+    assert.equal(u?.status?.phase, 'Preflight', `no plan while cp-2 has no Lease: ${JSON.stringify(u?.status?.waiting)}`);
+    await new Promise((r) => setTimeout(r, 1_000));
+  }
+  assert.equal(hook.calls.size, 0, 'no call while cp-2 has no Lease');
+  await cluster.start(1);
+  const final = await upgradeAtRest(cluster, name, `${name} to finish`, 5 * 60_000);
+  await hook.idle();
+  assert.equal(final.status?.phase, 'Succeeded', JSON.stringify(final.status?.pause ?? final.status?.conditions));
+  assert.deepEqual(final.status?.plan?.members, ['cp-1', 'cp-2', 'cp-3']);
+  assert.deepEqual(await versions(cluster), cluster.servers.map(() => NEW_VERSION));
+  assert.ok((final.status?.peers ?? []).every((r) => r.missingSince === undefined));
 });

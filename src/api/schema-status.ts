@@ -67,6 +67,7 @@ const peer: Schema = {
     batch: { type: 'integer', format: 'int32', description: 'Batch (1-based) that replaces this server.' },
     holderIdentity: stringField('holderIdentity of the identity Lease; it changes on every restart.', 253),
     lastRenew: timeField('renewTime of the identity Lease.'),
+    missingSince: timeField('Preflight: since when this server, seen by an earlier look, has had no identity Lease (restarting, or removed). Preflight waits for it (UnhealthyFleet) and counts it removed 5 minutes after this time.'),
     message: stringField('Details of the last problem, if any.', 4096),
     coordinatedLeaderElection: {
       tsType: 'CoordinatedLeaderElectionState',

@@ -702,6 +702,11 @@ export interface PeerStatus {
   holderIdentity?: string;
   /** renewTime of the identity Lease. */
   lastRenew?: string;
+  /**
+   * Preflight: since when this server, seen by an earlier look, has had no identity Lease (restarting, or
+   * removed). Preflight waits for it (UnhealthyFleet) and counts it removed 5 minutes after this time.
+   */
+  missingSince?: string;
   /** Details of the last problem, if any. */
   message?: string;
   /**

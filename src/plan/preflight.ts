@@ -11,6 +11,7 @@ import { emulationRange, proxyGateFact } from './version-facts.ts';
 import type { KubeadmFinding, KubeadmPreflightReport } from '../api/types.generated.ts';
 import { ACCEPTABLE_RISKS } from '../api/vocabulary.ts';
 import { componentPreflight } from './component-skew.ts';
+import { preflightRoster } from './preflight-roster.ts';
 
 /** Preflight failures that retrying cannot fix: the plan itself is wrong for this fleet. */
 const FATAL = new Set(['Downgrade', 'SkipsMinor', 'MajorVersionChange', 'PrereleaseTarget', 'InvalidTargetVersion', 'TwoPhaseNeedsMinorUpgrade', 'CannotEmulate', 'VersionFactsUnknown']);
@@ -145,7 +146,18 @@ function checkTwoPhase(ctx: PlanContext, fromVersion: string, kind: 'patch' | 'm
  * upgrade created paused: the plan is shown for review before anything is called.
  */
 export function runPreflight(ctx: PlanContext): void {
+  const roster = preflightRoster(ctx.status.peers, ctx.obs.peers, ctx.now);
+  ctx.status.peers = roster.rows;
+  for (const d of roster.dropped) {
+    ctx.event('Warning', 'ServerRemoved', `${d.hostname} has had no identity Lease since ${d.since}: counted as removed; should it come back, the upgrade pauses MembershipChanged`, d.hostname);
+  }
   let v = checkPreflight(ctx);
+  // A server an earlier look saw and this one does not is restarting or removed: the fleet is not the one observed.
+  if (roster.missing.length > 0 && (v.ok || !FATAL.has(v.reason))) {
+    const missing = roster.missing.map((m) => `${m.hostname} (no identity Lease since ${m.since})`).join(', ');
+    const message = v.ok ? `every server must be healthy before an upgrade starts; not healthy: ${missing}` : v.reason === 'UnhealthyFleet' ? `${v.message}, ${missing}` : `every server must be healthy before an upgrade starts; not healthy: ${missing}; ${v.message}`;
+    v = { ok: false, reason: 'UnhealthyFleet', message };
+  }
   // The proxy's trust checks (docs/trust.md): reported whenever read; they stop the upgrade only when the spec says so.
   const trust = reportTrust(ctx);
   const refusal = v.ok && !v.alreadyAtTarget ? trustRefusal(trust, ctx.spec.trust.requireAllowedNames) : undefined;
