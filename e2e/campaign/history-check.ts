@@ -300,18 +300,34 @@ function downWithinBatch(h: History): Violation[] {
  * (nodes seed 251 #7: the operator called cp-1's Upgrade 0.2 s after the harness killed cp-1, 1.9 s before anyone
  * could see it down). No spans: no call was in flight.
  */
-function inFlightSpans(h: History, b: BreachWindow): Span[] {
+function inFlightSpans(h: History, b: BreachWindow, blind: readonly Span[]): Span[] {
   const timeout = h.spec.batchTimeoutMs;
   // Histories written before a breach named its server tie it to the outage with the same span.
   const server = b.server ?? (h.faultDown ?? []).find((f) => f.from === b.from && f.to === b.to)?.server;
   if (timeout === undefined || server === undefined) return [];
   const until = (o: DriverOp): number => {
-    if (o.landed && o.end !== undefined) return o.end;
+    if (o.landed && o.end !== undefined) return unseenLandingEnd(h, o, blind) ?? o.end;
     if (o.end !== undefined && h.spec.driverReportsFailure) return o.end;
     // The call times out batchTimeout after the operator recorded it, just before the hook accepted it (src/plan/calls.ts).
     return o.start + timeout;
   };
   return h.ops.filter((o) => o.server === server && o.start <= b.to).map((o) => ({ from: o.start, to: until(o) })).filter((x) => x.to >= b.from);
+}
+
+/**
+ * A call is Done when a look finds its server back at its goal (docs/lifecycle.md), so a landing no operator could
+ * see is no landing: when the server was taken down again before any replica looked (the whole time from the landing
+ * to the fault is blind: no leader, or no server to store a decision), the call stays in flight until the server is
+ * back, or its batchTimeout runs out (seed 4207 #6: cp-1 landed during an operator rollout and was killed 1.1 s
+ * later, 3.8 s before the new leader's first look). Undefined: the landing could be seen.
+ */
+function unseenLandingEnd(h: History, o: DriverOp, blind: readonly Span[]): number | undefined {
+  const landed = o.end!;
+  const fault = (h.faultDown ?? []).filter((f) => f.server === o.server && f.from >= landed).sort((a, b) => a.from - b.from)[0];
+  if (!fault) return undefined;
+  let covered = landed;
+  for (const x of [...blind].sort((a, b) => a.from - b.from)) if (x.from <= covered && x.to > covered) covered = x.to;
+  return covered >= fault.from ? Math.min(fault.to, o.start + h.spec.batchTimeoutMs!) : undefined;
 }
 
 /**
@@ -362,7 +378,7 @@ function breachActedOn(h: History): { violations: Violation[]; reactions: number
     // flight: the bound runs from when that ended. Spans that begin before the bound of the last one ran out chain
     // (sorted by start, one pass suffices).
     let blindEnd = b.from;
-    const spans = [...blind, ...inFlightSpans(h, b)].sort((x, y) => x.from - y.from);
+    const spans = [...blind, ...inFlightSpans(h, b, blind)].sort((x, y) => x.from - y.from);
     for (const x of spans) if (x.from <= blindEnd + bound + h.spec.intervalMs && x.to > blindEnd) blindEnd = x.to;
     if (b.to - blindEnd <= bound) continue;
     const limit = blindEnd + bound + h.spec.intervalMs;

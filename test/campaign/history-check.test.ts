@@ -310,6 +310,34 @@ test('BreachActedOn: a server down while its call is in flight is the replacemen
   assert.ok(rules(h).includes('BreachActedOn'));
 });
 
+test('BreachActedOn: a landing no replica could see leaves the call in flight until the server is back', () => {
+  // Seed 4207 #6: cp-1's Upgrade landed at 25.2 s during an operator rollout (no leader 11.3-30.1 s); the harness
+  // killed cp-1 at 26.3 s for 18.4 s. The new leader never saw cp-1 at the target before it went down, so the call
+  // was in flight for the operator until cp-1 came back (44.7 s); the pause at 49.5 s was not late.
+  const h = clean();
+  h.spec = { ...h.spec, failureLimit: 2, intervalMs: 5_000, batchTimeoutMs: 60_000 };
+  h.ops = [{ key: 'k-up-cp-1', server: 'cp-1', action: 'Upgrade', start: 1_900, end: 25_200, landed: true }];
+  h.operatorBlind = [{ from: 11_300, to: 30_100 }];
+  h.faultDown = [{ server: 'cp-1', from: 26_300, to: 44_700 }];
+  h.breaches = [{ server: 'cp-1', from: 26_300, to: 70_000 }];
+  h.statuses = [{ t: 1_800, phase: 'Upgrading' }, { t: 49_500 + 14_000, phase: 'Paused', pauseReason: 'AnalysisBreach', pauseMessage: 'x' }];
+  // In flight until 44.7 s: bound 44.7 + 10 + 5 = 59.7 s. Paused at 63.5 s: late.
+  assert.ok(rules(h).includes('BreachActedOn'), 'the bound runs from the server\'s return');
+  h.statuses[1] = { ...h.statuses[1]!, t: 59_000 };
+  assert.ok(!rules(h).includes('BreachActedOn'), 'paused at 59 s, within 59.7 s');
+  // A leader looking between the landing and the fault could see it: the bound runs from the breach (after the blind span).
+  h.operatorBlind = [{ from: 11_300, to: 25_500 }];
+  assert.ok(rules(h).includes('BreachActedOn'), 'seen landed at 25.5 s: bound 26.3 + 10 + 5 = 41.3 s, paused at 59 s');
+  // Never back: in flight until its batchTimeout (1.9 + 60 = 61.9 s).
+  h.operatorBlind = [{ from: 11_300, to: 30_100 }];
+  h.faultDown = [{ server: 'cp-1', from: 26_300, to: 200_000 }];
+  h.breaches = [{ server: 'cp-1', from: 26_300, to: 200_000 }];
+  h.statuses[1] = { ...h.statuses[1]!, t: 76_000 };
+  assert.ok(!rules(h).includes('BreachActedOn'), 'bound 61.9 + 10 + 5 = 76.9 s');
+  h.statuses[1] = { ...h.statuses[1]!, t: 78_000 };
+  assert.ok(rules(h).includes('BreachActedOn'), 'paused at 78 s: past 76.9 s');
+});
+
 /** cp-1 upgraded, then rolled back under the given status; the fleet ends on the old version. */
 function rolledBack(status: Partial<History['statuses'][number]>): History {
   const h = clean();
