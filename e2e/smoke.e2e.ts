@@ -3,6 +3,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { Cluster, OLD_VERSION, NEW_VERSION, PROXY_GATE, waitFor, sleep } from './cluster/index.ts';
 import { ownResources, counterSum, DISCOVERY_V2 } from './support/discovery.ts';
+import { identityLeases } from './support/identity-leases.ts';
 
 const GATE_ON = { [PROXY_GATE]: true };
 let cluster: Cluster;
@@ -16,20 +17,10 @@ after(async () => {
   await cluster?.teardown();
 });
 
-interface LeaseList {
-  items: { metadata: { name: string; labels?: Record<string, string>; annotations?: Record<string, string> }; spec: { holderIdentity?: string } }[];
-}
-
-async function identityLeases(server: number | 'lb' = 'lb'): Promise<LeaseList['items']> {
-  const r = await cluster.request(server, '/apis/coordination.k8s.io/v1/namespaces/kube-system/leases?labelSelector=apiserver.kubernetes.io%2Fidentity%3Dkube-apiserver');
-  assert.equal(r.status, 200, r.body);
-  return (JSON.parse(r.body) as LeaseList).items;
-}
-
 test('three old servers: three distinct identity Leases, and every /version tells the old version', async () => {
   // A lease is written once its server runs; its peer-advertise annotation with it (gate on).
   const leases = await waitFor('3 identity leases with their peer-advertise annotation', 30_000, async () => {
-    const l = await identityLeases();
+    const l = await identityLeases(cluster);
     return l.length === 3 && l.every((x) => x.metadata.annotations?.['kubernetes.io/peer-advertise-address']) ? l : undefined;
   });
   const hostnames = leases.map((l) => l.metadata.labels?.['kubernetes.io/hostname']).sort();
@@ -54,13 +45,13 @@ test('three old servers: three distinct identity Leases, and every /version tell
 });
 
 test('replace one server by the new version and find what only it serves (own discovery, profile=nopeer)', async () => {
-  const before = (await identityLeases()).find((l) => l.metadata.labels?.['kubernetes.io/hostname'] === 'cp-3');
+  const before = (await identityLeases(cluster)).find((l) => l.metadata.labels?.['kubernetes.io/hostname'] === 'cp-3');
   await cluster.replace(2, { version: NEW_VERSION, featureGates: GATE_ON });
   const v = JSON.parse((await cluster.request(2, '/version')).body) as { gitVersion: string };
   assert.equal(v.gitVersion, NEW_VERSION);
   // Same hostname -> same lease name; a new process -> a new holderIdentity.
   const afterLease = await waitFor('cp-3 lease renewed by the new process', 30_000, async () => {
-    const l = (await identityLeases()).find((x) => x.metadata.labels?.['kubernetes.io/hostname'] === 'cp-3');
+    const l = (await identityLeases(cluster)).find((x) => x.metadata.labels?.['kubernetes.io/hostname'] === 'cp-3');
     return l && l.spec.holderIdentity !== before?.spec.holderIdentity ? l : undefined;
   });
   assert.equal(afterLease.metadata.name, before?.metadata.name);
@@ -134,6 +125,6 @@ test('SIGKILL the new server: proxied requests through an old server answer 503 
   await sleep(1000);
   const r = await cluster.request(1, listPath(newOnly));
   assert.equal(r.status, 503, `expected 503 from cp-2 for ${newOnly}, got ${r.status}: ${r.body.slice(0, 300)}`);
-  const lingering = (await identityLeases(1)).find((l) => l.metadata.labels?.['kubernetes.io/hostname'] === 'cp-3');
+  const lingering = (await identityLeases(cluster, 1)).find((l) => l.metadata.labels?.['kubernetes.io/hostname'] === 'cp-3');
   assert.ok(lingering, 'the killed server\'s identity Lease is still there');
 });

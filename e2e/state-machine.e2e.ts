@@ -11,7 +11,8 @@ import assert from 'node:assert/strict';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { NEW_VERSION, OLD_VERSION, waitFor, type Cluster } from './cluster/index.ts';
+import { NEW_VERSION, OLD_VERSION, sleep, waitFor, type Cluster } from './cluster/index.ts';
+import { identityLeases } from './support/identity-leases.ts';
 import { createUpgrade, getUpgrade, startOperator, upgradeAtRest } from './support/operator.ts';
 import { startRig, upgradeManifest } from './support/rig.ts';
 
@@ -121,9 +122,9 @@ test('a server whose identity Lease is gone in preflight is waited for: the plan
     return u?.status?.waiting?.reason === 'UnhealthyFleet' && /cp-2/.test(u.status.waiting.message ?? '') ? true : undefined;
   }, 200);
   // What cp-2's restart does first: its old Lease deleted, the new one not written yet.
-  const leases = JSON.parse((await cluster.request('lb', '/apis/coordination.k8s.io/v1/namespaces/kube-system/leases?labelSelector=apiserver.kubernetes.io%2Fidentity%3Dkube-apiserver')).body) as { items: { metadata: { name: string; labels?: Record<string, string> } }[] };
-  const lease = leases.items.find((l) => l.metadata.labels?.['kubernetes.io/hostname'] === 'cp-2');
-  assert.ok(lease, `cp-2's Lease: ${JSON.stringify(leases.items.map((l) => l.metadata.name))}`);
+  const leases = await identityLeases(cluster);
+  const lease = leases.find((l) => l.metadata.labels?.['kubernetes.io/hostname'] === 'cp-2');
+  assert.ok(lease, `cp-2's Lease: ${JSON.stringify(leases.map((l) => l.metadata.name))}`);
   const del = await cluster.request('lb', `/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/${lease.metadata.name}`, { method: 'DELETE' });
   assert.equal(del.status, 200, del.body);
   const waiting = await waitFor('cp-2 recorded missing', 60_000, async () => {
@@ -137,7 +138,7 @@ test('a server whose identity Lease is gone in preflight is waited for: the plan
   while (Date.now() < holdUntil) {
     const u = await getUpgrade(cluster, name);
     assert.equal(u?.status?.phase, 'Preflight', `no plan while cp-2 has no Lease: ${JSON.stringify(u?.status?.waiting)}`);
-    await new Promise((r) => setTimeout(r, 1_000));
+    await sleep(1_000);
   }
   assert.equal(hook.calls.size, 0, 'no call while cp-2 has no Lease');
   await cluster.start(1);

@@ -325,8 +325,9 @@ function unseenLandingEnd(h: History, o: DriverOp, blind: readonly Span[]): numb
   const landed = o.end!;
   const fault = (h.faultDown ?? []).filter((f) => f.server === o.server && f.from >= landed).sort((a, b) => a.from - b.from)[0];
   if (!fault) return undefined;
+  // `blind` comes sorted by start (breachActedOn): one pass chains the spans that cover the landing.
   let covered = landed;
-  for (const x of [...blind].sort((a, b) => a.from - b.from)) if (x.from <= covered && x.to > covered) covered = x.to;
+  for (const x of blind) if (x.from <= covered && x.to > covered) covered = x.to;
   return covered >= fault.from ? Math.min(fault.to, o.start + h.spec.batchTimeoutMs!) : undefined;
 }
 

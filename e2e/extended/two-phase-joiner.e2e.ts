@@ -11,6 +11,7 @@ import { NEW_VERSION, waitFor, type Cluster } from '../cluster/index.ts';
 import { freePort } from '../cluster/cluster.ts';
 import { createUpgrade, getUpgrade } from '../support/operator.ts';
 import { startRig, upgradeManifest } from '../support/rig.ts';
+import { identityLeases } from '../support/identity-leases.ts';
 import { RESUME_ANNOTATION } from '../../src/api/vocabulary.ts';
 import type { ApiServerUpgrade } from '../../src/api/types.generated.ts';
 
@@ -21,16 +22,9 @@ after(async () => {
 
 const NAME = 'two-phase-joiner';
 const UPGRADES = '/apis/upgrade.apiserver.dev/v1alpha1/apiserverupgrades';
-const LEASES = '/apis/coordination.k8s.io/v1/namespaces/kube-system/leases?labelSelector=apiserver.kubernetes.io%2Fidentity%3Dkube-apiserver';
 
 function report(msg: string): void {
   process.stderr.write(`[two-phase-joiner] ${msg}\n`);
-}
-
-async function identityLeases(cluster: Cluster): Promise<number> {
-  const r = await cluster.request('lb', LEASES);
-  assert.equal(r.status, 200, r.body);
-  return (JSON.parse(r.body) as { items: unknown[] }).items.length;
 }
 
 async function until(cluster: Cluster, what: string, want: (u: ApiServerUpgrade) => boolean, within = 6 * 60_000): Promise<ApiServerUpgrade> {
@@ -48,7 +42,7 @@ test('TwoPhase: a server that joins on v1.35.4 after phase two began gets one ca
   cleanups.push(() => rig.teardown());
   const { cluster, hook } = rig;
   await cluster.stop(3);
-  await waitFor('cp-4\'s identity Lease gone after its graceful stop', 60_000, async () => ((await identityLeases(cluster)) === 3 ? true : undefined), 500);
+  await waitFor('cp-4\'s identity Lease gone after its graceful stop', 60_000, async () => ((await identityLeases(cluster)).length === 3 ? true : undefined), 500);
 
   await createUpgrade(cluster, upgradeManifest(NAME, hook, { strategy: { soakDuration: '20s', batchTimeout: '3m', phases: 'TwoPhase', phaseSoakDuration: '5s' } }));
   const inPhaseTwo = await until(cluster, 'phase two under way', (u) => u.status?.stage === 'API' || ['Paused', 'Failed', 'Succeeded'].includes(u.status?.phase ?? ''));

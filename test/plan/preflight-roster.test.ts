@@ -14,6 +14,16 @@ function fleet(): ReturnType<typeof peer>[] {
   return HOSTS.map((h) => peer(h, OLD));
 }
 
+/** A preflight whose first look waits (cp-1 not ready), then a look without `gone`'s Lease. */
+function withoutLease(gone: (typeof HOSTS)[number], s = spec(), advanceMs = 1_000): Sim {
+  const sim = new Sim(fleet(), s);
+  sim.peers[0]!.ready = false;
+  sim.step();
+  sim.peers = fleet().filter((p) => p.hostname !== gone);
+  sim.step(advanceMs);
+  return sim;
+}
+
 test('a server whose Lease is gone during a restart keeps preflight waiting; back, preflight passes with every server', () => {
   const sim = new Sim(fleet());
   sim.peers[1]!.ready = false;
@@ -38,11 +48,7 @@ test('a server whose Lease is gone during a restart keeps preflight waiting; bac
 });
 
 test('the missing server is remembered across an operator restart: a new process with the same status waits too', () => {
-  const sim = new Sim(fleet());
-  sim.peers[0]!.ready = false;
-  sim.step();
-  sim.peers = fleet().filter((p) => p.hostname !== 'cp-2');
-  sim.step(2_000);
+  const sim = withoutLease('cp-2', spec(), 2_000);
   // A new leader: nothing but the stored status (a JSON round trip) carries over.
   sim.status = JSON.parse(JSON.stringify(sim.status)) as typeof sim.status;
   sim.step(2_000);
@@ -51,11 +57,7 @@ test('the missing server is remembered across an operator restart: a new process
 });
 
 test('a server gone for longer than the grace is counted removed (a Warning Event), and preflight goes on without it', () => {
-  const sim = new Sim(fleet());
-  sim.peers[0]!.ready = false;
-  sim.step();
-  sim.peers = fleet().filter((p) => p.hostname !== 'cp-3');
-  sim.step(1_000);
+  const sim = withoutLease('cp-3');
   sim.step(MISSING_SERVER_GRACE_MS - 1_000);
   assert.equal(sim.status?.phase, 'Preflight', 'still within the grace');
   const p = sim.step(1_001);
@@ -116,10 +118,7 @@ test('preflightRoster: hostile stored times never move the clock into the future
 });
 
 test('a missing server and a server down are named in one UnhealthyFleet message', () => {
-  const sim = new Sim(fleet());
-  sim.peers[0]!.ready = false;
-  sim.step();
-  sim.peers = fleet().filter((p) => p.hostname !== 'cp-2');
+  const sim = withoutLease('cp-2');
   sim.peers[0]!.ready = false;
   sim.step();
   assert.equal(sim.status?.waiting?.reason, 'UnhealthyFleet');
