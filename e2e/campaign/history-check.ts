@@ -17,6 +17,12 @@ export interface DriverOp {
   end?: number;
   /** Whether it brought the server back at its goal. */
   landed: boolean;
+  /**
+   * A landed webhook call: when the harness last found the new run not ready. The server was back at its goal after
+   * this, and may have been seen so before `end`, which also waits out the harness's 500 ms readiness poll and the
+   * balancer (seed 4213 #16: the operator saw cp-3 back 0.14 s before the hook's record ended).
+   */
+  readyAfter?: number;
   /** The goal runs with --emulated-version (TwoPhase phase one): the target's API is not served yet. */
   emulated?: boolean;
 }
@@ -577,7 +583,7 @@ function enableProxyFirst(h: History): Violation[] {
   for (const server of [...upgraded].sort()) {
     const last = h.ops.filter((o) => o.server === server && o.action === 'EnableProxy' && o.start < firstUp.start).sort((a, b) => a.start - b.start).at(-1);
     if (!last) continue;
-    const landedAt = Math.min(last.end ?? Infinity, backUpAfter(h, last) ?? Infinity);
+    const landedAt = Math.min(last.end ?? Infinity, last.readyAfter ?? Infinity, backUpAfter(h, last) ?? Infinity);
     if (last.landed && landedAt <= firstUp.start) continue;
     out.push({ rule: 'EnableProxyFirst', t: firstUp.start, message: `Upgrade ${firstUp.server} (${firstUp.key}) started at ${firstUp.start} while the gate's EnableProxy of ${server} (${last.key}) had ${last.end === undefined ? 'not ended' : last.landed ? `landed only at ${last.end}` : 'failed'}` });
   }

@@ -81,6 +81,8 @@ function driverOps(rig: Rig): DriverOp[] {
       if (op) {
         op.end = e.at;
         op.landed = e.event === 'done';
+        const notReadyAt = rig.hook.calls.get(e.key)?.notReadyAt;
+        if (op.landed && notReadyAt !== undefined) op.readyAfter = notReadyAt;
       }
     }
   }

@@ -65,6 +65,12 @@ export interface ServerInfo {
   /** This server's audit log, when the cluster was started with `audit`. */
   auditLogPath?: string;
   running: boolean;
+  /**
+   * When the current run was last found not ready: the send time of the last /readyz of the start's wait that did not
+   * answer ready (the spawn, when the first did). The run answered ready only after this, and up to one poll of the
+   * wait before start() returned.
+   */
+  notReadyAt?: number;
 }
 
 interface ServerSlot {
@@ -301,6 +307,7 @@ export class Cluster {
     slot.info.logPath = join(this.dir, `${slot.info.name}.${slot.logSeq}.log`);
     slot.info.proxyGate = proxyGateEnabled(cfg.version, cfg.featureGates);
     slot.info.flags = flags;
+    slot.info.notReadyAt = Date.now();
     slot.proc = new ManagedProcess(cmd, args, slot.info.logPath);
     this.log(`${slot.info.name} starting ${cfg.version} at ${slot.info.address} (proxy gate ${slot.info.proxyGate ? 'on' : 'off'})`);
     const proc = slot.proc;
@@ -308,8 +315,14 @@ export class Cluster {
     // hook's replacement, held a restart here for the whole 180 s: process seed 201 #13).
     const state = await waitFor(`${slot.info.name} /readyz`, 180_000, async () => {
       if (proc.exited) return 'exited';
-      const r = await adminRequest(this.pki, `${slot.info.url}/readyz`, { timeoutMs: 2000 });
-      return r.status === 200 ? 'ready' : undefined;
+      const sent = Date.now();
+      const r = await adminRequest(this.pki, `${slot.info.url}/readyz`, { timeoutMs: 2000 }).catch((err: unknown) => {
+        slot.info.notReadyAt = sent;
+        throw err;
+      });
+      if (r.status === 200) return 'ready';
+      slot.info.notReadyAt = sent;
+      return undefined;
     }, 500).catch(async (err: Error) => {
       throw new Error(`${err.message}\nlog tail:\n${await this.logTail(i, 30)}`, { cause: err });
     });

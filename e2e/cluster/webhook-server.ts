@@ -27,6 +27,8 @@ export interface ReceivedCall {
   /** When the replacement began (the drain), and when the replaced server was ready again. */
   startedAt?: number;
   doneAt?: number;
+  /** When the new run was last found not ready (ServerInfo.notReadyAt): it was ready after this, up to a poll before doneAt. */
+  notReadyAt?: number;
   error?: string;
 }
 
@@ -210,6 +212,7 @@ export class ReplaceWebhook {
           await new Promise((r) => setTimeout(r, tail));
         }
         call.to = { version: after.config.version, proxyGate: after.proxyGate };
+        if (after.notReadyAt !== undefined) call.notReadyAt = after.notReadyAt;
         call.outcome = 'done';
         call.doneAt = Date.now();
         this.record({ ...what, event: 'done', detail: `${after.config.version}${after.proxyGate ? ' (proxy gate on)' : ''} ready in ${((call.doneAt - call.startedAt) / 1000).toFixed(1)} s` });

@@ -467,6 +467,25 @@ test('EnableProxyFirst: a call whose server came back before the first Upgrade l
   assert.deepEqual(rules(h), ['EnableProxyFirst']);
 });
 
+test('EnableProxyFirst: a webhook call whose new run was ready before the first Upgrade landed then, though the hook ended later', () => {
+  // Process seed 4213 #16: cp-3's EnableProxy ended at 31.12 s in the hook's record (its 500 ms readiness poll, then the
+  // balancer), the first Upgrade started at 30.98 s: the operator had seen cp-3 back on its look.
+  const h = clean();
+  h.ops.unshift(
+    { key: 'k-ep-cp-1', server: 'cp-1', action: 'EnableProxy', start: 2_000, end: 5_000, landed: true },
+    { key: 'k-ep-cp-2', server: 'cp-2', action: 'EnableProxy', start: 5_500, end: 10_140, landed: true },
+  );
+  assert.deepEqual(rules(h), ['EnableProxyFirst'], 'no readiness record: the hook\'s end is the landing');
+  h.ops[1] = { ...h.ops[1]!, readyAfter: 9_600 };
+  assert.deepEqual(rules(h), []);
+  // Still not ready after the first Upgrade started: not landed in time.
+  h.ops[1] = { ...h.ops[1]!, readyAfter: 10_050 };
+  assert.deepEqual(rules(h), ['EnableProxyFirst']);
+  // A failed call is no landing, whatever its readiness record says.
+  h.ops[1] = { ...h.ops[1]!, readyAfter: 9_600, landed: false };
+  assert.deepEqual(rules(h), ['EnableProxyFirst']);
+});
+
 test('PhaseOneFirst and StageNeverBack: no emulated Upgrade after phase two\'s first call; status.stage never leaves API once there', () => {
   const h = clean();
   h.ops = h.ops.map((o) => ({ ...o, emulated: true }));
