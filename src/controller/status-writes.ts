@@ -13,8 +13,9 @@ export async function writeStatus(c: ReconcilerConfig, u: ApiServerUpgrade, stat
   try {
     updated = await c.kube.patchUpgradeStatus(u.metadata!.name!, patch as Partial<ApiServerUpgradeStatus>, { resourceVersion: u.metadata!.resourceVersion! });
   } catch (err) {
-    // Gone from the API while our reads still hold it: those reads are behind (their watch may be stuck).
+    // Gone from the API while our reads still hold it, or changed since: those reads are behind (their watch may be stuck).
     if (err instanceof KubeApiError && err.statusCode === 404) c.upgrades.gone?.(u.metadata!.name!);
+    if (err instanceof KubeApiError && err.statusCode === 409) c.upgrades.conflicted?.(u.metadata!.name!);
     throw err;
   }
   c.upgrades.written?.(u, updated);

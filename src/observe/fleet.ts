@@ -207,8 +207,9 @@ export class FleetObserver {
     // (settings.startTimes, src/plan/start-time-reads.ts; absent: every look), the gate and the process start time
     // that tell its restarts apart. One scrape serves both. Between those, the last read's are kept, the start
     // time marked as kept.
-    const holders = holdersByAddress(leases, hostnameAddresses);
-    const hostnames = hostnamesByAddress(leases, hostnameAddresses);
+    const served = leasesByAddress(leases, hostnameAddresses);
+    const holders = new Map([...served].map(([a, l]) => [a, l.holder]));
+    const hostnames = new Map([...served].filter(([, l]) => l.hostname !== '').map(([a, l]) => [a, l.hostname]));
     const startTimes = settings.startTimes;
     const readsStart = (a: string): boolean => {
       const hostname = hostnames.get(a);
@@ -532,26 +533,17 @@ export class FleetObserver {
   }
 }
 
-/** Each Lease's server hostname by the address it is probed at (as `holdersByAddress` finds the address). */
-function hostnamesByAddress(leases: readonly IdentityLeaseLike[], hostnameAddresses: ReadonlyMap<string, string>): Map<string, string> {
-  const out = new Map<string, string>();
+/**
+ * The Lease served at each address, its server's hostname ('' when it has no label) and holder identity: by its
+ * peer-advertise annotation, else by its hostname's hint (a server whose gate is off advertises no address).
+ * Addresses no lease claims have none.
+ */
+function leasesByAddress(leases: readonly IdentityLeaseLike[], hostnameAddresses: ReadonlyMap<string, string>): Map<string, { hostname: string; holder: string }> {
+  const out = new Map<string, { hostname: string; holder: string }>();
   for (const l of leases) {
     const hostname = l.metadata?.labels?.[HOSTNAME_LABEL] ?? '';
     const address = l.metadata?.annotations?.[PEER_ADDRESS_ANNOTATION] ?? hostnameAddresses.get(hostname);
-    if (address && hostname) out.set(address, hostname);
-  }
-  return out;
-}
-
-/**
- * The holder identity of the lease served at each address: by its peer-advertise annotation, else by its
- * hostname's hint (a server whose gate is off advertises no address). Addresses no lease claims have none.
- */
-function holdersByAddress(leases: readonly IdentityLeaseLike[], hostnameAddresses: ReadonlyMap<string, string>): Map<string, string> {
-  const out = new Map<string, string>();
-  for (const l of leases) {
-    const address = l.metadata?.annotations?.[PEER_ADDRESS_ANNOTATION] ?? hostnameAddresses.get(l.metadata?.labels?.[HOSTNAME_LABEL] ?? '');
-    if (address) out.set(address, l.spec?.holderIdentity ?? '');
+    if (address) out.set(address, { hostname, holder: l.spec?.holderIdentity ?? '' });
   }
   return out;
 }

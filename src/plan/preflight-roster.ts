@@ -37,7 +37,6 @@ export function preflightRoster(previous: readonly PeerStatus[] | undefined, obs
   for (const p of observed) {
     const before = previous?.find((r) => r.hostname === p.hostname);
     const row: PeerStatus = { ...peerRowFrom(p, before), state: 'Pending' };
-    delete row.missingSince;
     if (before?.missingSince !== undefined) delete row.message;
     rows.push(row);
   }

@@ -149,7 +149,7 @@ export function runPreflight(ctx: PlanContext): void {
   const roster = preflightRoster(ctx.status.peers, ctx.obs.peers, ctx.now);
   ctx.status.peers = roster.rows;
   for (const d of roster.dropped) {
-    ctx.event('Warning', 'ServerRemoved', `${d.hostname} has had no identity Lease since ${d.since}: counted as removed; should it come back, the upgrade pauses MembershipChanged`, d.hostname);
+    ctx.event('Warning', 'ServerRemoved', `${d.hostname} has had no identity Lease since ${d.since}: counted as removed; back before the plan is made, it is counted again, and after, the upgrade pauses MembershipChanged`, d.hostname);
   }
   let v = checkPreflight(ctx);
   // A server an earlier look saw and this one does not is restarting or removed: the fleet is not the one observed.

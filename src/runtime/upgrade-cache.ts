@@ -8,6 +8,8 @@ export interface UpgradeReads {
   written?(before: ApiServerUpgrade, after: ApiServerUpgrade): void;
   /** The API answered 404 for an upgrade these reads returned: the reads are behind the API. */
   gone?(name: string): void;
+  /** A write guarded by what these reads returned got 409: the next read of `name` must not be the same copy. */
+  conflicted?(name: string): void;
 }
 
 export interface CachedUpgradesOptions {
@@ -49,6 +51,8 @@ export class CachedUpgrades implements UpgradeReads {
   private readonly store: UpgradeStore;
   private readonly api: Pick<UpgradeReads, 'getUpgrade' | 'listUpgrades'>;
   private readonly writes = new Map<string, Written>();
+  /** Upgrades whose last guarded write got 409: read from the API next. */
+  private readonly conflicts = new Set<string>();
   private readonly opts: CachedUpgradesOptions;
 
   constructor(store: UpgradeStore, api: Pick<UpgradeReads, 'getUpgrade' | 'listUpgrades'>, opts: CachedUpgradesOptions = {}) {
@@ -62,8 +66,36 @@ export class CachedUpgrades implements UpgradeReads {
   }
 
   getUpgrade(name: string): Promise<ApiServerUpgrade | undefined> {
+    const conflict = this.conflicts.delete(name);
     if (!this.store.hasSynced) return this.api.getUpgrade(name);
+    if (conflict) return this.afterConflict(name);
     return Promise.resolve(this.fresh(name, this.store.get(name)));
+  }
+
+  /**
+   * A 409 says the copy read was not the API's, and the cache may not be about to change: a watch kept to a server cut
+   * from etcd shows nothing new, while every write from its copy gets 409 (nodes seed 4214 #19: a resume during an
+   * etcd cut held the status, and with it a breach's pause, for 15 s). So the API is read, and its copy is kept as our
+   * own writes are — until the cache shows it or anything newer, and no longer than the echo deadline unnoticed.
+   */
+  private async afterConflict(name: string): Promise<ApiServerUpgrade | undefined> {
+    const got = await this.api.getUpgrade(name);
+    const cached = this.store.get(name);
+    if (got === undefined) {
+      this.gone(name);
+      return undefined;
+    }
+    if (cached !== undefined && rv(cached) !== rv(got)) {
+      const w = this.writes.get(name) ?? { superseded: new Set<string>(), latest: got, at: this.now() };
+      w.superseded.add(rv(cached));
+      w.latest = got;
+      this.writes.set(name, w);
+    }
+    return this.fresh(name, cached) ?? got;
+  }
+
+  conflicted(name: string): void {
+    this.conflicts.add(name);
   }
 
   listUpgrades(): Promise<{ items: ApiServerUpgrade[] }> {

@@ -99,3 +99,56 @@ test('the cache counts as behind when the watch does not echo our write within t
   c.gone('b');
   assert.equal(stale.length, 2, 'not in the cache either: the cache is not behind on it');
 });
+
+test('after a 409 the next read asks the API, and its copy is read until the cache shows it or anything newer', async () => {
+  // Nodes seed 4214 #19: the watch kept to a server cut from etcd showed nothing new, a resume changed the object, and
+  // every status write from the cached copy got 409 until the echo deadline ran out.
+  const store = new Store();
+  let now = 1_000;
+  const stale: string[] = [];
+  let apiCopy: ApiServerUpgrade | undefined = up('a', '8', 'Paused');
+  const calls: string[] = [];
+  const api = {
+    getUpgrade: async (n: string) => { calls.push(`GET ${n}`); return apiCopy; },
+    listUpgrades: async () => ({ items: apiCopy ? [apiCopy] : [] }),
+  };
+  const c = new CachedUpgrades(store, api, { onStale: (why) => stale.push(why), echoDeadlineMs: 15_000, now: () => now });
+  store.set(up('a', '5'));
+  c.written(up('a', '5'), up('a', '6'));
+  assert.equal((await c.getUpgrade('a'))?.metadata?.resourceVersion, '6', 'our write, as before');
+  c.conflicted('a');
+  assert.equal((await c.getUpgrade('a'))?.metadata?.resourceVersion, '8', 'the API\'s copy after a 409');
+  assert.deepEqual(calls, ['GET a']);
+  assert.equal((await c.getUpgrade('a'))?.metadata?.resourceVersion, '8', 'kept while the cache still shows 5');
+  assert.deepEqual((await c.listUpgrades()).items.map((u) => u.metadata?.resourceVersion), ['8']);
+  assert.deepEqual(calls, ['GET a'], 'one API read per conflict');
+  now += 15_001;
+  assert.equal((await c.getUpgrade('a'))?.metadata?.resourceVersion, '8');
+  assert.equal(stale.length, 1, 'a cache that never shows the API\'s copy counts as behind');
+  store.set(up('a', '8', 'Paused'));
+  assert.equal((await c.getUpgrade('a'))?.metadata?.resourceVersion, '8');
+  assert.equal(c.pending, 0, 'caught up: nothing kept');
+  // A conflict the cache already shows the answer to: the API's copy is the cache's, nothing is kept.
+  apiCopy = up('a', '8', 'Paused');
+  c.conflicted('a');
+  assert.equal((await c.getUpgrade('a'))?.metadata?.resourceVersion, '8');
+  assert.equal(c.pending, 0);
+  // Deleted meanwhile: gone, and the cache that still holds it is behind.
+  apiCopy = undefined;
+  c.conflicted('a');
+  assert.equal(await c.getUpgrade('a'), undefined);
+  assert.match(stale.at(-1)!, /the API says a is gone; the cache still holds it/);
+});
+
+test('a 409 before the informer synced is answered by the next read, from the API as every read then is', async () => {
+  const store = new Store();
+  store.hasSynced = false;
+  const api = apiCounting();
+  const c = new CachedUpgrades(store, api);
+  c.conflicted('a');
+  assert.equal((await c.getUpgrade('a'))?.metadata?.resourceVersion, 'api');
+  store.hasSynced = true;
+  store.set(up('a', '5'));
+  assert.equal((await c.getUpgrade('a'))?.metadata?.resourceVersion, '5', 'synced: the cache');
+  assert.deepEqual(api.calls, ['GET a']);
+});
