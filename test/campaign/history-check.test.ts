@@ -432,12 +432,18 @@ test('StoppedSendsNothing: no call while Paused or terminal, none but Rollback w
   assert.ok(rules(r).includes('StoppedSendsNothing'));
 });
 
-test('EnableProxyFirst: the gate pass\'s EnableProxy of every upgraded server lands before the first Upgrade', () => {
+/** The clean history after a gate pass: cp-1's EnableProxy landed at 5 s, cp-2's ends at `end` (the first Upgrade: 10 s). */
+function gatePassEndingAt(end: number): History {
   const h = clean();
   h.ops.unshift(
     { key: 'k-ep-cp-1', server: 'cp-1', action: 'EnableProxy', start: 2_000, end: 5_000, landed: true },
-    { key: 'k-ep-cp-2', server: 'cp-2', action: 'EnableProxy', start: 5_500, end: 9_000, landed: true },
+    { key: 'k-ep-cp-2', server: 'cp-2', action: 'EnableProxy', start: 5_500, end, landed: true },
   );
+  return h;
+}
+
+test('EnableProxyFirst: the gate pass\'s EnableProxy of every upgraded server lands before the first Upgrade', () => {
+  const h = gatePassEndingAt(9_000);
   assert.deepEqual(rules(h), []);
   h.ops[1] = { ...h.ops[1]!, end: 12_000 };
   assert.deepEqual(rules(h), ['EnableProxyFirst']);
@@ -450,11 +456,7 @@ test('EnableProxyFirst: the gate pass\'s EnableProxy of every upgraded server la
 
 test('EnableProxyFirst: a call whose server came back before the first Upgrade landed then, though its agent Job completed later', () => {
   // Nodes seed 4202 #9: cp-2's server back up at 9.0 s, the first Upgrade at 10.0 s, the Job complete at 14.0 s.
-  const h = clean();
-  h.ops.unshift(
-    { key: 'k-ep-cp-1', server: 'cp-1', action: 'EnableProxy', start: 2_000, end: 5_000, landed: true },
-    { key: 'k-ep-cp-2', server: 'cp-2', action: 'EnableProxy', start: 5_500, end: 14_000, landed: true },
-  );
+  const h = gatePassEndingAt(14_000);
   assert.deepEqual(rules(h), ['EnableProxyFirst'], 'no sign of the server coming back: the Job\'s end is the landing');
   h.servers.push({ t: 6_000, server: 'cp-2', up: false, version: OLD }, { t: 9_000, server: 'cp-2', up: true, version: OLD });
   assert.deepEqual(rules(h), []);
@@ -470,11 +472,7 @@ test('EnableProxyFirst: a call whose server came back before the first Upgrade l
 test('EnableProxyFirst: a webhook call whose new run was ready before the first Upgrade landed then, though the hook ended later', () => {
   // Process seed 4213 #16: cp-3's EnableProxy ended at 31.12 s in the hook's record (its 500 ms readiness poll, then the
   // balancer), the first Upgrade started at 30.98 s: the operator had seen cp-3 back on its look.
-  const h = clean();
-  h.ops.unshift(
-    { key: 'k-ep-cp-1', server: 'cp-1', action: 'EnableProxy', start: 2_000, end: 5_000, landed: true },
-    { key: 'k-ep-cp-2', server: 'cp-2', action: 'EnableProxy', start: 5_500, end: 10_140, landed: true },
-  );
+  const h = gatePassEndingAt(10_140);
   assert.deepEqual(rules(h), ['EnableProxyFirst'], 'no readiness record: the hook\'s end is the landing');
   h.ops[1] = { ...h.ops[1]!, readyAfter: 9_600 };
   assert.deepEqual(rules(h), []);
